@@ -1,0 +1,1 @@
+"""Implementations under test, behind one interface (the adapters issue fills this in)."""

@@ -1,0 +1,1 @@
+"""Command line, requirements and verdicts: what the suite does with the reference."""

@@ -1,0 +1,1 @@
+"""Ground truth: exact number formats, the arbitrary-precision oracle, evaluation models."""
