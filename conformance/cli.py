@@ -1,5 +1,87 @@
-"""The sl1conf command line (placeholder, filled in next)."""
+"""The ``sl1conf`` command line: one subcommand per job, one line per error.
+
+Bad input never produces a traceback: argparse's errors and every
+:class:`UsageError` print one line naming the problem and exit with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sl1conf.reference import formats as F
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, not argparse's usage block
+        raise UsageError(message)
+
+
+def _dtype(text: str) -> F.Format:
+    try:
+        return F.format_by_name(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _cmd_explain(args) -> int:
+    from .explain import explain
+
+    texts = {"dy": args.dy, "x1": args.x1, "x2": args.x2, "beta": args.beta}
+    for name, text in texts.items():
+        try:
+            F.parse_value(args.dtype, text)
+        except ValueError as exc:
+            raise UsageError(f"--{name}: {exc}") from None
+    print(explain(args.dtype, texts))
+    return EXIT_OK
+
+
+def _cmd_demo(args) -> int:
+    from .demo import run_demo
+
+    if args.elements < 1:
+        raise UsageError(f"--elements must be at least 1, not {args.elements}")
+    return run_demo(args.dtype, elements=args.elements, seed=args.seed)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="sl1conf", description=__doc__.splitlines()[0])
+    from sl1conf import __version__
+
+    parser.add_argument("--version", action="version", version=f"sl1conf {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("explain", help="take one element apart: exact diff, branch, result, models",
+                       description="Values are decimals (0.1), hex floats (0x1.8p-1), hex bit "
+                                   "patterns (0x3c00), inf, -inf or nan.")
+    p.add_argument("--dtype", type=_dtype, required=True, help="fp16 or fp32")
+    for name in ("dy", "x1", "x2", "beta"):
+        p.add_argument(f"--{name}", required=True, metavar="V")
+    p.set_defaults(run=_cmd_explain)
+
+    p = sub.add_parser("demo", help="compare every evaluation model with the exact oracle")
+    p.add_argument("--dtype", type=_dtype, action="append",
+                   help="fp16 or fp32 (repeatable; default both)")
+    p.add_argument("--elements", type=int, default=3000, help="elements per dtype (default 3000)")
+    p.add_argument("--seed", type=int, default=2026, help="random seed (default 2026)")
+    p.set_defaults(run=_cmd_demo)
+    return parser
 
 
 def main(argv=None) -> int:
-    return 0
+    try:
+        args = build_parser().parse_args(argv)
+        return args.run(args)
+    except UsageError as exc:
+        print(f"sl1conf: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("sl1conf: interrupted", file=sys.stderr)
+        return 130

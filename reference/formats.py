@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 __all__ = [
-    "Format", "FP16", "FP32", "FORMATS", "format_by_name", "FloatClass",
+    "Format", "FP16", "FP32", "FP64", "FORMATS", "format_by_name", "FloatClass",
     "classify", "decode_parts", "decode", "round_to_format", "ordered", "ulp_distance",
     "NAN_MISMATCH", "parse_value", "to_bits", "from_bits", "hexfloat",
 ]
@@ -81,7 +81,9 @@ class Format:
 
 FP16 = Format("fp16", 16, 11, 15, np.dtype(np.float16), np.dtype(np.uint16))
 FP32 = Format("fp32", 32, 24, 127, np.dtype(np.float32), np.dtype(np.uint32))
+FP64 = Format("fp64", 64, 53, 1023, np.dtype(np.float64), np.dtype(np.uint64))
 FORMATS = {"fp16": FP16, "fp32": FP32}
+"""The data formats of the operator (fp64 exists only as a compute precision of models)."""
 _ALIASES = {
     "fp16": FP16, "half": FP16, "float16": FP16, "binary16": FP16, "hp": FP16, "f16": FP16,
     "fp32": FP32, "float": FP32, "float32": FP32, "binary32": FP32, "fp": FP32, "f32": FP32,
@@ -89,7 +91,7 @@ _ALIASES = {
 
 
 def format_by_name(name: "str | Format | np.dtype") -> Format:
-    """The format for a name (``fp16``, ``half``, ``float32``, ...) or a numpy dtype."""
+    """The data format for a name (``fp16``, ``half``, ``float32``, ...) or a numpy dtype."""
     if isinstance(name, Format):
         return name
     if isinstance(name, np.dtype) or (isinstance(name, type) and issubclass(name, np.generic)):

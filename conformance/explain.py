@@ -1,0 +1,87 @@
+"""``sl1conf explain``: one element, taken apart.
+
+Shows what a user investigating a single failing element needs: the exact
+inputs, the exact diff and the branch it selects, the exact and the correctly
+rounded result, the flush-to-zero result, and every evaluation model's bits
+with their ULP distance from the correctly rounded result.
+"""
+
+from __future__ import annotations
+
+from decimal import Context, Decimal
+from fractions import Fraction
+
+import numpy as np
+
+from sl1conf.reference import formats as F
+from sl1conf.reference.models import models_for
+from sl1conf.reference.oracle import evaluate_element
+
+SIGNIFICANT = 21
+
+
+def decimal_text(value: "Fraction | str", sign_bit: int = 0) -> str:
+    """Decimal text of an exact value: exact when it fits, else '~' and 21 digits."""
+    if isinstance(value, str):
+        return value
+    q = Fraction(value)
+    if q == 0:
+        return "-0" if sign_bit else "0"
+    d = Context(prec=SIGNIFICANT).divide(Decimal(q.numerator), Decimal(q.denominator))
+    text = format(d.normalize(), "g") if abs(d.adjusted()) < 8 else format(d.normalize(), "e")
+    return text if Fraction(d) == q else "~" + text
+
+
+def value_text(fmt: F.Format, bits: int) -> str:
+    cls, sign = F.classify(fmt, bits)
+    if cls is F.FloatClass.INF:
+        return "-inf" if sign else "+inf"
+    if cls.is_nan:
+        return ("-" if sign else "") + ("sNaN" if cls is F.FloatClass.SNAN else "NaN")
+    return decimal_text(F.decode(fmt, bits), sign)
+
+
+def _hex(fmt: F.Format, bits: int) -> str:
+    return f"0x{bits:0{fmt.bits // 4}x}"
+
+
+def explain(fmt: F.Format, texts: dict[str, str]) -> str:
+    """The report for one element given as texts (decimal, hex float or hex bits)."""
+    lines = [f"SmoothL1LossGrad, {fmt.name}, one element", ""]
+    bits = {}
+    lines.append(f"  {'input':<6}{'bits':<{fmt.bits // 4 + 4}}{'class':<11}value")
+    for name in ("dy", "x1", "x2", "beta"):
+        b, exact = F.parse_value(fmt, texts[name])
+        bits[name] = b
+        cls, _ = F.classify(fmt, b)
+        note = "" if exact else f"   ({texts[name]} rounded to {fmt.name})"
+        lines.append(f"  {name:<6}{_hex(fmt, b):<{fmt.bits // 4 + 4}}{cls.value:<11}{value_text(fmt, b)}{note}")
+    e = evaluate_element(fmt, bits["dy"], bits["x1"], bits["x2"], bits["beta"])
+    ftz = evaluate_element(fmt, bits["dy"], bits["x1"], bits["x2"], bits["beta"], flush_subnormals=True)
+    lines.append("")
+    diff = e.diff
+    diff_hex = f"  = {F.hexfloat(diff)}" if isinstance(diff, Fraction) and diff != 0 else ""
+    lines.append(f"  diff = x1 - x2 = {decimal_text(diff)}{diff_hex}   (exact)")
+    lines.append(f"  branch: {e.branch}" + {
+        "diff > beta": "   ->  dx1 = dy",
+        "diff < -beta": "   ->  dx1 = -dy",
+        "-beta <= diff <= beta": "   ->  dx1 = diff / beta * dy",
+    }.get(e.branch, ""))
+    lines.append(f"  exact dx1 = {decimal_text(e.exact)}" + (f"   ({e.note})" if e.note else ""))
+    lines.append(f"  correctly rounded dx1 = {_hex(fmt, e.bits)}  {value_text(fmt, e.bits)}")
+    if ftz.bits != e.bits:
+        lines.append(f"  flush-to-zero oracle:   {_hex(fmt, ftz.bits)}  {value_text(fmt, ftz.bits)}"
+                     + (f"   ({ftz.note})" if ftz.note else ""))
+    else:
+        lines.append("  flush-to-zero oracle:   the same")
+    lines += ["", "  evaluation models (docs/evaluation-models.md)",
+              f"  {'model':<16}{'bits':<{fmt.bits // 4 + 4}}{'ULP':>5}  value"]
+    arrays = {k: F.from_bits(fmt, np.array([v], dtype=fmt.uint)) for k, v in bits.items()}
+    for model in models_for(fmt):
+        out = int(F.to_bits(fmt, model(arrays["dy"], arrays["x1"], arrays["x2"], arrays["beta"][0]))[0])
+        dist = int(F.ulp_distance(fmt, out, e.bits))
+        ulp = "NaN" if dist == F.NAN_MISMATCH else str(dist)
+        if dist == 0 and out != e.bits and not F.is_nan_bits(fmt, out):
+            ulp = "sign"  # +0 against -0
+        lines.append(f"  {model.name:<16}{_hex(fmt, out):<{fmt.bits // 4 + 4}}{ulp:>5}  {value_text(fmt, out)}")
+    return "\n".join(lines)

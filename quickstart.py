@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Set up the suite in ./.venv and run it: the README's two Quick start commands.
+
+    python3 quickstart.py demo [ARGS]   set up, then run `sl1conf demo ARGS`
+    python3 quickstart.py test [ARGS]   set up, then run the tests in parallel (pytest -n auto ARGS)
+
+Setting up creates .venv (or reuses it), installs the build requirements named
+in pyproject.toml and then this package in editable mode with its test extras.
+It is skipped when nothing that affects the install has changed since the last
+run. Needs Python 3.11+, pip and a C compiler; nothing else is installed by hand.
+"""
+
+import hashlib
+import os
+import subprocess
+import sys
+import tomllib
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+VENV = ROOT / ".venv"
+BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
+STAMP = VENV / ".sl1conf-install-stamp"
+INSTALL_INPUTS = ["pyproject.toml", "meson.build", "conformance/meson.build",
+                  "reference/meson.build", "adapters/meson.build"]
+
+
+def _run(cmd, env=None):
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    return subprocess.run([str(c) for c in cmd], cwd=ROOT, env=env).returncode
+
+
+def _env():
+    env = dict(os.environ)
+    # meson-python editable installs rebuild on import and need meson and ninja on PATH.
+    env["PATH"] = str(BIN) + os.pathsep + env.get("PATH", "")
+    env["VIRTUAL_ENV"] = str(VENV)
+    return env
+
+
+def setup() -> None:
+    if sys.version_info < (3, 11):
+        sys.exit(f"quickstart: Python 3.11 or newer is needed, this is {sys.version.split()[0]}")
+    if not (BIN / "python").exists():
+        print(f"quickstart: creating {VENV}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(VENV)
+    digest = hashlib.sha256()
+    for name in INSTALL_INPUTS:
+        path = ROOT / name
+        digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"") + b"\0")
+    stamp = digest.hexdigest()
+    if STAMP.exists() and STAMP.read_text() == stamp:
+        return
+    build_requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+    python, env = BIN / "python", _env()
+    steps = [
+        [python, "-m", "pip", "install", "--quiet", *build_requires],
+        [python, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--editable", ".[test]"],
+    ]
+    for cmd in steps:
+        if _run(cmd, env) != 0:
+            sys.exit("quickstart: installation failed (see the output above)")
+    STAMP.write_text(stamp)
+
+
+def main(argv) -> int:
+    if not argv or argv[0] not in ("demo", "test"):
+        print("usage: python3 quickstart.py demo|test [ARGS]",
+              file=sys.stderr)
+        return 2
+    setup()
+    if argv[0] == "demo":
+        return _run([BIN / "sl1conf", "demo", *argv[1:]], _env())
+    return _run([BIN / "python", "-m", "pytest", "-n", "auto", *argv[1:]], _env())
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
