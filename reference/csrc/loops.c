@@ -1,0 +1,161 @@
+/* Run-time dispatch over the instruction-set variants of loops_body.inc.
+ *
+ * The baseline variant is portable C (on x86-64 without F16C, half conversions
+ * go through libgcc and are slow but exact); on x86-64 a second copy is built
+ * for AVX2 + F16C and chosen when the CPU has both. No variant assumes the
+ * build machine's CPU, so one wheel runs everywhere.
+ */
+#include "loops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* double -> half, rounded once: round to odd into float (24 >= 11 + 2 bits),
+ * then to nearest-even into half (Boldo and Melquiond's round-to-odd). A plain
+ * (_Float16)(float)x would round twice and can be wrong near half's ties. */
+static inline _Float16 sl1_d2h(double x) {
+    float f = (float)x;
+    if ((double)f != x && x == x) {
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        if (!(u & 1u))
+            u += fabs((double)f) < fabs(x) ? 1u : (uint32_t)-1;
+        memcpy(&f, &u, 4);
+    }
+    return (_Float16)f;
+}
+
+#define TO_HALF__Float16(r) (r)
+#define TO_HALF_float(r) ((_Float16)(r))
+#define TO_HALF_double(r) sl1_d2h(r)
+
+#define SUFFIX _base
+#define TARGET
+#include "loops_body.inc"
+#undef SUFFIX
+#undef TARGET
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SL1_HAVE_V3 1
+#define SUFFIX _v3
+#define TARGET __attribute__((target("avx2,f16c")))
+#include "loops_body.inc"
+#undef SUFFIX
+#undef TARGET
+
+/* fp16 data, compute in half or float, eight lanes at a time with F16C: GCC
+ * does not vectorize _Float16 conversions, so these loops spell them out.
+ * HALF = 1 rounds every step to half (convert to half and back), as the
+ * _Float16 models do; the last step is rounded by the final conversion. */
+#include <immintrin.h>
+#define V3 __attribute__((target("avx2,f16c")))
+#define RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+V3 static inline __m256 round_half(__m256 v) {
+    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, RNE));
+}
+V3 static inline __m128i mask16(__m256 m) {
+    __m256i i = _mm256_castps_si256(m);
+    return _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+}
+
+#define STEP_DIVMUL(HALF)   q = _mm256_div_ps(d, vb); if (HALF) q = round_half(q); r = _mm256_mul_ps(q, g);
+#define STEP_RECIPMUL(HALF) q = _mm256_mul_ps(d, vrb); if (HALF) q = round_half(q); r = _mm256_mul_ps(q, g);
+#define STEP_MULDIV(HALF)   q = _mm256_mul_ps(d, g); if (HALF) q = round_half(q); r = _mm256_div_ps(q, vb);
+
+#define V3_F16(ORDER, HALF, C)                                                        \
+V3 static void f16x_##ORDER##_##C(const uint16_t *dy, const uint16_t *x1,             \
+        const uint16_t *x2, uint16_t beta_bits, uint16_t *out, ptrdiff_t n) {         \
+    _Float16 bh;                                                                      \
+    memcpy(&bh, &beta_bits, 2);                                                       \
+    const float b = (float)bh;                                                        \
+    float rb = 1.0f / b;                                                              \
+    if (HALF) rb = (float)(_Float16)rb;                                               \
+    const __m256 vb = _mm256_set1_ps(b), vnb = _mm256_set1_ps(-b),                    \
+                 vrb = _mm256_set1_ps(rb);                                            \
+    const __m128i sign = _mm_set1_epi16((short)0x8000);                               \
+    (void)vrb;                                                                        \
+    ptrdiff_t i = 0;                                                                  \
+    for (; i + 8 <= n; i += 8) {                                                      \
+        const __m128i hy = _mm_loadu_si128((const __m128i *)(dy + i));                \
+        const __m256 g = _mm256_cvtph_ps(hy);                                         \
+        const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x1 + i))); \
+        const __m256 c = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x2 + i))); \
+        __m256 d = _mm256_sub_ps(a, c), q, r;                                         \
+        if (HALF) d = round_half(d);                                                  \
+        STEP_##ORDER(HALF)                                                            \
+        const __m128i m = _mm256_cvtps_ph(r, RNE);                                    \
+        const __m128i gt = mask16(_mm256_cmp_ps(d, vb, _CMP_GT_OQ));                  \
+        const __m128i lt = mask16(_mm256_cmp_ps(d, vnb, _CMP_LT_OQ));                 \
+        __m128i res = _mm_blendv_epi8(m, _mm_xor_si128(hy, sign), lt);                \
+        res = _mm_blendv_epi8(res, hy, gt);                                           \
+        _mm_storeu_si128((__m128i *)(out + i), res);                                  \
+    }                                                                                 \
+    if (i < n)                                                                        \
+        f16_##ORDER##_##C##_v3(dy + i, x1 + i, x2 + i, beta_bits, out + i, n - i);    \
+}
+
+V3_F16(DIVMUL, 1, _Float16) V3_F16(RECIPMUL, 1, _Float16) V3_F16(MULDIV, 1, _Float16)
+V3_F16(DIVMUL, 0, float)    V3_F16(RECIPMUL, 0, float)    V3_F16(MULDIV, 0, float)
+
+static const f16_fn f16_table_x[9] = {
+    f16x_DIVMUL__Float16, f16x_DIVMUL_float, f16_DIVMUL_double_v3,
+    f16x_RECIPMUL__Float16, f16x_RECIPMUL_float, f16_RECIPMUL_double_v3,
+    f16x_MULDIV__Float16, f16x_MULDIV_float, f16_MULDIV_double_v3,
+};
+#endif
+
+static int variant = -1; /* 0 baseline, 1 x86-64-v3 + F16C */
+
+static int pick(void) {
+    if (variant < 0) {
+        const char *forced = getenv("SL1CONF_KERNEL_ISA");
+        int v = 0;
+#ifdef SL1_HAVE_V3
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+#endif
+        if (forced && strcmp(forced, "baseline") == 0)
+            v = 0;
+        variant = v;
+    }
+    return variant;
+}
+
+const char *sl1k_isa(void) {
+#ifdef SL1_HAVE_V3
+    return pick() ? "x86-64 AVX2+F16C" : "x86-64 baseline";
+#else
+    (void)pick();
+    return "generic";
+#endif
+}
+
+int sl1k_f32(int model, const float *dy, const float *x1, const float *x2,
+             float beta, float *out, ptrdiff_t n) {
+    if (model < 0 || model >= 9 || !f32_table_base[model])
+        return -1;
+#ifdef SL1_HAVE_V3
+    if (pick()) {
+        f32_table_v3[model](dy, x1, x2, beta, out, n);
+        return 0;
+    }
+#endif
+    f32_table_base[model](dy, x1, x2, beta, out, n);
+    return 0;
+}
+
+int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+             uint16_t beta, uint16_t *out, ptrdiff_t n) {
+    if (model < 0 || model >= 9)
+        return -1;
+#ifdef SL1_HAVE_V3
+    if (pick()) {
+        f16_table_x[model](dy, x1, x2, beta, out, n);
+        return 0;
+    }
+#endif
+    f16_table_base[model](dy, x1, x2, beta, out, n);
+    return 0;
+}

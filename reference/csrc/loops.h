@@ -1,0 +1,32 @@
+/* SmoothL1LossGrad loops for the Cython kernel: every evaluation model of
+ * sl1conf.reference.models, for fp32 and fp16 data, chosen at run time.
+ *
+ * Rounding: every step of a model is rounded to its compute type by assigning
+ * it to a variable of that type (GCC and Clang honour this with
+ * -fexcess-precision=standard); never -ffast-math (it enables flush-to-zero for
+ * the whole process). Build with -fno-trapping-math so the branchy loops
+ * vectorize, and -ffp-contract=off so no multiply is fused with anything.
+ */
+#ifndef SL1_KERNEL_LOOPS_H
+#define SL1_KERNEL_LOOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* model = order * 3 + compute; order: 0 divmul, 1 recipmul, 2 muldiv;
+ * compute: 0 fp16, 1 fp32, 2 fp64. Returns 0, or -1 for a model that does not
+ * apply to the data type. */
+enum { SL1_DIVMUL = 0, SL1_RECIPMUL = 1, SL1_MULDIV = 2 };
+enum { SL1_C16 = 0, SL1_C32 = 1, SL1_C64 = 2 };
+
+int sl1k_f32(int model, const float *dy, const float *x1, const float *x2,
+             float beta, float *out, ptrdiff_t n);
+int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+             uint16_t beta, uint16_t *out, ptrdiff_t n);
+
+/* Which instruction-set variant sl1k_* run on this CPU ("x86-64-v3+f16c",
+ * "x86-64 baseline", "generic"); SL1CONF_KERNEL_ISA=baseline in the
+ * environment forces the portable variant (for testing it on any CPU). */
+const char *sl1k_isa(void);
+
+#endif

@@ -1,0 +1,129 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, initializedcheck=False
+"""The fast kernel: every evaluation model of ``sl1conf.reference.models`` in C.
+
+``smoothl1lossgrad(dy, x1, x2, beta, out=None, model=None, core_mask=None, threads=None)``
+computes the same bits as the numpy emulation of ``model`` (NaN payloads aside)
+at memory speed, with the GIL released. The default model is the manual's order
+in the data's own precision (``divmul-fp16`` / ``divmul-fp32``).
+
+``core_mask`` splits the range into one contiguous chunk per set bit, as the
+shared-storage API would (``sl1conf.reference.cores``); ``threads`` runs the
+chunks on that many threads (default: one chunk per thread over the CPUs
+available, for arrays large enough to gain from it). The result never depends on
+either: every element is computed on its own.
+"""
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from sl1conf.reference.cores import core_chunks
+from sl1conf.reference.formats import format_by_name
+from sl1conf.reference.models import get_model
+
+from libc.stdint cimport uint16_t
+
+cdef extern from "csrc/loops.h" nogil:
+    int sl1k_f32(int model, const float *dy, const float *x1, const float *x2,
+                 float beta, float *out, Py_ssize_t n)
+    int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                 uint16_t beta, uint16_t *out, Py_ssize_t n)
+    const char *sl1k_isa()
+
+_ORDERS = {"divmul": 0, "recipmul": 1, "muldiv": 2}
+_COMPUTES = {"fp16": 0, "fp32": 1, "fp64": 2}
+PARALLEL_MIN = 1 << 16
+"""Below this many elements a call runs on one thread unless asked otherwise."""
+
+ISA = sl1k_isa().decode()
+"""The instruction-set variant the loops run on (chosen at import time)."""
+
+_pool = None
+
+
+def _executor(threads):
+    global _pool
+    if _pool is None or _pool._max_workers < threads:
+        _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sl1conf-kernel")
+    return _pool
+
+
+def default_threads():
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+cdef int _run_f32(int model, const float[::1] dy, const float[::1] x1, const float[::1] x2,
+                  float beta, float[::1] out, Py_ssize_t start, Py_ssize_t stop) noexcept:
+    cdef int rc = 0
+    if stop > start:
+        with nogil:
+            rc = sl1k_f32(model, &dy[start], &x1[start], &x2[start], beta, &out[start], stop - start)
+    return rc
+
+
+cdef int _run_f16(int model, const uint16_t[::1] dy, const uint16_t[::1] x1,
+                  const uint16_t[::1] x2, uint16_t beta, uint16_t[::1] out,
+                  Py_ssize_t start, Py_ssize_t stop) noexcept:
+    cdef int rc = 0
+    if stop > start:
+        with nogil:
+            rc = sl1k_f16(model, &dy[start], &x1[start], &x2[start], beta, &out[start], stop - start)
+    return rc
+
+
+def model_names(dtype):
+    """The models this kernel offers for a data format (all that apply to it)."""
+    from sl1conf.reference.models import models_for
+    return [m.name for m in models_for(dtype)]
+
+
+def smoothl1lossgrad(dy, x1, x2, beta, out=None, model=None, core_mask=None, threads=None):
+    """dx1 for contiguous 1-d float16 or float32 arrays; see the module docstring."""
+    dy = np.asarray(dy)
+    fmt = format_by_name(dy.dtype)
+    arrays = [np.asarray(a) for a in (dy, x1, x2)]
+    for name, a in zip(("dy", "x1", "x2"), arrays):
+        if a.dtype != fmt.dtype:
+            raise TypeError(f"{name} is {a.dtype}, expected {fmt.dtype} like dy")
+        if a.ndim != 1 or not a.flags.c_contiguous:
+            raise ValueError(f"{name} must be a contiguous 1-d array")
+        if a.shape != arrays[0].shape:
+            raise ValueError(f"{name} has {a.shape[0]} elements, dy has {arrays[0].shape[0]}")
+    n = arrays[0].shape[0]
+    if out is None:
+        out = np.empty(n, dtype=fmt.dtype)
+    elif out.dtype != fmt.dtype or out.shape != (n,) or not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValueError(f"out must be a writeable contiguous {fmt.dtype} array of {n} elements")
+    m = get_model(model or f"divmul-{fmt.name}")
+    if not m.applies_to(fmt):
+        raise ValueError(f"model {m.name} computes in a narrower format than {fmt.name}")
+    model_id = _ORDERS[m.order] * 3 + _COMPUTES[m.compute]
+
+    if core_mask is not None:
+        chunks = [(s, e) for _, s, e in core_chunks(n, core_mask)]
+    else:
+        parts = threads or (default_threads() if n >= PARALLEL_MIN else 1)
+        chunks = [(s, e) for _, s, e in core_chunks(n, (1 << max(1, min(parts, 32))) - 1)]
+    workers = max(1, min(threads or default_threads(), len(chunks)))
+
+    beta_arr = np.asarray(beta, dtype=fmt.dtype).reshape(())
+    if fmt.name == "fp32":
+        run = lambda s, e: _run_f32(model_id, arrays[0], arrays[1], arrays[2],
+                                    float(beta_arr), out, s, e)
+    else:
+        u = [a.view(np.uint16) for a in arrays]
+        ou = out.view(np.uint16)
+        b = int(beta_arr.view(np.uint16))
+        run = lambda s, e: _run_f16(model_id, u[0], u[1], u[2], b, ou, s, e)
+    if workers == 1:
+        rcs = [run(s, e) for s, e in chunks]
+    else:
+        rcs = list(_executor(workers).map(lambda c: run(*c), chunks))
+    if any(rcs):
+        raise RuntimeError(f"kernel rejected model {m.name} for {fmt.name}")
+    return out
