@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from fractions import Fraction
 
 import numpy as np
@@ -33,48 +34,48 @@ class Format:
     dtype: np.dtype
     uint: np.dtype
 
-    @property
+    @cached_property
     def emin(self) -> int:
         return 1 - self.emax
 
-    @property
+    @cached_property
     def exp_bits(self) -> int:
         return self.bits - self.precision
 
-    @property
+    @cached_property
     def frac_bits(self) -> int:
         return self.precision - 1
 
-    @property
+    @cached_property
     def sign_mask(self) -> int:
         return 1 << (self.bits - 1)
 
-    @property
+    @cached_property
     def exp_mask(self) -> int:
         return ((1 << self.exp_bits) - 1) << self.frac_bits
 
-    @property
+    @cached_property
     def frac_mask(self) -> int:
         return (1 << self.frac_bits) - 1
 
-    @property
+    @cached_property
     def inf_bits(self) -> int:
         return self.exp_mask
 
-    @property
+    @cached_property
     def qnan_bits(self) -> int:
         """The canonical quiet NaN (what the oracle returns for every NaN result)."""
         return self.exp_mask | (1 << (self.frac_bits - 1))
 
-    @property
+    @cached_property
     def max_finite(self) -> Fraction:
         return Fraction(2**self.precision - 1) * Fraction(2) ** (self.emax - self.precision + 1)
 
-    @property
+    @cached_property
     def min_normal(self) -> Fraction:
         return Fraction(2) ** self.emin
 
-    @property
+    @cached_property
     def min_subnormal(self) -> Fraction:
         return Fraction(2) ** (self.emin - self.precision + 1)
 

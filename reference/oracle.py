@@ -52,7 +52,7 @@ from fractions import Fraction
 import numpy as np
 from mpmath import libmp
 
-from .formats import FloatClass, Format, classify, decode_parts, format_by_name, round_to_format
+from .formats import FloatClass, Format, decode_parts, format_by_name, round_to_format
 
 __all__ = [
     "WORK_PREC", "Branch", "Element", "evaluate_element", "smoothl1lossgrad",
@@ -130,13 +130,16 @@ def _frac(v) -> "Fraction | str":
 def evaluate_element(fmt: "Format | str", dy: int, x1: int, x2: int, beta: int,
                      *, flush_subnormals: bool = False) -> Element:
     """The correctly rounded dx1 for one element of bit patterns, and how it came about."""
-    fmt = format_by_name(fmt)
-    flush = flush_subnormals
+    return _evaluate(format_by_name(fmt), dy, x1, x2, beta, flush_subnormals, True)
+
+
+def _evaluate(fmt: Format, dy: int, x1: int, x2: int, beta: int, flush: bool, detail: bool):
+    """evaluate_element's work; without ``detail`` it skips the exact values and returns bits."""
     (dyc, dys, dyv), (c1, s1, v1), (c2, s2, v2), (bc, bs, bv) = (
         _read(fmt, b, flush) for b in (dy, x1, x2, beta))
     nan = fmt.qnan_bits
     if any(c.is_nan for c in (dyc, c1, c2, bc)):
-        return Element(nan, Branch.NAN_INPUT, "nan", "nan", "a NaN input gives NaN")
+        return Element(nan, Branch.NAN_INPUT, "nan", "nan", "a NaN input gives NaN") if detail else nan
 
     # diff = x1 - x2, exactly, on the extended reals.
     diff_neg_zero = False
@@ -144,7 +147,7 @@ def evaluate_element(fmt: "Format | str", dy: int, x1: int, x2: int, beta: int,
         d1 = ("-inf" if s1 else "+inf") if c1 is FloatClass.INF else None
         d2 = ("+inf" if s2 else "-inf") if c2 is FloatClass.INF else None  # -x2
         if d1 and d2 and d1 != d2:
-            return Element(nan, Branch.UNORDERED, "nan", "nan", "inf - inf is NaN")
+            return Element(nan, Branch.UNORDERED, "nan", "nan", "inf - inf is NaN") if detail else nan
         diff = d1 or d2
     else:
         diff = libmp.mpf_sub(v1, v2, 0)  # precision 0: exact
@@ -153,17 +156,20 @@ def evaluate_element(fmt: "Format | str", dy: int, x1: int, x2: int, beta: int,
     beta_v = ("-inf" if bs else "+inf") if bc is FloatClass.INF else bv
 
     def result(bits, branch, exact, note=""):
-        if flush and classify(fmt, bits)[0] is FloatClass.SUBNORMAL:
+        if flush and (bits & fmt.exp_mask) == 0 and (bits & fmt.frac_mask) != 0:
             bits &= fmt.sign_mask
             note = (note + "; " if note else "") + "subnormal result flushed to zero"
-        return Element(bits, branch, _frac(diff), exact, note)
+        if not detail:
+            return bits
+        return Element(bits, branch, _frac(diff), _exact_of(fmt, exact) if isinstance(exact, int) else exact,
+                       note)
 
     # Outer branches return +-dy exactly (a flushed dy is flushed by result()).
     if _cmp(diff, beta_v) > 0:
-        return result(dy, Branch.UPPER, _exact_of(fmt, dy))
+        return result(dy, Branch.UPPER, dy)
     if _cmp(diff, _neg(beta_v)) < 0:
-        return result(dy ^ fmt.sign_mask, Branch.LOWER, _exact_of(fmt, dy ^ fmt.sign_mask))
-    bits, exact, note = _middle(fmt, diff, diff_neg_zero, beta_v, bs, dyv, dys, dyc)
+        return result(dy ^ fmt.sign_mask, Branch.LOWER, dy ^ fmt.sign_mask)
+    bits, exact, note = _middle(fmt, diff, diff_neg_zero, beta_v, bs, dyv, dys, dyc, detail)
     return result(bits, Branch.MIDDLE, exact, note)
 
 
@@ -176,7 +182,7 @@ def _exact_of(fmt: Format, bits: int) -> "Fraction | str":
 
 
 def _middle(fmt: Format, diff, diff_neg_zero: bool, beta, beta_sign: int, dy, dy_sign: int,
-            dy_cls: FloatClass):
+            dy_cls: FloatClass, detail: bool):
     """diff / beta * dy where -beta <= diff <= beta (so |diff / beta| <= 1 when finite)."""
     nan = fmt.qnan_bits
     if isinstance(diff, str):  # only reachable with beta = +inf
@@ -197,7 +203,7 @@ def _middle(fmt: Format, diff, diff_neg_zero: bool, beta, beta_sign: int, dy, dy
     numerator = libmp.mpf_mul(diff, dy, 0)  # exact
     t = libmp.mpf_div(numerator, beta, WORK_PREC, libmp.round_down)
     sticky = libmp.mpf_mul(t, beta, 0) != numerator
-    exact = _frac(numerator) / _frac(beta)
+    exact = _frac(numerator) / _frac(beta) if detail else None
     return round_to_format(fmt, t, sticky=sticky), exact, ""
 
 
@@ -227,8 +233,7 @@ def smoothl1lossgrad(dy, x1, x2, beta, *, flush_subnormals: bool = False) -> np.
     flat_out = out.reshape(-1)
     for i, (a, b, c) in enumerate(zip(b_dy.reshape(-1).tolist(), b_x1.reshape(-1).tolist(),
                                       b_x2.reshape(-1).tolist())):
-        flat_out[i] = evaluate_element(fmt, a, b, c, beta_bits,
-                                       flush_subnormals=flush_subnormals).bits
+        flat_out[i] = _evaluate(fmt, a, b, c, beta_bits, flush_subnormals, False)
     return out.view(fmt.dtype)
 
 
