@@ -91,3 +91,40 @@ def random_batch(fmt: Format, n: int, rng: np.random.Generator, beta: "int | Non
         edge = np.clip(edge, 0, (1 << fmt.bits) - 1).astype(fmt.uint)
     x1 = mix(edge, _scaled(fmt, rng, n, scale), raw(), spec(), p=[0.45, 0.35, 0.1, 0.1])
     return Batch(dy, x1, x2, beta)
+
+
+def _pow2(fmt: Format, k: np.ndarray) -> np.ndarray:
+    """Bit patterns of 2**k (k within the normal range)."""
+    return ((k + fmt.emax).astype(np.int64) << fmt.frac_bits).astype(fmt.uint)
+
+
+def hard_batch(fmt: Format, n: int, rng: np.random.Generator) -> Batch:
+    """Inputs where correct rounding is hardest, for cross-checking exact oracles.
+
+    With beta and dy powers of two, ``x1 - x2 * dy / beta`` is the exact diff
+    scaled, so x2 = half an ulp of x1 (or that plus or minus a few of x2's own
+    ulps) makes exact ties and near-ties, down into the subnormal range; x2 tiny
+    against x1 = +-beta gives huge exponent gaps right at the boundary.
+    """
+    p = fmt.frac_bits
+    beta_exp = int(rng.integers(-4, 5))
+    beta = int(_pow2(fmt, np.array([beta_exp]))[0])
+    # x1: random normal values on beta's scale, x2: half an ulp of x1 (+- a few ulps of x2).
+    e1 = rng.integers(beta_exp - 3, beta_exp + 1, n)
+    x1 = (_pow2(fmt, e1).astype(np.int64) | rng.integers(0, 1 << p, n)).astype(fmt.uint)
+    half_ulp_exp = np.maximum(e1 - p - 1, fmt.emin)
+    x2 = _pow2(fmt, half_ulp_exp).astype(np.int64)
+    x2 = np.clip(x2 + rng.integers(-2, 3, n) * (rng.random(n) < 0.5), 1, None).astype(fmt.uint)
+    x2 |= (rng.random(n) < 0.5).astype(fmt.uint) * np.array(fmt.sign_mask, fmt.uint)
+    # dy: +-1 mostly, or a power of two that pushes the result into the subnormal range.
+    dy_exp = np.where(rng.random(n) < 0.6, 0, rng.integers(fmt.emin - 2 - beta_exp // 2, 1, n))
+    dy_exp = np.clip(dy_exp, fmt.emin, fmt.emax)
+    dy = _pow2(fmt, dy_exp) | (rng.random(n) < 0.5).astype(fmt.uint) * np.array(fmt.sign_mask, fmt.uint)
+    # A quarter: exponent gaps at the boundary, x1 = +-beta (or its neighbours), x2 tiny.
+    gap = rng.random(n) < 0.25
+    edge = (beta + rng.integers(-1, 2, n)).astype(fmt.uint) | (
+        (rng.random(n) < 0.5).astype(fmt.uint) * np.array(fmt.sign_mask, fmt.uint))
+    tiny = rng.integers(1, 1 << (p + 3), n).astype(fmt.uint)  # subnormal or barely normal
+    x1 = np.where(gap, edge, x1).astype(fmt.uint)
+    x2 = np.where(gap, tiny | (x2 & fmt.sign_mask), x2).astype(fmt.uint)
+    return Batch(dy.astype(fmt.uint), x1, x2, beta)

@@ -30,6 +30,9 @@ cdef extern from "csrc/loops.h" nogil:
     int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
                  uint16_t beta, uint16_t *out, Py_ssize_t n)
     const char *sl1k_isa()
+    Py_ssize_t sl1k_f32_filtered(const unsigned int *dy, const float *x1, const float *x2,
+                                 float beta, unsigned int *out, unsigned char *ambiguous,
+                                 Py_ssize_t n)
 
 _ORDERS = {"divmul": 0, "recipmul": 1, "muldiv": 2}
 _COMPUTES = {"fp16": 0, "fp32": 1, "fp64": 2}
@@ -127,3 +130,16 @@ def smoothl1lossgrad(dy, x1, x2, beta, out=None, model=None, core_mask=None, thr
     if any(rcs):
         raise RuntimeError(f"kernel rejected model {m.name} for {fmt.name}")
     return out
+
+
+def f32_filtered(const unsigned int[::1] dy, const float[::1] x1, const float[::1] x2, float beta,
+                 unsigned int[::1] out, unsigned char[::1] ambiguous):
+    """The fast oracle's fp32 step (sl1conf.reference.fast_oracle); returns the ambiguous count."""
+    cdef Py_ssize_t n = dy.shape[0], count
+    if not (x1.shape[0] == x2.shape[0] == out.shape[0] == ambiguous.shape[0] == n):
+        raise ValueError("f32_filtered: arrays differ in length")
+    with nogil:
+        count = sl1k_f32_filtered(&dy[0] if n else NULL, &x1[0] if n else NULL,
+                                  &x2[0] if n else NULL, beta, &out[0] if n else NULL,
+                                  &ambiguous[0] if n else NULL, n)
+    return count

@@ -159,3 +159,31 @@ int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *
     f16_table_base[model](dy, x1, x2, beta, out, n);
     return 0;
 }
+
+ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2,
+                            float beta, uint32_t *out, uint8_t *ambiguous, ptrdiff_t n) {
+    const double b = beta, nb = -(double)beta;
+    const double lo_scale = 1.0 - 0x1p-50, hi_scale = 1.0 + 0x1p-50;
+    ptrdiff_t count = 0;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        float gf;
+        memcpy(&gf, &dy[i], 4);
+        const double a = x1[i], c = x2[i], g = gf;
+        const double s = a - c;                      /* rounded diff */
+        const double bb = s - a;                     /* TwoSum: exact residual e */
+        double e = (a - (s - bb)) + (-c - bb);
+        e = (s - s == 0.0) ? e : 0.0;                /* no residual for inf / NaN */
+        const int gt = (s > b) | ((s == b) & (e > 0.0));
+        const int lt = !gt & ((s < nb) | ((s == nb) & (e < 0.0)));
+        const double r = (s * g) / b;
+        const float lo = (float)(r * lo_scale), hi = (float)(r * hi_scale);
+        uint32_t lob, hib;
+        memcpy(&lob, &lo, 4);
+        memcpy(&hib, &hi, 4);
+        const int amb = !gt & !lt & (lob != hib) & !((lo != lo) & (hi != hi));
+        out[i] = gt ? dy[i] : (lt ? dy[i] ^ 0x80000000u : lob);
+        ambiguous[i] = (uint8_t)amb;
+        count += amb;
+    }
+    return count;
+}

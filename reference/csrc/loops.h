@@ -24,6 +24,13 @@ int sl1k_f32(int model, const float *dy, const float *x1, const float *x2,
 int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
              uint16_t beta, uint16_t *out, ptrdiff_t n);
 
+/* The fast exact oracle's fp32 filter (see sl1conf.reference.fast_oracle):
+ * the correctly rounded result where a binary64 evaluation with a proven error
+ * bound decides it, and ambiguous[i] = 1 (result left to the caller) where it
+ * does not. Returns the number of ambiguous elements. */
+ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2,
+                            float beta, uint32_t *out, uint8_t *ambiguous, ptrdiff_t n);
+
 /* Which instruction-set variant sl1k_* run on this CPU ("x86-64-v3+f16c",
  * "x86-64 baseline", "generic"); SL1CONF_KERNEL_ISA=baseline in the
  * environment forces the portable variant (for testing it on any CPU). */

@@ -1,0 +1,86 @@
+"""The fast exact oracle gives the mpmath oracle's bits: 1,000,000+ elements per format.
+
+Inputs mix three populations (conformance.sampling): boundary-weighted random
+batches (special values, diff on and around +-beta, raw bit patterns),
+"hard" batches (exact ties and near-ties down into the subnormal range, huge
+exponent gaps at the boundary), and every special pattern crossed with every
+other. The element count is asserted, so a shrunken run fails.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from sl1conf.conformance.sampling import hard_batch, random_batch, special_patterns
+from sl1conf.reference import fast_oracle, oracle
+from sl1conf.reference import formats as F
+
+PARTS = 8
+PER_PART = 125_000  # 8 x 125,000 = 1,000,000 per format
+BATCH = 1_000
+
+
+def _check(fmt, batch, flush=False) -> int:
+    args = batch.floats(fmt)
+    want = F.to_bits(fmt, oracle.smoothl1lossgrad(*args, flush_subnormals=flush))
+    got = F.to_bits(fmt, fast_oracle.smoothl1lossgrad(*args, flush_subnormals=flush))
+    bad = np.flatnonzero(want != got)  # both return the canonical NaN: compare bits exactly
+    assert bad.size == 0, (
+        f"{fmt.name} flush={flush}: dy={int(batch.dy[bad[0]]):#x} x1={int(batch.x1[bad[0]]):#x} "
+        f"x2={int(batch.x2[bad[0]]):#x} beta={batch.beta:#x}: mpmath {int(want[bad[0]]):#x}, "
+        f"fast {int(got[bad[0]]):#x} ({bad.size} mismatches)")
+    return want.size
+
+
+@pytest.mark.parametrize("part", range(PARTS))
+@pytest.mark.parametrize("fmt", [F.FP16, F.FP32], ids=lambda f: f.name)
+def test_fast_oracle_matches_mpmath(fmt, part):
+    rng = np.random.default_rng([2026, part, fmt.bits])
+    checked = 0
+    while checked < PER_PART:
+        make = hard_batch if (checked // BATCH) % 2 else random_batch
+        checked += _check(fmt, make(fmt, BATCH, rng))
+    assert checked >= PER_PART
+
+
+@pytest.mark.parametrize("fmt", [F.FP16, F.FP32], ids=lambda f: f.name)
+def test_fast_oracle_flush_to_zero_matches_mpmath(fmt):
+    rng = np.random.default_rng([7, fmt.bits])
+    checked = 0
+    for i in range(60):
+        make = hard_batch if i % 2 else random_batch
+        checked += _check(fmt, make(fmt, BATCH, rng), flush=True)
+    assert checked == 60_000
+
+
+@pytest.mark.parametrize("flush", [False, True])
+@pytest.mark.parametrize("fmt", [F.FP16, F.FP32], ids=lambda f: f.name)
+def test_every_special_against_every_special(fmt, flush):
+    specials = special_patterns(fmt)
+    triples = np.array(list(itertools.product(specials, repeat=3)), dtype=fmt.uint)
+    from sl1conf.conformance.sampling import Batch
+    for beta in specials.tolist():
+        _check(fmt, Batch(triples[:, 0].copy(), triples[:, 1].copy(), triples[:, 2].copy(), beta), flush)
+
+
+def test_fallback_rate_is_reported():
+    # fp32 exact ties (hard batches are full of them) cannot be decided in binary64.
+    rng = np.random.default_rng(3)
+    b = hard_batch(F.FP32, 2000, rng)
+    result = fast_oracle.evaluate(*b.floats(F.FP32))
+    assert 0 < result.fallbacks < result.out.size
+    assert result.fallback_rate == result.fallbacks / result.out.size
+    # fp16 never falls back: one binary64 evaluation is correctly rounded.
+    assert fast_oracle.evaluate(*hard_batch(F.FP16, 2000, rng).floats(F.FP16)).fallbacks == 0
+
+
+def test_shapes_and_types():
+    x = np.zeros((3, 4), np.float32)
+    assert fast_oracle.smoothl1lossgrad(x, x, x, np.float32(1)).shape == (3, 4)
+    with pytest.raises(TypeError):
+        fast_oracle.smoothl1lossgrad(x, x.astype(np.float16), x, np.float32(1))
+    with pytest.raises(TypeError):
+        fast_oracle.smoothl1lossgrad(x, x, x, np.float16(1))
