@@ -322,7 +322,7 @@ def parse_value(fmt: Format, text: str) -> tuple[int, bool]:
             raise ValueError(f"{text!r} does not fit a {fmt.bits}-bit {fmt.name} pattern")
         return bits, True
     neg = s.startswith("-")
-    body = s.lstrip("+-")
+    body = s[1:] if s[:1] in "+-" else s
     if body in ("inf", "infinity"):
         return (fmt.sign_mask if neg else 0) | fmt.inf_bits, True
     if body == "nan":

@@ -8,8 +8,8 @@ in the data's own precision (``divmul-fp16`` / ``divmul-fp32``).
 
 ``core_mask`` splits the range into one contiguous chunk per set bit, as the
 shared-storage API would (``sl1conf.reference.cores``); ``threads`` runs the
-chunks on that many threads (default: one chunk per thread over the CPUs
-available, for arrays large enough to gain from it). The result never depends on
+chunks on up to that many threads (default: the CPUs available), never more
+than one per ``MIN_PER_THREAD`` elements. The result never depends on
 either: every element is computed on its own.
 """
 
@@ -36,8 +36,8 @@ cdef extern from "csrc/loops.h" nogil:
 
 _ORDERS = {"divmul": 0, "recipmul": 1, "muldiv": 2}
 _COMPUTES = {"fp16": 0, "fp32": 1, "fp64": 2}
-PARALLEL_MIN = 1 << 16
-"""Below this many elements a call runs on one thread unless asked otherwise."""
+MIN_PER_THREAD = 1 << 17
+"""A call uses at most one thread per this many elements (threads cost ~10-50 us to start work)."""
 
 ISA = sl1k_isa().decode()
 """The instruction-set variant the loops run on (chosen at import time)."""
@@ -107,12 +107,16 @@ def smoothl1lossgrad(dy, x1, x2, beta, out=None, model=None, core_mask=None, thr
         raise ValueError(f"model {m.name} computes in a narrower format than {fmt.name}")
     model_id = _ORDERS[m.order] * 3 + _COMPUTES[m.compute]
 
+    # Chunks: one per core of core_mask, else one per thread. Threads: never more
+    # than one per MIN_PER_THREAD elements, since starting work on a thread costs
+    # more than computing a small chunk.
+    limit = max(1, n // MIN_PER_THREAD)
     if core_mask is not None:
         chunks = [(s, e) for _, s, e in core_chunks(n, core_mask)]
     else:
-        parts = threads or (default_threads() if n >= PARALLEL_MIN else 1)
-        chunks = [(s, e) for _, s, e in core_chunks(n, (1 << max(1, min(parts, 32))) - 1)]
-    workers = max(1, min(threads or default_threads(), len(chunks)))
+        parts = min(threads or default_threads(), limit, 32)
+        chunks = [(s, e) for _, s, e in core_chunks(n, (1 << parts) - 1)]
+    workers = max(1, min(threads or default_threads(), len(chunks), limit))
 
     beta_arr = np.asarray(beta, dtype=fmt.dtype).reshape(())
     if fmt.name == "fp32":
@@ -125,8 +129,13 @@ def smoothl1lossgrad(dy, x1, x2, beta, out=None, model=None, core_mask=None, thr
         run = lambda s, e: _run_f16(model_id, u[0], u[1], u[2], b, ou, s, e)
     if workers == 1:
         rcs = [run(s, e) for s, e in chunks]
-    else:
-        rcs = list(_executor(workers).map(lambda c: run(*c), chunks))
+    else:  # workers - 1 groups of chunks on the pool, one group on this thread
+        groups = [chunks[w::workers] for w in range(workers)]
+        run_group = lambda group: [run(s, e) for s, e in group]
+        futures = [_executor(workers - 1).submit(run_group, g) for g in groups[1:]]
+        rcs = run_group(groups[0])
+        for f in futures:
+            rcs += f.result()
     if any(rcs):
         raise RuntimeError(f"kernel rejected model {m.name} for {fmt.name}")
     return out
