@@ -3,6 +3,7 @@
 
     python3 quickstart.py demo [ARGS]   set up, then run `sl1conf demo ARGS`
     python3 quickstart.py test [ARGS]   set up, then run the tests in parallel (pytest -n auto ARGS)
+    python3 quickstart.py bench [ARGS]  set up, then run the benchmark (bench/run.py ARGS)
 
 Setting up creates .venv (or reuses it), installs the build requirements named
 in pyproject.toml and then this package in editable mode with its test extras.
@@ -24,6 +25,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".sl1conf-install-stamp"
 INSTALL_INPUTS = ["pyproject.toml", "meson.build", "conformance/meson.build",
                   "reference/meson.build", "adapters/meson.build"]
+# (Source edits need no reinstall: the editable install rebuilds the kernel on import.)
 
 
 def _run(cmd, env=None):
@@ -65,13 +67,15 @@ def setup() -> None:
 
 
 def main(argv) -> int:
-    if not argv or argv[0] not in ("demo", "test"):
-        print("usage: python3 quickstart.py demo|test [ARGS]",
+    if not argv or argv[0] not in ("demo", "test", "bench"):
+        print("usage: python3 quickstart.py demo|test|bench [ARGS]",
               file=sys.stderr)
         return 2
     setup()
     if argv[0] == "demo":
         return _run([BIN / "sl1conf", "demo", *argv[1:]], _env())
+    if argv[0] == "bench":
+        return _run([BIN / "python", "bench/run.py", *argv[1:]], _env())
     return _run([BIN / "python", "-m", "pytest", "-n", "auto", *argv[1:]], _env())
 
 
