@@ -18,9 +18,6 @@ from .sampling import random_batch
 BATCH = 250
 
 
-def _hex(fmt: F.Format, bits: int) -> str:
-    return f"0x{int(bits):0{fmt.bits // 4}x}"
-
 
 def run_demo(dtypes, *, elements: int, seed: int, out=print) -> int:
     rng = np.random.default_rng(seed)
@@ -36,19 +33,19 @@ def run_demo(dtypes, *, elements: int, seed: int, out=print) -> int:
             for b, want in zip(batches, expected):
                 got = F.to_bits(fmt, model(*b.floats(fmt)))
                 dist = F.ulp_distance(fmt, got, want)
-                exact += int(np.sum((dist == 0) & ((got == want) | F.is_nan_bits(fmt, got))))
+                exact += int(np.sum(F.same_result(fmt, got, want)))
                 nan_or_sign += int(np.sum((dist == F.NAN_MISMATCH) | ((dist == 0) & (got != want)
                                                                       & ~F.is_nan_bits(fmt, got))))
                 finite = np.where(dist == F.NAN_MISMATCH, -1, dist)
                 i = int(np.argmax(finite))
                 if finite[i] > worst[0]:
                     worst = (int(finite[i]), (b.dy[i], b.x1[i], b.x2[i], b.beta))
-            where = ", ".join(_hex(fmt, v) for v in worst[1]) if worst[0] > 0 else "-"
+            where = ", ".join(F.hex_bits(fmt, v) for v in worst[1]) if worst[0] > 0 else "-"
             out(f"  {model.name:<16}{exact:>10}{worst[0]:>12}{nan_or_sign:>9}  {where}")
             if model.name == f"{SPEC_ORDER}-{fmt.name}" and worst[0] > 0:
                 worst_spec = worst[1]
         if worst_spec is not None:
-            dy, x1, x2, beta = (_hex(fmt, v) for v in worst_spec)
+            dy, x1, x2, beta = (F.hex_bits(fmt, v) for v in worst_spec)
             out(f"  take the spec-order model's worst element apart:\n"
                 f"    sl1conf explain --dtype {fmt.name} --dy {dy} --x1 {x1} --x2 {x2} --beta {beta}")
     return 0

@@ -41,9 +41,6 @@ def value_text(fmt: F.Format, bits: int) -> str:
     return decimal_text(F.decode(fmt, bits), sign)
 
 
-def _hex(fmt: F.Format, bits: int) -> str:
-    return f"0x{bits:0{fmt.bits // 4}x}"
-
 
 def explain(fmt: F.Format, texts: dict[str, str]) -> str:
     """The report for one element given as texts (decimal, hex float or hex bits)."""
@@ -55,7 +52,7 @@ def explain(fmt: F.Format, texts: dict[str, str]) -> str:
         bits[name] = b
         cls, _ = F.classify(fmt, b)
         note = "" if exact else f"   ({texts[name]} rounded to {fmt.name})"
-        lines.append(f"  {name:<6}{_hex(fmt, b):<{fmt.bits // 4 + 4}}{cls.value:<11}{value_text(fmt, b)}{note}")
+        lines.append(f"  {name:<6}{F.hex_bits(fmt, b):<{fmt.bits // 4 + 4}}{cls.value:<11}{value_text(fmt, b)}{note}")
     e = evaluate_element(fmt, bits["dy"], bits["x1"], bits["x2"], bits["beta"])
     ftz = evaluate_element(fmt, bits["dy"], bits["x1"], bits["x2"], bits["beta"], flush_subnormals=True)
     lines.append("")
@@ -68,9 +65,9 @@ def explain(fmt: F.Format, texts: dict[str, str]) -> str:
         "-beta <= diff <= beta": "   ->  dx1 = diff / beta * dy",
     }.get(e.branch, ""))
     lines.append(f"  exact dx1 = {decimal_text(e.exact)}" + (f"   ({e.note})" if e.note else ""))
-    lines.append(f"  correctly rounded dx1 = {_hex(fmt, e.bits)}  {value_text(fmt, e.bits)}")
+    lines.append(f"  correctly rounded dx1 = {F.hex_bits(fmt, e.bits)}  {value_text(fmt, e.bits)}")
     if ftz.bits != e.bits:
-        lines.append(f"  flush-to-zero oracle:   {_hex(fmt, ftz.bits)}  {value_text(fmt, ftz.bits)}"
+        lines.append(f"  flush-to-zero oracle:   {F.hex_bits(fmt, ftz.bits)}  {value_text(fmt, ftz.bits)}"
                      + (f"   ({ftz.note})" if ftz.note else ""))
     else:
         lines.append("  flush-to-zero oracle:   the same")
@@ -83,5 +80,5 @@ def explain(fmt: F.Format, texts: dict[str, str]) -> str:
         ulp = "NaN" if dist == F.NAN_MISMATCH else str(dist)
         if dist == 0 and out != e.bits and not F.is_nan_bits(fmt, out):
             ulp = "sign"  # +0 against -0
-        lines.append(f"  {model.name:<16}{_hex(fmt, out):<{fmt.bits // 4 + 4}}{ulp:>5}  {value_text(fmt, out)}")
+        lines.append(f"  {model.name:<16}{F.hex_bits(fmt, out):<{fmt.bits // 4 + 4}}{ulp:>5}  {value_text(fmt, out)}")
     return "\n".join(lines)

@@ -19,7 +19,7 @@ import numpy as np
 __all__ = [
     "Format", "FP16", "FP32", "FP64", "FORMATS", "format_by_name", "FloatClass",
     "classify", "decode_parts", "decode", "round_to_format", "ordered", "ulp_distance",
-    "NAN_MISMATCH", "parse_value", "to_bits", "from_bits", "hexfloat",
+    "NAN_MISMATCH", "is_nan_bits", "same_result", "hex_bits", "parse_value", "to_bits", "from_bits", "hexfloat",
 ]
 
 
@@ -253,6 +253,17 @@ NAN_MISMATCH = np.iinfo(np.int64).max
 def is_nan_bits(fmt: Format, bits: np.ndarray) -> np.ndarray:
     b = np.asarray(bits).astype(fmt.uint, copy=False)
     return (b & fmt.exp_mask == fmt.exp_mask) & (b & fmt.frac_mask != 0)
+
+
+def same_result(fmt: Format, a_bits, b_bits) -> np.ndarray:
+    """Elementwise: the same bits, or both NaN (NaN is compared as a class)."""
+    a, b = np.asarray(a_bits), np.asarray(b_bits)
+    return (a == b) | (is_nan_bits(fmt, a) & is_nan_bits(fmt, b))
+
+
+def hex_bits(fmt: Format, bits) -> str:
+    """A pattern as fixed-width hex: ``0x3c00``, ``0x3f800000``."""
+    return f"0x{int(bits):0{fmt.bits // 4}x}"
 
 
 def ulp_distance(fmt: Format, a_bits, b_bits) -> np.ndarray:

@@ -876,3 +876,20 @@ def test_hexfloat_known(q, text):
 def test_hexfloat_non_dyadic_raises(q):
     with pytest.raises(ValueError):
         F.hexfloat(q)
+
+
+# --------------------------------------------------------------------------------------
+# same_result / hex_bits (the comparison every checker uses)
+# --------------------------------------------------------------------------------------
+
+def test_same_result_compares_nan_as_a_class_and_zeros_by_sign():
+    a = np.array([0x7E00, 0x7D01, 0xFE00, 0x0000, 0x8000, 0x3C00, 0x7C00], np.uint16)
+    b = np.array([0xFD00, 0x7E00, 0x7E00, 0x8000, 0x0000, 0x3C00, 0x7E00], np.uint16)
+    # NaN/NaN (any payload, sign, quiet or signalling) match; +0/-0 do not; inf/NaN do not.
+    assert F.same_result(FP16, a, b).tolist() == [True, True, True, False, False, True, False]
+
+
+def test_hex_bits_is_fixed_width():
+    assert F.hex_bits(FP16, 0x1) == "0x0001"
+    assert F.hex_bits(FP32, 0x3F800000) == "0x3f800000"
+    assert F.hex_bits(FP32, np.uint32(5)) == "0x00000005"

@@ -27,7 +27,7 @@ LENGTHS = [0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 255, 1000, 1025]
 
 def assert_same(fmt, got, want, batch=None, what=""):
     got, want = F.to_bits(fmt, got), F.to_bits(fmt, want)
-    ok = (got == want) | (F.is_nan_bits(fmt, got) & F.is_nan_bits(fmt, want))
+    ok = F.same_result(fmt, got, want)
     if not ok.all():
         i = int(np.flatnonzero(~ok)[0])
         where = (f" dy={int(batch.dy[i]):#x} x1={int(batch.x1[i]):#x} x2={int(batch.x2[i]):#x} "

@@ -72,11 +72,6 @@ def scalar_model(order: str, compute: str, fmt: F.Format, dy: int, x1: int, x2: 
     return F.round_to_format(fmt, Fraction(r), negative_zero=math.copysign(1.0, r) < 0)
 
 
-def _same(fmt, got, want) -> np.ndarray:
-    """Bit-equal, or both NaN (NaN is compared as a class)."""
-    return (got == want) | (F.is_nan_bits(fmt, got) & F.is_nan_bits(fmt, want))
-
-
 @pytest.mark.parametrize("fmt, model", [
     pytest.param(fmt, m.name, id=f"{fmt.name}-{m.name}")
     for fmt in (F.FP16, F.FP32) for m in models_for(fmt)])
@@ -89,7 +84,7 @@ def test_numpy_model_matches_scalar_emulation(fmt, model):
         got = F.to_bits(fmt, m(*batch.floats(fmt)))
         want = np.array([scalar_model(m.order, m.compute, fmt, int(a), int(b), int(c), batch.beta)
                          for a, b, c in zip(batch.dy, batch.x1, batch.x2)], dtype=fmt.uint)
-        bad = np.flatnonzero(~_same(fmt, got, want))
+        bad = np.flatnonzero(~F.same_result(fmt, got, want))
         assert bad.size == 0, (
             f"{model} {fmt.name}: dy={int(batch.dy[bad[0]]):#x} x1={int(batch.x1[bad[0]]):#x} "
             f"x2={int(batch.x2[bad[0]]):#x} beta={batch.beta:#x}: numpy {int(got[bad[0]]):#x}, "
@@ -107,7 +102,7 @@ def test_muldiv_in_fp64_is_correctly_rounded_for_fp16():
         args = batch.floats(F.FP16)
         got = F.to_bits(F.FP16, evaluate("muldiv-fp64", *args))
         want = F.to_bits(F.FP16, smoothl1lossgrad(*args))
-        assert _same(F.FP16, got, want).all()
+        assert F.same_result(F.FP16, got, want).all()
 
 
 def _one(fmt, model, dy, x1, x2, beta) -> int:
