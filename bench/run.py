@@ -35,7 +35,7 @@ from sl1conf.reference import fast_oracle, kernel, oracle
 MPMATH_MAX = 10_000  # the mpmath oracle runs ~40k elements/s: larger sizes would take minutes
 
 
-def timeit(fn, min_time: float = 0.25, max_reps: int = 50) -> float:
+def timeit(fn, min_time: float = 0.2, max_reps: int = 5000) -> float:
     """Best of repeated calls (seconds per call), after one warm-up call."""
     fn()
     best, total, reps = float("inf"), 0.0, 0

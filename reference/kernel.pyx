@@ -23,6 +23,9 @@ from sl1conf.reference.formats import format_by_name
 from sl1conf.reference.models import get_model
 
 from libc.stdint cimport uint16_t
+cimport numpy as cnp
+
+cnp.import_array()
 
 cdef extern from "csrc/loops.h" nogil:
     int sl1k_f32(int model, const float *dy, const float *x1, const float *x2,
@@ -48,6 +51,8 @@ _pool = None
 def _executor(threads):
     global _pool
     if _pool is None or _pool._max_workers < threads:
+        if _pool is not None:
+            _pool.shutdown(wait=False)
         _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sl1conf-kernel")
     return _pool
 
@@ -60,84 +65,112 @@ def default_threads():
         return os.cpu_count() or 1
 
 
-cdef int _run_f32(int model, const float[::1] dy, const float[::1] x1, const float[::1] x2,
-                  float beta, float[::1] out, Py_ssize_t start, Py_ssize_t stop) noexcept:
-    cdef int rc = 0
-    if stop > start:
-        with nogil:
-            rc = sl1k_f32(model, &dy[start], &x1[start], &x2[start], beta, &out[start], stop - start)
-    return rc
+cdef class _Job:
+    """One call: raw pointers to the (already checked) arrays, run chunk by chunk without the GIL."""
+
+    cdef int model, is_f32
+    cdef object keep  # the arrays, alive as long as the job
+    cdef char *dy
+    cdef char *x1
+    cdef char *x2
+    cdef char *out
+    cdef float f_beta
+    cdef uint16_t h_beta
+
+    def __init__(self, int model, cnp.ndarray dy, cnp.ndarray x1, cnp.ndarray x2, cnp.ndarray out, beta):
+        self.model = model
+        self.keep = (dy, x1, x2, out)
+        self.dy, self.x1, self.x2 = <char *>cnp.PyArray_DATA(dy), <char *>cnp.PyArray_DATA(x1), <char *>cnp.PyArray_DATA(x2)
+        self.out = <char *>cnp.PyArray_DATA(out)
+        self.is_f32 = cnp.PyArray_ITEMSIZE(dy) == 4
+        if self.is_f32:
+            self.f_beta = float(beta)
+        else:
+            self.h_beta = int(np.asarray(beta).view(np.uint16))
+
+    cpdef int run(self, Py_ssize_t start, Py_ssize_t stop):
+        cdef int rc = 0
+        if stop <= start:
+            return 0
+        if self.is_f32:
+            with nogil:
+                rc = sl1k_f32(self.model, <float *>self.dy + start, <float *>self.x1 + start,
+                              <float *>self.x2 + start, self.f_beta, <float *>self.out + start,
+                              stop - start)
+        else:
+            with nogil:
+                rc = sl1k_f16(self.model, <uint16_t *>self.dy + start, <uint16_t *>self.x1 + start,
+                              <uint16_t *>self.x2 + start, self.h_beta, <uint16_t *>self.out + start,
+                              stop - start)
+        return rc
+
+    def run_all(self, chunks):
+        return [self.run(s, e) for s, e in chunks]
 
 
-cdef int _run_f16(int model, const uint16_t[::1] dy, const uint16_t[::1] x1,
-                  const uint16_t[::1] x2, uint16_t beta, uint16_t[::1] out,
-                  Py_ssize_t start, Py_ssize_t stop) noexcept:
-    cdef int rc = 0
-    if stop > start:
-        with nogil:
-            rc = sl1k_f16(model, &dy[start], &x1[start], &x2[start], beta, &out[start], stop - start)
-    return rc
+_MODEL_IDS = {}
+for _fmt in ("fp16", "fp32"):
+    from sl1conf.reference.models import models_for as _models_for
+    for _m in _models_for(_fmt):
+        _MODEL_IDS[_fmt, _m.name] = _ORDERS[_m.order] * 3 + _COMPUTES[_m.compute]
+    _MODEL_IDS[_fmt, None] = _MODEL_IDS[_fmt, f"divmul-{_fmt}"]
 
 
 def model_names(dtype):
     """The models this kernel offers for a data format (all that apply to it)."""
-    from sl1conf.reference.models import models_for
-    return [m.name for m in models_for(dtype)]
+    fmt = format_by_name(dtype).name
+    return [name for f, name in _MODEL_IDS if f == fmt and name is not None]
+
+
+def _model_id(fmt, model):
+    try:
+        return _MODEL_IDS[fmt.name, model]
+    except KeyError:
+        m = get_model(model)  # raises for an unknown name
+        raise ValueError(f"model {m.name} computes in a narrower format than {fmt.name}") from None
 
 
 def smoothl1lossgrad(dy, x1, x2, beta, out=None, model=None, core_mask=None, threads=None):
     """dx1 for contiguous 1-d float16 or float32 arrays; see the module docstring."""
     dy = np.asarray(dy)
     fmt = format_by_name(dy.dtype)
-    arrays = [np.asarray(a) for a in (dy, x1, x2)]
+    arrays = (dy, np.asarray(x1), np.asarray(x2))
     for name, a in zip(("dy", "x1", "x2"), arrays):
         if a.dtype != fmt.dtype:
             raise TypeError(f"{name} is {a.dtype}, expected {fmt.dtype} like dy")
         if a.ndim != 1 or not a.flags.c_contiguous:
             raise ValueError(f"{name} must be a contiguous 1-d array")
-        if a.shape != arrays[0].shape:
-            raise ValueError(f"{name} has {a.shape[0]} elements, dy has {arrays[0].shape[0]}")
-    n = arrays[0].shape[0]
+        if a.shape != dy.shape:
+            raise ValueError(f"{name} has {a.shape[0]} elements, dy has {dy.shape[0]}")
+    n = dy.shape[0]
     if out is None:
         out = np.empty(n, dtype=fmt.dtype)
     elif out.dtype != fmt.dtype or out.shape != (n,) or not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError(f"out must be a writeable contiguous {fmt.dtype} array of {n} elements")
-    m = get_model(model or f"divmul-{fmt.name}")
-    if not m.applies_to(fmt):
-        raise ValueError(f"model {m.name} computes in a narrower format than {fmt.name}")
-    model_id = _ORDERS[m.order] * 3 + _COMPUTES[m.compute]
+    job = _Job(_model_id(fmt, model), arrays[0], arrays[1], arrays[2], out,
+               np.asarray(beta, dtype=fmt.dtype).reshape(()))
 
     # Chunks: one per core of core_mask, else one per thread. Threads: never more
     # than one per MIN_PER_THREAD elements, since starting work on a thread costs
     # more than computing a small chunk.
-    limit = max(1, n // MIN_PER_THREAD)
-    if core_mask is not None:
-        chunks = [(s, e) for _, s, e in core_chunks(n, core_mask)]
+    limit = n // MIN_PER_THREAD
+    if core_mask is None and (limit <= 1 or threads == 1):
+        rcs = [job.run(0, n)]
     else:
-        parts = min(threads or default_threads(), limit, 32)
-        chunks = [(s, e) for _, s, e in core_chunks(n, (1 << parts) - 1)]
-    workers = max(1, min(threads or default_threads(), len(chunks), limit))
-
-    beta_arr = np.asarray(beta, dtype=fmt.dtype).reshape(())
-    if fmt.name == "fp32":
-        run = lambda s, e: _run_f32(model_id, arrays[0], arrays[1], arrays[2],
-                                    float(beta_arr), out, s, e)
-    else:
-        u = [a.view(np.uint16) for a in arrays]
-        ou = out.view(np.uint16)
-        b = int(beta_arr.view(np.uint16))
-        run = lambda s, e: _run_f16(model_id, u[0], u[1], u[2], b, ou, s, e)
-    if workers == 1:
-        rcs = [run(s, e) for s, e in chunks]
-    else:  # workers - 1 groups of chunks on the pool, one group on this thread
+        cpus = threads or default_threads()
+        if core_mask is not None:
+            chunks = [(s, e) for _, s, e in core_chunks(n, core_mask)]
+        else:
+            chunks = [(s, e) for _, s, e in core_chunks(n, (1 << min(cpus, limit, 32)) - 1)]
+        workers = max(1, min(cpus, len(chunks), limit))
         groups = [chunks[w::workers] for w in range(workers)]
-        run_group = lambda group: [run(s, e) for s, e in group]
-        futures = [_executor(workers - 1).submit(run_group, g) for g in groups[1:]]
-        rcs = run_group(groups[0])
+        # workers - 1 groups on the pool, one on this thread
+        futures = [_executor(workers - 1).submit(job.run_all, g) for g in groups[1:]]
+        rcs = job.run_all(groups[0])
         for f in futures:
             rcs += f.result()
     if any(rcs):
-        raise RuntimeError(f"kernel rejected model {m.name} for {fmt.name}")
+        raise RuntimeError(f"kernel rejected model {model} for {fmt.name}")
     return out
 
 

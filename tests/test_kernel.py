@@ -122,8 +122,10 @@ def test_bad_arguments():
         kernel.smoothl1lossgrad(f, f, f, np.float32(1), out=np.zeros(3, np.float32))
 
 
-def test_portable_variant_gives_the_same_bits():
-    """The loops without AVX2/F16C (what a CPU without them, or aarch64, runs)."""
+@pytest.mark.parametrize("forced", ["baseline", "avx2"])
+def test_every_instruction_set_variant_gives_the_same_bits(forced):
+    """The portable loops (what a CPU without AVX2/F16C, or aarch64, runs) and the AVX2
+    loops, forced with SL1CONF_KERNEL_ISA, against whatever this CPU picks by itself."""
     code = (
         "import numpy as np, sys\n"
         "from sl1conf.reference import kernel\n"
@@ -144,13 +146,18 @@ def test_portable_variant_gives_the_same_bits():
         if env_isa:
             env["SL1CONF_KERNEL_ISA"] = env_isa
         return subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True).stdout
-    base, default = run("baseline"), run(None)
-    assert base.split(b"\n", 1)[0] in (b"x86-64 baseline", b"generic")
-    base_arrays, default_arrays = _load_all(base.split(b"\n", 1)[1]), _load_all(default.split(b"\n", 1)[1])
-    assert len(base_arrays) == len(default_arrays) == 2 * (9 + 6)
-    for a, b in zip(base_arrays, default_arrays):
+    forced_out, default = run(forced), run(None)
+    isa = forced_out.split(b"\n", 1)[0]
+    if forced == "baseline":
+        assert isa in (b"x86-64 baseline", b"generic")
+    else:
+        assert isa in (b"x86-64 AVX2+F16C", b"x86-64 baseline", b"generic")  # never wider than asked
+    forced_arrays, default_arrays = _load_all(forced_out.split(b"\n", 1)[1]), _load_all(default.split(b"\n", 1)[1])
+    assert len(forced_arrays) == len(default_arrays) == 2 * (9 + 6)
+    default_isa = default.split(b"\n", 1)[0].decode()
+    for a, b in zip(forced_arrays, default_arrays):
         fmt = F.format_by_name(a.dtype)
-        assert_same(fmt, a.view(fmt.dtype), b.view(fmt.dtype), what="portable vs dispatched")
+        assert_same(fmt, a.view(fmt.dtype), b.view(fmt.dtype), what=f"{forced} vs {default_isa}")
 
 
 def _load_all(data: bytes) -> list:

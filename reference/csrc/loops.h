@@ -31,9 +31,9 @@ int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *
 ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2,
                             float beta, uint32_t *out, uint8_t *ambiguous, ptrdiff_t n);
 
-/* Which instruction-set variant sl1k_* run on this CPU ("x86-64-v3+f16c",
- * "x86-64 baseline", "generic"); SL1CONF_KERNEL_ISA=baseline in the
- * environment forces the portable variant (for testing it on any CPU). */
+/* Which instruction-set variant sl1k_* run on this CPU ("x86-64 AVX-512",
+ * "x86-64 AVX2+F16C", "x86-64 baseline", "generic"); SL1CONF_KERNEL_ISA=baseline
+ * or =avx2 in the environment forces a narrower variant (to test it on any CPU). */
 const char *sl1k_isa(void);
 
 #endif
