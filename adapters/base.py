@@ -1,0 +1,193 @@
+"""The adapter interface: how the suite talks to any implementation under test.
+
+An adapter says what it offers (dtypes, variants, capabilities) and runs a batch
+of :class:`Case` objects, returning one :class:`Outcome` per case. Everything
+crosses this interface as bit patterns (numpy unsigned arrays), so no host
+float conversion can blur a result. An outcome carries the result and what the
+adapter observed about the call: a crash, a hang, memory written outside dx1,
+inputs changed. Judging those is the conformance engine's job, not the adapter's.
+
+Implementations are named by one string (see :func:`sl1conf.adapters.load`):
+``builtin:oracle``, ``builtin:fast-oracle``, ``builtin:kernel``,
+``builtin:model:<name>``, ``ctypes:<path.so>``, ``sim:<command template>``,
+``torch``, ``torch:cpu``, ``torch:cuda``; third parties add prefixes through the
+``sl1conf.adapters`` entry point group.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+import numpy as np
+
+from sl1conf.reference.formats import Format, format_by_name
+
+__all__ = ["DTYPES", "VARIANTS", "ALIASES", "FILL_BYTE", "Case", "Outcome", "Capabilities", "Adapter", "AdapterError"]
+
+DTYPES = ("fp16", "fp32")
+VARIANTS = ("s", "p")  # shared storage with core_mask, private storage
+ALIASES = ("dy", "x1", "x2")  # inputs dx1 may be written over (in-place use)
+
+STATUSES = ("ok", "crash", "timeout", "error", "unsupported")
+FILL_BYTE = 0x5A
+"""dx1 holds this byte everywhere before a call (unless it aliases an input), so a call
+that writes nothing (length 0, core_mask 0) is visible: fp16 0x5a5a, fp32 0x5a5a5a5a."""
+
+
+class AdapterError(Exception):
+    """The implementation cannot be used at all (missing library, symbol, compiler, torch)."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One call of the operator, as bit patterns.
+
+    ``length`` is normally ``len(dy)``; a different value (e.g. negative) is
+    passed to the C API as is, for the "what does length < 0 do" checks.
+    ``out_alias`` names the input that dx1 is written over (in-place use).
+    """
+
+    dtype: str
+    dy: np.ndarray
+    x1: np.ndarray
+    x2: np.ndarray
+    beta: int
+    variant: str = "p"
+    core_mask: int = 0xFF
+    out_alias: Optional[str] = None
+    length: Optional[int] = None
+    id: str = ""
+
+    def __post_init__(self):
+        fmt = self.format
+        for name in ("dy", "x1", "x2"):
+            a = np.ascontiguousarray(getattr(self, name), dtype=fmt.uint)
+            object.__setattr__(self, name, a)
+        if not (self.dy.shape == self.x1.shape == self.x2.shape) or self.dy.ndim != 1:
+            raise ValueError(f"case {self.id}: dy, x1, x2 must be 1-d arrays of one length")
+        if self.variant not in VARIANTS:
+            raise ValueError(f"case {self.id}: variant must be one of {VARIANTS}")
+        if self.out_alias not in (None, *ALIASES):
+            raise ValueError(f"case {self.id}: out_alias must be None or one of {ALIASES}")
+
+    @property
+    def format(self) -> Format:
+        return format_by_name(self.dtype)
+
+    @property
+    def n(self) -> int:
+        """Elements in the arrays."""
+        return self.dy.shape[0]
+
+    @property
+    def call_length(self) -> int:
+        """The ``length`` argument the C API receives."""
+        return self.n if self.length is None else self.length
+
+    @property
+    def elements_written(self) -> int:
+        """How many leading elements of dx1 a correct implementation computes."""
+        if self.variant == "s" and self.core_mask == 0:
+            return 0
+        return max(0, min(self.call_length, self.n))
+
+    def initial_out(self) -> np.ndarray:
+        """dx1's bits before the call: the aliased input, or FILL_BYTE everywhere."""
+        if self.out_alias:
+            return getattr(self, self.out_alias).copy()
+        return np.full(self.n * self.format.dtype.itemsize, FILL_BYTE, np.uint8).view(self.format.uint)
+
+    def floats(self):
+        """(dy, x1, x2, beta) as float arrays and a float scalar of the case's format."""
+        fmt = self.format
+        beta = np.array([self.beta], dtype=fmt.uint).view(fmt.dtype)[0]
+        return self.dy.view(fmt.dtype), self.x1.view(fmt.dtype), self.x2.view(fmt.dtype), beta
+
+
+@dataclass
+class Outcome:
+    """What one call did. ``out`` is dx1's bit patterns (None unless status is "ok").
+
+    Memory observations are None where the adapter cannot observe them (an
+    in-process reference has no guard pages); the engine treats None as "not
+    checked", never as "passed".
+    """
+
+    status: str
+    out: Optional[np.ndarray] = None
+    detail: str = ""
+    wrote_outside: Optional[bool] = None  # bytes around dx1 changed
+    inputs_changed: Optional[tuple] = None  # names of inputs whose bytes changed
+    fault: Optional[str] = None  # e.g. "write past the end of dx1" from a guard page
+    seconds: float = 0.0
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown outcome status {self.status!r}")
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an adapter claims; claims are tested, never trusted."""
+
+    in_place: bool = False  # dx1 may alias dy, x1 or x2
+    core_masks: Optional[int] = 0xFF  # mask of cores the shared variant may use (None: any)
+    alignment: int = 1  # bytes each array's start must be aligned to
+    isolated: bool = False  # runs in a separate process: crashes and hangs are survivable
+    memory_checked: bool = False  # guard pages, canaries and input checksums are in place
+
+
+class Adapter(abc.ABC):
+    """Base of every implementation under test."""
+
+    name: str = "adapter"
+    dtypes: tuple = DTYPES
+    variants: tuple = VARIANTS
+    capabilities: Capabilities = Capabilities()
+
+    def supports(self, case: Case) -> bool:
+        return case.dtype in self.dtypes and case.variant in self.variants and (
+            case.out_alias is None or self.capabilities.in_place)
+
+    def run(self, cases: Sequence[Case]) -> list[Outcome]:
+        """One outcome per case, in order; unsupported cases are reported as such."""
+        return [self._run_one(c) if self.supports(c)
+                else Outcome("unsupported", detail=f"{self.name} does not offer {c.dtype}/{c.variant}"
+                             + (f" with dx1 over {c.out_alias}" if c.out_alias else ""))
+                for c in cases]
+
+    @abc.abstractmethod
+    def _run_one(self, case: Case) -> Outcome:
+        """Run one supported case."""
+
+    def describe(self) -> dict:
+        """Identity for reports (subclasses add library paths, hashes, symbols)."""
+        return {"adapter": self.name, "dtypes": list(self.dtypes), "variants": list(self.variants)}
+
+    def close(self) -> None:
+        """Release workers and resources; the adapter is unusable afterwards."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class _ArrayFunction(Adapter):
+    """An in-process adapter over a function of (dy, x1, x2, beta) float arrays."""
+
+    capabilities = Capabilities(in_place=True, core_masks=None)
+
+    def __init__(self, name: str, fn, dtypes: tuple = DTYPES):
+        self.name, self.fn, self.dtypes = name, fn, dtypes
+
+    def _run_one(self, case: Case) -> Outcome:
+        fmt, m = case.format, case.elements_written
+        out = case.initial_out()
+        if m:
+            dy, x1, x2, beta = case.floats()
+            out[:m] = np.asarray(self.fn(dy[:m], x1[:m], x2[:m], beta), dtype=fmt.dtype).view(fmt.uint)
+        return Outcome("ok", out=out)
