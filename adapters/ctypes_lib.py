@@ -1,0 +1,99 @@
+"""``ctypes:<path>``: a host build of the DSP library's C API, called in a guarded worker.
+
+The library must export some of ``fp_smoothl1lossgrad_s``, ``fp_smoothl1lossgrad_p``,
+``hp_smoothl1lossgrad_s``, ``hp_smoothl1lossgrad_p`` with the documented argument order;
+the adapter offers the dtypes and variants it finds. Calls go through a small C
+shim (built with the system compiler on first use and cached), because ctypes
+cannot pass a ``half`` by value; without a compiler only fp32 is offered.
+
+Options follow the path: ``ctypes:lib.so?align=64&timeout=5`` (alignment in bytes
+the library needs for its arrays, per-call timeout in seconds).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from urllib.parse import parse_qs
+
+from .base import AdapterError, Adapter, Capabilities, Case, Outcome
+from .cbuild import build_shared
+from .isolation import Worker
+
+__all__ = ["CtypesAdapter", "build_shim"]
+
+DEFAULT_TIMEOUT = 10.0
+
+
+def build_shim() -> Path:
+    """The call shim and fault reporter (adapters/shim.c), built once per compiler and machine."""
+    return build_shared("sl1conf-shim", [Path(__file__).with_name("shim.c")])
+
+
+def _options(text: str) -> tuple[int, float]:
+    try:
+        opts = {k: v[-1] for k, v in parse_qs(text, strict_parsing=bool(text)).items()}
+    except ValueError:
+        raise AdapterError(f"cannot read the options {text!r}: expected align=N&timeout=S") from None
+    unknown = set(opts) - {"align", "timeout"}
+    if unknown:
+        raise AdapterError(f"unknown option(s) {', '.join(sorted(unknown))}: expected align and timeout")
+    try:
+        align = int(opts.get("align", 1))
+        timeout = float(opts.get("timeout", DEFAULT_TIMEOUT))
+    except ValueError:
+        raise AdapterError(f"bad option value in {text!r}") from None
+    if align < 1 or align & (align - 1) or align > 4096:
+        raise AdapterError(f"align={align}: expected a power of two from 1 to 4096")
+    if not timeout > 0:
+        raise AdapterError(f"timeout={timeout}: expected a positive number of seconds")
+    return align, timeout
+
+
+class CtypesAdapter(Adapter):
+    """A shared library exporting the documented API, isolated and memory-guarded."""
+
+    def __init__(self, spec: str):
+        path_text, _, opt_text = spec.partition("?")
+        self.path = Path(path_text).expanduser()
+        if not self.path.is_file():
+            raise AdapterError(f"no such library: {self.path}")
+        align, timeout = _options(opt_text)
+        self.name = f"ctypes:{self.path}"
+        self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
+        self.shim_note = ""
+        try:
+            shim = str(build_shim())
+        except AdapterError as exc:
+            shim, self.shim_note = None, str(exc)
+        self.worker = Worker(str(self.path.resolve()), shim, timeout, align)
+        found = self.worker.symbols
+        if not found:
+            self.worker.close()
+            raise AdapterError(f"{self.path} exports none of the documented functions "
+                               "(fp_smoothl1lossgrad_s/_p, hp_smoothl1lossgrad_s/_p)")
+        usable = [s for s in found if shim or s.startswith("fp_")]
+        if not usable:
+            self.worker.close()
+            raise AdapterError(f"{self.path} has only the fp16 API, which needs the call shim: {self.shim_note}")
+        self.symbols = usable
+        self.dtypes = tuple(d for d, p in (("fp16", "hp_"), ("fp32", "fp_")) if any(s.startswith(p) for s in usable))
+        self.variants = tuple(v for v in ("s", "p") if any(s.endswith(f"_{v}") for s in usable))
+        self.capabilities = Capabilities(in_place=True, core_masks=None, alignment=align, isolated=True,
+                                         memory_checked=True)
+
+    def supports(self, case: Case) -> bool:
+        prefix = "hp" if case.dtype == "fp16" else "fp"
+        return f"{prefix}_smoothl1lossgrad_{case.variant}" in self.symbols and super().supports(case)
+
+    def _run_one(self, case: Case) -> Outcome:
+        return self.worker.call(case)
+
+    def describe(self) -> dict:
+        return {**super().describe(), "library": str(self.path), "sha256": self.sha256,
+                "symbols": self.symbols, "alignment": self.capabilities.alignment,
+                "timeout_s": self.worker.timeout, "worker_restarts": self.worker.restarts,
+                **({"note": self.shim_note} if self.shim_note else {})}
+
+    def close(self) -> None:
+        self.worker.close()

@@ -1,0 +1,103 @@
+"""Guarded buffers: memory errors of an implementation under test become visible.
+
+Each array gets its own mapping: an inaccessible guard page, then the array
+placed so that its *end* touches a second inaccessible guard page, so reading or
+writing even one element past the end faults at once (odd lengths included).
+The slack between the first guard page and the array's start is filled with
+canary bytes, checked after the call: a write just before the array shows
+there. With an alignment requirement the start is aligned and the few bytes
+between the end and the guard page are canaries too.
+
+Guard pages need ``mprotect`` (POSIX); elsewhere the buffers have canaries only
+(``GuardedArray.guarded`` says which).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import mmap
+import os
+
+import numpy as np
+
+__all__ = ["PAGE", "CANARY", "GuardedArray"]
+
+PAGE = mmap.PAGESIZE
+CANARY = 0xA5  # canary byte; 0xa5a5 / 0xa5a5a5a5 is an unremarkable number, not a special value
+
+_PROT_NONE = 0
+_libc = None
+
+
+def _mprotect():
+    global _libc
+    if _libc is None:
+        try:
+            _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            _libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+        except (OSError, AttributeError):
+            _libc = False
+    return _libc.mprotect if _libc else None
+
+
+class GuardedArray:
+    """``nbytes`` bytes between two guard pages, the end touching the second one."""
+
+    def __init__(self, nbytes: int, align: int = 1):
+        if align < 1 or align & (align - 1):
+            raise ValueError(f"alignment {align} is not a power of two")
+        self.nbytes = nbytes
+        body = -(-(nbytes + align) // PAGE) * PAGE  # room for the data and the alignment slack
+        self._map = mmap.mmap(-1, body + 2 * PAGE)
+        base = ctypes.addressof(ctypes.c_char.from_buffer(self._map))
+        self.base = base
+        hi_guard = base + PAGE + body
+        start = hi_guard - nbytes
+        start -= start % align  # aligning moves the start down, leaving canaries after the end
+        self.offset = start - base
+        self.address = start
+        self.lo_guard = (base, base + PAGE)
+        self.hi_guard = (hi_guard, hi_guard + PAGE)
+        self._map[PAGE:PAGE + body] = bytes([CANARY]) * body
+        protect = _mprotect()
+        self.guarded = False
+        if protect is not None:
+            ok = protect(ctypes.c_void_p(base), PAGE, _PROT_NONE) == 0
+            ok &= protect(ctypes.c_void_p(hi_guard), PAGE, _PROT_NONE) == 0
+            self.guarded = bool(ok)
+        self._body = (PAGE, PAGE + body)
+
+    def array(self, dtype) -> np.ndarray:
+        """The data as a numpy array (a view into the guarded mapping)."""
+        dtype = np.dtype(dtype)
+        return np.frombuffer(self._map, dtype=dtype, count=self.nbytes // dtype.itemsize, offset=self.offset)
+
+    def canaries_intact(self) -> bool:
+        """True when every byte around the data, inside the guard pages, still holds CANARY."""
+        lo, hi = self._body
+        before = self._map[lo:self.offset]
+        after = self._map[self.offset + self.nbytes:hi]
+        return before.count(CANARY) == len(before) and after.count(CANARY) == len(after)
+
+    def where(self, address: int) -> "str | None":
+        """'before' / 'after' when ``address`` is in this buffer's low / high guard page."""
+        if self.lo_guard[0] <= address < self.lo_guard[1]:
+            return "before"
+        if self.hi_guard[0] <= address < self.hi_guard[1]:
+            return "after"
+        return None
+
+    def close(self) -> None:
+        protect = _mprotect()
+        if self.guarded and protect is not None:  # munmap does not care, but be tidy for mmap.close
+            protect(ctypes.c_void_p(self.lo_guard[0]), PAGE, mmap.PROT_READ | mmap.PROT_WRITE)
+            protect(ctypes.c_void_p(self.hi_guard[0]), PAGE, mmap.PROT_READ | mmap.PROT_WRITE)
+        try:
+            self._map.close()
+        except BufferError:  # a numpy view is still alive; the mapping goes with the process
+            pass
+
+
+if os.name == "nt":  # pragma: no cover - mprotect is POSIX; Windows gets canaries only
+    _libc = False
