@@ -2,7 +2,9 @@
 """Set up the suite in ./.venv and run it: the README's two Quick start commands.
 
     python3 quickstart.py demo [ARGS]   set up, then run `sl1conf demo ARGS`
-    python3 quickstart.py test [ARGS]   set up, then run the tests in parallel (pytest -n auto ARGS)
+    python3 quickstart.py test [ARGS]   set up (with PyTorch, for its adapter's tests; --no-torch
+                                        skips it and those tests), then run the tests in parallel
+                                        (pytest -n auto ARGS)
     python3 quickstart.py bench [ARGS]  set up, then run the benchmark (bench/run.py ARGS)
 
 Setting up creates .venv (or reuses it), installs the build requirements named
@@ -23,6 +25,8 @@ ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".sl1conf-install-stamp"
+TORCH_STAMP = VENV / ".sl1conf-torch-stamp"
+TORCH = "torch==2.13.0"  # the version the torch adapter is tested with (a CPU build where one is at hand)
 INSTALL_INPUTS = ["pyproject.toml", "meson.build", "conformance/meson.build",
                   "reference/meson.build", "adapters/meson.build"]
 # (Source edits need no reinstall: the editable install rebuilds the kernel on import.)
@@ -41,7 +45,7 @@ def _env():
     return env
 
 
-def setup() -> None:
+def setup(with_torch: bool = False) -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"quickstart: Python 3.11 or newer is needed, this is {sys.version.split()[0]}")
     if not (BIN / "python").exists():
@@ -52,18 +56,18 @@ def setup() -> None:
         path = ROOT / name
         digest.update(name.encode() + b"\0" + (path.read_bytes() if path.exists() else b"") + b"\0")
     stamp = digest.hexdigest()
-    if STAMP.exists() and STAMP.read_text() == stamp:
-        return
-    build_requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
     python, env = BIN / "python", _env()
-    steps = [
-        [python, "-m", "pip", "install", "--quiet", *build_requires],
-        [python, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--editable", ".[test]"],
-    ]
-    for cmd in steps:
-        if _run(cmd, env) != 0:
-            sys.exit("quickstart: installation failed (see the output above)")
-    STAMP.write_text(stamp)
+    if not (STAMP.exists() and STAMP.read_text() == stamp):
+        build_requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]["requires"]
+        for cmd in ([python, "-m", "pip", "install", "--quiet", *build_requires],
+                    [python, "-m", "pip", "install", "--quiet", "--no-build-isolation", "--editable", ".[test]"]):
+            if _run(cmd, env) != 0:
+                sys.exit("quickstart: installation failed (see the output above)")
+        STAMP.write_text(stamp)
+    if with_torch and not (TORCH_STAMP.exists() and TORCH_STAMP.read_text() == TORCH):
+        if _run([python, "-m", "pip", "install", "--quiet", TORCH], env) != 0:
+            sys.exit(f"quickstart: installing {TORCH} failed (use --no-torch to test without it)")
+        TORCH_STAMP.write_text(TORCH)
 
 
 def main(argv) -> int:
@@ -71,7 +75,9 @@ def main(argv) -> int:
         print("usage: python3 quickstart.py demo|test|bench [ARGS]",
               file=sys.stderr)
         return 2
-    setup()
+    with_torch = argv[0] == "test" and "--no-torch" not in argv
+    argv = [a for a in argv if a != "--no-torch"]
+    setup(with_torch)
     if argv[0] == "demo":
         return _run([BIN / "sl1conf", "demo", *argv[1:]], _env())
     if argv[0] == "bench":
