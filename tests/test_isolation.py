@@ -1,0 +1,118 @@
+"""A hostile library through ctypes: every defect is reported for the case that caused it.
+
+The sample library compiled with one deliberate defect (adapters/sample/smoothl1lossgrad.c)
+runs through the ctypes adapter over a batch of cases of many lengths; only the case whose
+length triggers the defect may be reported, with the right finding, and every other case
+must still come back correct: the run survives crashes and hangs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sl1conf.adapters import AdapterError, Case, load
+from sl1conf.adapters.sample import build_library, defects
+from sl1conf.reference import formats as F
+from sl1conf.reference.models import evaluate
+
+LENGTHS = (1, 12, 13, 17, 19, 23, 29, 31)
+
+
+def _cases(dtype, variant):
+    fmt = F.format_by_name(dtype)
+    rng = np.random.default_rng(len(dtype) + len(variant))
+    beta = int(np.array([1.0], fmt.dtype).view(fmt.uint)[0])
+    out = []
+    for n in LENGTHS:
+        bits = rng.standard_normal((3, n)).astype(fmt.dtype).view(fmt.uint)
+        out.append(Case(dtype, bits[0], bits[1], bits[2], beta, variant=variant, core_mask=0xFF, id=f"n{n}"))
+    return out
+
+
+# (defect, expected status, a check of the outcome)
+FINDINGS = {
+    "SEGV": ("crash", lambda o: "SIGSEGV" in o.detail and "NULL pointer" in o.detail),
+    "HANG": ("timeout", lambda o: "no result within" in o.detail),
+    "WRITE_PAST_END": ("crash", lambda o: o.fault == "write past the end of dx1"),
+    "READ_PAST_END": ("crash", lambda o: o.fault == "read past the end of x1"),
+    "CLOBBER_INPUT": ("ok", lambda o: o.inputs_changed == ("x2",)),
+}
+
+
+@pytest.mark.parametrize("variant", ["p", "s"])
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+@pytest.mark.parametrize("defect", list(FINDINGS))
+def test_each_defect_is_reported_for_its_case_and_the_run_goes_on(defect, dtype, variant):
+    status, check = FINDINGS[defect]
+    trigger = defects()[defect][1]
+    lib = build_library(bug=defect)
+    with load(f"ctypes:{lib}?timeout=1.5") as impl:
+        cases = _cases(dtype, variant)
+        outcomes = impl.run(cases)
+        assert len(outcomes) == len(cases)
+        for case, outcome in zip(cases, outcomes):
+            if case.n == trigger:
+                assert outcome.status == status, f"{defect} n={case.n}: {outcome}"
+                assert check(outcome), f"{defect} n={case.n}: {outcome}"
+            else:
+                assert outcome.status == "ok", f"{defect} n={case.n}: {outcome.status} {outcome.detail}"
+                want = F.to_bits(case.format, evaluate(f"divmul-{dtype}", *case.floats()))
+                assert F.same_result(case.format, outcome.out, want).all(), f"{defect} n={case.n}"
+                assert outcome.wrote_outside is False and outcome.inputs_changed == ()
+        if status != "ok":
+            assert impl.describe()["worker_restarts"] >= 1
+
+
+def test_write_before_the_start_is_seen_by_the_canaries(tmp_path):
+    src = tmp_path / "before.c"
+    src.write_text("void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float b)\n"
+                   "{ for (int i = 0; i < n; i++) dx1[i] = dy[i]; dx1[-1] = 0; }\n")
+    from sl1conf.adapters.cbuild import build_shared
+    lib = build_shared("before", [src])
+    with load(f"ctypes:{lib}") as impl:
+        [o] = impl.run([Case("fp32", np.ones(5, np.uint32), np.ones(5, np.uint32), np.ones(5, np.uint32), 0)])
+    assert o.status == "ok" and o.wrote_outside is True
+
+
+def test_in_place_use_over_each_input():
+    lib = build_library()
+    with load(f"ctypes:{lib}") as impl:
+        base = _cases("fp16", "s")[-1]
+        want = F.to_bits(base.format, evaluate("divmul-fp16", *base.floats()))
+        for alias in ("dy", "x1", "x2"):
+            c = Case("fp16", base.dy, base.x1, base.x2, base.beta, variant="s", out_alias=alias)
+            [o] = impl.run([c])
+            assert o.status == "ok" and F.same_result(c.format, o.out, want).all(), alias
+            assert o.inputs_changed == ()  # the aliased input is dx1, the others stay
+
+
+def test_alignment_option_aligns_every_array():
+    lib = build_library()
+    with load(f"ctypes:{lib}?align=64") as impl:
+        assert impl.capabilities.alignment == 64
+        outs = impl.run(_cases("fp32", "p"))
+        assert all(o.status == "ok" and o.wrote_outside is False for o in outs)
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("ctypes:/nonexistent/libx.so", "no such library"),
+    ("ctypes:{lib}?align=3", "power of two"),
+    ("ctypes:{lib}?timeout=-1", "positive"),
+    ("ctypes:{lib}?colour=red", "unknown option"),
+])
+def test_bad_ctypes_names(spec, words):
+    with pytest.raises(AdapterError, match=words):
+        load(spec.format(lib=build_library()))
+
+
+def test_library_without_the_api_and_unloadable_library(tmp_path):
+    src = tmp_path / "other.c"
+    src.write_text("int unrelated(void) { return 1; }\n")
+    from sl1conf.adapters.cbuild import build_shared
+    with pytest.raises(AdapterError, match="exports none of the documented functions"):
+        load(f"ctypes:{build_shared('other', [src])}")
+    junk = tmp_path / "junk.so"
+    junk.write_bytes(b"not an ELF file")
+    with pytest.raises(AdapterError, match="cannot load"):
+        load(f"ctypes:{junk}")
