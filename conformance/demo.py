@@ -1,8 +1,10 @@
 """``sl1conf demo``: every evaluation model against the exact oracle, on boundary-weighted data.
 
 A first look at what the suite measures, until ``certify`` exists: how far each
-way of evaluating the formula lands from the correctly rounded result, and the
-one command that takes the worst element apart.
+way of evaluating the formula lands from the correctly rounded result, the one
+command that takes the worst element apart, and the bundled sample C library
+run through the ctypes adapter (guarded worker process) against its model and
+the oracle.
 """
 
 from __future__ import annotations
@@ -10,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.reference import formats as F
-from sl1conf.reference.models import SPEC_ORDER, models_for
+from sl1conf.reference.models import SPEC_ORDER, get_model, models_for
 from sl1conf.reference.oracle import smoothl1lossgrad
 
-from .sampling import random_batch
+from .sampling import hard_batch, random_batch
 
 BATCH = 250
 
@@ -48,4 +50,44 @@ def run_demo(dtypes, *, elements: int, seed: int, out=print) -> int:
             dy, x1, x2, beta = (F.hex_bits(fmt, v) for v in worst_spec)
             out(f"  take the spec-order model's worst element apart:\n"
                 f"    sl1conf explain --dtype {fmt.name} --dy {dy} --x1 {x1} --x2 {x2} --beta {beta}")
+    return demo_sample_library(dtypes or [F.FP16, F.FP32], seed=seed, out=out)
+
+
+def demo_sample_library(dtypes, *, seed: int, out=print) -> int:
+    """The bundled C sample through ctypes, in a guarded worker, against its model and the oracle."""
+    from sl1conf.adapters import AdapterError, Case, load
+    from sl1conf.adapters.sample import build_library
+    from sl1conf.reference.fast_oracle import smoothl1lossgrad as exact
+
+    try:
+        impl = load(f"ctypes:{build_library()}")
+    except AdapterError as exc:
+        out(f"\nsample C library: not run ({exc})")
+        return 0
+    rng = np.random.default_rng(seed)
+    with impl:
+        out(f"\nsample C library {impl.path.name} via ctypes (guarded worker): exports {', '.join(impl.symbols)}")
+        out(f"  {'dtype':<6}{'cases':>6}{'elements':>10}{'= model':>9}{'max ULP':>9}  memory")
+        for fmt in dtypes:
+            cases = [Case(fmt.name, b.dy, b.x1, b.x2, b.beta, variant=v, core_mask=m)
+                     for v, m in (("p", 0xFF), ("s", 0xFF), ("s", 0x55), ("s", 0x81))
+                     for b in (random_batch(fmt, n, rng) if n % 2 else hard_batch(fmt, n, rng)
+                               for n in (1, 7, 64, 1001))]
+            outcomes = impl.run(cases)
+            same = worst = elements = 0
+            memory = set()
+            for c, o in zip(cases, outcomes):
+                if o.status != "ok":
+                    memory.add(f"{o.status}: {o.detail}")
+                    continue
+                memory |= {"wrote outside dx1"} if o.wrote_outside else set()
+                memory |= {f"changed {name}" for name in o.inputs_changed or ()}
+                want = F.to_bits(fmt, exact(*c.floats()))
+                model = F.to_bits(fmt, get_model(f"{SPEC_ORDER}-{fmt.name}")(*c.floats()))
+                same += int(F.same_result(fmt, o.out, model).sum())
+                dist = F.ulp_distance(fmt, o.out, want)
+                worst = max(worst, int(np.where(dist == F.NAN_MISMATCH, 0, dist).max(initial=0)))
+                elements += c.n
+            out(f"  {fmt.name:<6}{len(cases):>6}{elements:>10}{same:>9}{worst:>9}  "
+                f"{'; '.join(sorted(memory)) or 'clean (guard pages, canaries, inputs)'}")
     return 0

@@ -140,3 +140,36 @@ def test_unknown_names_are_clear_errors():
                         ("ctypes:/no/such/lib.so", "no such library"), ("builtin", "say which")]:
         with pytest.raises(AdapterError, match=words):
             load(spec)
+
+
+def test_plugins_add_prefixes_through_entry_points(monkeypatch):
+    """A third-party adapter registered in the sl1conf.adapters group is found by its prefix."""
+    from importlib import metadata
+
+    import sl1conf.adapters as registry
+
+    ep = metadata.EntryPoint(name="myboard", value="sl1conf.adapters.builtin:builtin", group="sl1conf.adapters")
+    real = metadata.entry_points
+    monkeypatch.setattr(registry.metadata, "entry_points",
+                        lambda group=None, **kw: [ep] if group == "sl1conf.adapters" else real(group=group, **kw))
+    assert "myboard" in registry.prefixes()
+    adapter = load("myboard:fast-oracle")  # the plugin's factory receives the rest of the name
+    assert adapter.name == "builtin:fast-oracle"
+    broken = metadata.EntryPoint(name="broken", value="no_such_module_xyz:make", group="sl1conf.adapters")
+    monkeypatch.setattr(registry.metadata, "entry_points", lambda group=None, **kw: [broken])
+    with pytest.raises(AdapterError, match="does not load"):
+        load("broken:x")
+
+
+def test_without_a_c_compiler_ctypes_offers_fp32_and_says_why(monkeypatch, tmp_path):
+    from sl1conf.adapters.sample import build_library
+
+    lib = build_library()  # built while the compiler is still there
+    monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
+    monkeypatch.setenv("SL1CONF_CACHE", str(tmp_path / "cache"))  # no cached shim either
+    with load(f"ctypes:{lib}") as impl:
+        assert impl.dtypes == ("fp32",)
+        assert "no C compiler" in impl.describe()["note"]
+        case = _ordinary_cases(impl, np.random.default_rng(5), lengths=(33,))[0]
+        [outcome] = impl.run([case])
+        assert outcome.status == "ok" and (F.ulp_distance(case.format, outcome.out, _expected(case)) <= 2).all()
