@@ -1,0 +1,284 @@
+"""Golden vector sets on disk: write, load (with every check), verify against the oracle.
+
+A vector set is a folder (docs/vector-format.md):
+
+    manifest.json            what the set is: schema and generator versions, seed, dtype,
+                             oracle, expected-result columns, families, cases, SHA-256 of files
+    dy.bin x1.bin x2.bin     every case's inputs, concatenated, raw little-endian bit patterns
+    expected-<column>.bin    dx1 for every element: "oracle" (correctly rounded), "oracle-ftz"
+                             (flush-to-zero), "model-<name>" (bit-exact evaluation models)
+    alternatives.bin         further acceptable dx1 arrays of cases the manual leaves open
+    vectors.npz              the same arrays, by file stem, for numpy users
+
+Before each call dx1 holds FILL_BYTE (0x5a) in every byte; elements a correct call
+does not write (length 0, core_mask 0, past length) keep it in every column.
+
+Writing is atomic (a temporary folder beside the target, renamed into place), and
+byte-reproducible: the same generator version and seed give identical files.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import shutil
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sl1conf import __version__
+from sl1conf.adapters.base import FILL_BYTE, Case
+from sl1conf.reference import fast_oracle
+from sl1conf.reference import formats as F
+from sl1conf.reference.models import models_for
+
+from .vectorcases import Family, VectorCase
+
+__all__ = ["SCHEMA_VERSION", "FORMAT_FILES", "VectorSetError", "VectorSet", "write", "load", "verify"]
+
+SCHEMA_VERSION = 1
+INPUTS = ("dy", "x1", "x2")
+_ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the .npz is byte-reproducible
+
+
+class VectorSetError(Exception):
+    """A vector set that cannot be used: names the file (or case) and the problem."""
+
+
+def schema() -> dict:
+    """The manifest's JSON Schema (conformance/schemas/vector-manifest.schema.json)."""
+    return json.loads((Path(__file__).with_name("schemas") / "vector-manifest.schema.json").read_text())
+
+
+def columns_for(fmt: F.Format) -> list[str]:
+    return ["oracle", "oracle-ftz", *(f"model-{m.name}" for m in models_for(fmt))]
+
+
+def _expected(fmt: F.Format, column: str, case: VectorCase) -> np.ndarray:
+    """One column's dx1 for one case: the fill pattern where a correct call writes nothing."""
+    out = np.full(case.n * fmt.dtype.itemsize, FILL_BYTE, np.uint8).view(fmt.uint)
+    written = Case(fmt.name, case.dy, case.x1, case.x2, case.beta, variant=case.variant,
+                   core_mask=case.core_mask, length=case.length).elements_written
+    if written:
+        args = [a[:written].view(fmt.dtype) for a in (case.dy, case.x1, case.x2)]
+        beta = np.array([case.beta], fmt.uint).view(fmt.dtype)[0]
+        if column == "oracle":
+            res = fast_oracle.smoothl1lossgrad(*args, beta)
+        elif column == "oracle-ftz":
+            res = fast_oracle.smoothl1lossgrad(*args, beta, flush_subnormals=True)
+        else:
+            from sl1conf.reference.models import get_model
+            res = get_model(column.removeprefix("model-"))(*args, beta)
+        out[:written] = np.asarray(res, fmt.dtype).view(fmt.uint)
+    return out
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _npz_bytes(arrays: dict) -> bytes:
+    """An .npz with fixed timestamps and order, so equal arrays give equal bytes."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for name in sorted(arrays):
+            entry = io.BytesIO()
+            np.lib.format.write_array(entry, np.ascontiguousarray(arrays[name]), allow_pickle=False)
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, entry.getvalue())
+    return buf.getvalue()
+
+
+def _hex(fmt: F.Format, bits: int) -> str:
+    return F.hex_bits(fmt, bits)
+
+
+def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tuple[dict, dict]:
+    """(manifest without file hashes, {file name: bytes})."""
+    columns = columns_for(fmt)
+    data = {name: [] for name in INPUTS}
+    expected = {c: [] for c in columns}
+    alternatives, cases, fam_rows = [], [], []
+    offset = alt_offset = 0
+    for fam in families:
+        elements = 0
+        for index, case in enumerate(fam.cases):
+            for name in INPUTS:
+                data[name].append(np.ascontiguousarray(getattr(case, name), fmt.uint))
+            for c in columns:
+                expected[c].append(_expected(fmt, c, case))
+            alts = []
+            for alt_name in sorted(case.alternatives):
+                arr = np.ascontiguousarray(case.alternatives[alt_name], fmt.uint)
+                if arr.shape != (case.n,):
+                    raise ValueError(f"family {fam.name} case {index}: alternative {alt_name} has "
+                                     f"{arr.shape} elements, the case {case.n}")
+                alternatives.append(arr)
+                alts.append({"name": alt_name, "offset": alt_offset})
+                alt_offset += case.n
+            cases.append({
+                "id": f"{fam.id}.{index}", "family": fam.id, "offset": offset, "n": case.n,
+                "length": case.call_length, "beta": _hex(fmt, case.beta), "variant": case.variant,
+                "core_mask": f"{case.core_mask:#x}", "flags": list(case.flags), "result": case.result,
+                "alternatives": alts, "note": case.note,
+            })
+            offset += case.n
+            elements += case.n
+        fam_rows.append({"id": fam.id, "name": fam.name, "description": fam.description,
+                         "flags": list(fam.flags), "cases": len(fam.cases), "elements": elements})
+    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, fmt.uint)  # noqa: E731
+    arrays = {name: cat(data[name]) for name in INPUTS}
+    arrays.update({f"expected-{c}": cat(expected[c]) for c in columns})
+    arrays["alternatives"] = cat(alternatives)
+    files = {f"{stem}.bin": arrays[stem].astype(fmt.uint.newbyteorder("<")).tobytes() for stem in arrays}
+    files["vectors.npz"] = _npz_bytes(arrays)
+    manifest = {
+        "schema": "sl1conf-vectors", "schema_version": SCHEMA_VERSION,
+        "generator": {"name": "sl1conf", "version": __version__},
+        "dtype": fmt.name, "seed": seed, "large": large, "fill_byte": f"{FILL_BYTE:#04x}",
+        "oracle": {"name": "sl1conf.reference.fast_oracle",
+                   "precision": "correctly rounded (round to nearest even, gradual underflow); "
+                                "cross-checked with the mpmath oracle (64-bit truncated quotient and sticky bit)"},
+        "columns": columns, "elements": int(offset), "families": fam_rows, "cases": cases,
+    }
+    return manifest, files
+
+
+def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = False, force: bool = False) -> Path:
+    """Write a vector set atomically; an existing folder is replaced only with ``force``."""
+    fmt = F.format_by_name(fmt)
+    out = Path(out_dir)
+    if out.exists() and not force:
+        raise VectorSetError(f"{out} exists: choose another folder or pass --force to replace it")
+    manifest, files = _build(fmt, families, seed, large)
+    manifest["files"] = {name: {"sha256": _sha256(blob), "bytes": len(blob)} for name, blob in sorted(files.items())}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    os.chmod(tmp, 0o755)  # mkdtemp makes it private; a vector set is ordinary data
+    try:
+        for name, blob in files.items():
+            (tmp / name).write_bytes(blob)
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
+            os.replace(out, old / "set")
+            os.replace(tmp, out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
+@dataclass
+class VectorSet:
+    """A loaded (and checked) vector set."""
+
+    path: Path
+    manifest: dict
+    arrays: dict  # file stem -> uint array
+
+    @property
+    def format(self) -> F.Format:
+        return F.format_by_name(self.manifest["dtype"])
+
+    def family(self, key) -> dict:
+        for fam in self.manifest["families"]:
+            if str(fam["id"]) == str(key) or fam["name"] == key:
+                return fam
+        raise VectorSetError(f"{self.path}: no family {key!r}")
+
+    def case_rows(self, family_id=None) -> list[dict]:
+        return [c for c in self.manifest["cases"] if family_id is None or c["family"] == family_id]
+
+    def case(self, row: dict) -> VectorCase:
+        """The VectorCase of a manifest row (arrays are views into the loaded files)."""
+        s = slice(row["offset"], row["offset"] + row["n"])
+        alts = {a["name"]: self.arrays["alternatives"][a["offset"]:a["offset"] + row["n"]]
+                for a in row["alternatives"]}
+        return VectorCase(self.arrays["dy"][s], self.arrays["x1"][s], self.arrays["x2"][s],
+                          int(row["beta"], 16), variant=row["variant"], core_mask=int(row["core_mask"], 16),
+                          length=row["length"], flags=tuple(row["flags"]), result=row["result"],
+                          alternatives=alts, note=row["note"])
+
+    def expected(self, column: str, row: dict) -> np.ndarray:
+        return self.arrays[f"expected-{column}"][row["offset"]:row["offset"] + row["n"]]
+
+
+def load(path) -> VectorSet:
+    """Load and check a vector set: schema, versions, checksums, sizes. VectorSetError otherwise."""
+    import jsonschema
+
+    root = Path(path)
+    mpath = root / "manifest.json"
+    if not root.is_dir():
+        raise VectorSetError(f"{root}: no such vector set folder")
+    try:
+        manifest = json.loads(mpath.read_text())
+    except FileNotFoundError:
+        raise VectorSetError(f"{mpath}: missing") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VectorSetError(f"{mpath}: not valid JSON ({exc})") from None
+    version = manifest.get("schema_version") if isinstance(manifest, dict) else None
+    if version != SCHEMA_VERSION:
+        raise VectorSetError(f"{mpath}: unknown schema version {version!r} (this sl1conf reads {SCHEMA_VERSION})")
+    try:
+        jsonschema.validate(manifest, schema())
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
+        raise VectorSetError(f"{mpath}: does not match the schema at {where}: {exc.message}") from None
+    fmt = F.format_by_name(manifest["dtype"])
+    arrays = {}
+    for name, meta in manifest["files"].items():
+        fpath = root / name
+        try:
+            blob = fpath.read_bytes()
+        except OSError:
+            raise VectorSetError(f"{fpath}: missing") from None
+        if len(blob) != meta["bytes"]:
+            raise VectorSetError(f"{fpath}: {len(blob)} bytes, the manifest says {meta['bytes']} (truncated?)")
+        if _sha256(blob) != meta["sha256"]:
+            raise VectorSetError(f"{fpath}: SHA-256 differs from the manifest (the file was changed)")
+        if name.endswith(".bin"):
+            if len(blob) % fmt.dtype.itemsize:
+                raise VectorSetError(f"{fpath}: not a whole number of {fmt.name} elements")
+            arrays[name[:-4]] = np.frombuffer(blob, fmt.uint.newbyteorder("<")).astype(fmt.uint)
+    needed = [*INPUTS, "alternatives", *(f"expected-{c}" for c in manifest["columns"])]
+    for stem in needed:
+        if stem not in arrays:
+            raise VectorSetError(f"{root / (stem + '.bin')}: not listed in the manifest")
+    total = manifest["elements"]
+    for stem in needed[:3] + needed[4:]:
+        if arrays[stem].size != total:
+            raise VectorSetError(f"{root / (stem + '.bin')}: {arrays[stem].size} elements, expected {total}")
+    for row in manifest["cases"]:
+        if row["offset"] + row["n"] > total or any(a["offset"] + row["n"] > arrays["alternatives"].size
+                                                   for a in row["alternatives"]):
+            raise VectorSetError(f"{mpath}: case {row['id']} points past the end of the data")
+    return VectorSet(root, manifest, arrays)
+
+
+def verify(vs: VectorSet) -> list[str]:
+    """Recompute every expected column from the oracle and the models: one line per mismatch."""
+    fmt = vs.format
+    problems = []
+    for row in vs.manifest["cases"]:
+        case = vs.case(row)
+        for column in vs.manifest["columns"]:
+            want = _expected(fmt, column, case)
+            got = vs.expected(column, row)
+            bad = np.flatnonzero(~F.same_result(fmt, got, want))
+            if bad.size:
+                i = int(bad[0])
+                problems.append(f"expected-{column}.bin, case {row['id']} element {i}: stored "
+                                f"{_hex(fmt, got[i])}, recomputed {_hex(fmt, want[i])} ({bad.size} elements differ)")
+    return problems
