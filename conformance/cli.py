@@ -51,6 +51,25 @@ def _cmd_demo(args) -> int:
     return run_demo(args.dtype, elements=args.elements, seed=args.seed)
 
 
+def _cmd_vectors(args) -> int:
+    from . import vectorcmds as C
+
+    try:
+        if args.action == "generate":
+            names = [n for part in (args.families or []) for n in part.split(",") if n]
+            return C.generate(args.dtype, args.out, seed=args.seed, names=names, large=args.large,
+                              force=args.force)
+        if args.action == "verify":
+            return C.verify(args.dir)
+        if args.action == "list":
+            return C.list_set(args.dir)
+        if args.action == "show":
+            return C.show(args.dir, args.id)
+        return C.export(args.dir, args.format, args.out, force=args.force)
+    except C.CommandError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sl1conf", description=__doc__.splitlines()[0])
     from sl1conf import __version__
@@ -72,6 +91,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--elements", type=int, default=3000, help="elements per dtype (default 3000)")
     p.add_argument("--seed", type=int, default=2026, help="random seed (default 2026)")
     p.set_defaults(run=_cmd_demo)
+
+    p = sub.add_parser("vectors", help="golden test vectors: generate, verify, list, show, export")
+    vsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)
+    g = vsub.add_parser("generate", help="write a vector set folder (docs/vector-format.md)")
+    g.add_argument("--dtype", type=_dtype, required=True, help="fp16 or fp32")
+    g.add_argument("--out", required=True, help="folder to create")
+    g.add_argument("--seed", type=int, default=2026, help="random seed (default 2026)")
+    g.add_argument("--families", action="append", metavar="NAMES",
+                   help="comma-separated family names (default: all)")
+    g.add_argument("--large", action="store_true", help="include the large (1,000,000+ element) family")
+    g.add_argument("--force", action="store_true", help="replace an existing folder")
+    for name, text in (("verify", "check checksums and schema, recompute every expected result"),
+                       ("list", "summarize the families of a set")):
+        v = vsub.add_parser(name, help=text)
+        v.add_argument("dir")
+    v = vsub.add_parser("show", help="one family (id or name) or one case (id like 3.12)")
+    v.add_argument("dir")
+    v.add_argument("id")
+    v = vsub.add_parser("export", help="a C header with a self-test program, or TestFloat-style hex text")
+    v.add_argument("dir")
+    v.add_argument("--format", choices=("c-header", "hex"), required=True)
+    v.add_argument("--out", help="output folder (c-header) or file (hex)")
+    v.add_argument("--force", action="store_true", help="replace existing output")
+    p.set_defaults(run=_cmd_vectors)
     return parser
 
 
