@@ -71,6 +71,12 @@ class Case:
             raise ValueError(f"case {self.id}: variant must be one of {VARIANTS}")
         if self.out_alias not in (None, *ALIASES):
             raise ValueError(f"case {self.id}: out_alias must be None or one of {ALIASES}")
+        if not 0 <= int(self.beta) < (1 << fmt.bits):
+            raise ValueError(f"case {self.id}: beta {int(self.beta):#x} is not a {fmt.name} bit pattern")
+        if not 0 <= int(self.core_mask) < (1 << 32):
+            raise ValueError(f"case {self.id}: core_mask {int(self.core_mask):#x} does not fit the C int")
+        if self.length is not None and not -(1 << 31) <= int(self.length) < (1 << 31):
+            raise ValueError(f"case {self.id}: length {self.length} does not fit the C int")
 
     @property
     def format(self) -> Format:

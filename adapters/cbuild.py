@@ -114,13 +114,18 @@ def compile_to(argv: list, target: Path, what: str) -> None:
 
 
 def build_shared(name: str, sources: Sequence[Path], flags: Sequence[str] = (),
-                 cc: "str | Sequence[str] | None" = None) -> Path:
-    """Compile ``sources`` into ``<cache>/<name>-<key>/<name>.so`` unless it is there already."""
+                 cc: "str | Sequence[str] | None" = None, out_dir=None, what: str = "") -> Path:
+    """Compile ``sources`` into ``<out_dir or cache>/<name>-<key>/<name>.so`` unless it is there already.
+
+    Headers next to each source are found (-I of its folder) and are part of the key.
+    """
     compiler = find_compiler(cc)
-    all_flags = [*SHARED_FLAGS, *flags, *sorted({f"-I{Path(s).parent}" for s in sources})]
+    dirs = sorted({Path(s).parent for s in sources})
+    all_flags = [*SHARED_FLAGS, *flags, *(f"-I{d}" for d in dirs)]
+    headers = sorted(h for d in dirs for h in Path(d).glob("*.h"))
     key = build_key(name, compiler_identity(tuple(compiler)), "\0".join(all_flags),
-                    *(Path(s).read_bytes() for s in sources))
-    target = cache_dir() / f"{name}-{key}" / f"{name}.so"
+                    *(Path(s).read_bytes() for s in sources), *(h.read_bytes() for h in headers))
+    target = Path(out_dir if out_dir is not None else cache_dir()) / f"{name}-{key}" / f"{name}.so"
     if not target.is_file():
-        compile_to([*compiler, *all_flags, *map(str, sources)], target, name)
+        compile_to([*compiler, *all_flags, *map(str, sources)], target, what or name)
     return target

@@ -6,8 +6,9 @@ the adapter offers the dtypes and variants it finds. Calls go through a small C
 shim (built with the system compiler on first use and cached), because ctypes
 cannot pass a ``half`` by value; without a compiler only fp32 is offered.
 
-Options follow the path: ``ctypes:lib.so?align=64&timeout=5`` (alignment in bytes
-the library needs for its arrays, per-call timeout in seconds).
+Options follow the path: ``ctypes:lib.so?align=64&timeout=5&start_timeout=30``
+(alignment in bytes the library needs for its arrays, per-call timeout and
+library-loading timeout in seconds).
 """
 
 from __future__ import annotations
@@ -18,11 +19,12 @@ from urllib.parse import parse_qs
 
 from .base import AdapterError, Adapter, Capabilities, Case, Outcome
 from .cbuild import build_shared
-from .isolation import Worker
+from .isolation import Worker, symbol_for
 
 __all__ = ["CtypesAdapter", "build_shim"]
 
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_START_TIMEOUT = 60.0  # loading the library, in a fresh Python that imports numpy
 
 
 def build_shim() -> Path:
@@ -30,24 +32,26 @@ def build_shim() -> Path:
     return build_shared("sl1conf-shim", [Path(__file__).with_name("shim.c")])
 
 
-def _options(text: str) -> tuple[int, float]:
+def _options(text: str) -> tuple[int, float, float]:
     try:
         opts = {k: v[-1] for k, v in parse_qs(text, strict_parsing=bool(text)).items()}
     except ValueError:
         raise AdapterError(f"cannot read the options {text!r}: expected align=N&timeout=S") from None
-    unknown = set(opts) - {"align", "timeout"}
+    unknown = set(opts) - {"align", "timeout", "start_timeout"}
     if unknown:
-        raise AdapterError(f"unknown option(s) {', '.join(sorted(unknown))}: expected align and timeout")
+        raise AdapterError(f"unknown option(s) {', '.join(sorted(unknown))}: expected align, timeout "
+                           "and start_timeout")
     try:
         align = int(opts.get("align", 1))
         timeout = float(opts.get("timeout", DEFAULT_TIMEOUT))
+        start_timeout = float(opts.get("start_timeout", DEFAULT_START_TIMEOUT))
     except ValueError:
         raise AdapterError(f"bad option value in {text!r}") from None
     if align < 1 or align & (align - 1) or align > 4096:
         raise AdapterError(f"align={align}: expected a power of two from 1 to 4096")
-    if not timeout > 0:
-        raise AdapterError(f"timeout={timeout}: expected a positive number of seconds")
-    return align, timeout
+    if not (timeout > 0 and start_timeout > 0):
+        raise AdapterError(f"timeout={timeout}, start_timeout={start_timeout}: expected positive seconds")
+    return align, timeout, start_timeout
 
 
 class CtypesAdapter(Adapter):
@@ -58,7 +62,7 @@ class CtypesAdapter(Adapter):
         self.path = Path(path_text).expanduser()
         if not self.path.is_file():
             raise AdapterError(f"no such library: {self.path}")
-        align, timeout = _options(opt_text)
+        align, timeout, start_timeout = _options(opt_text)
         self.name = f"ctypes:{self.path}"
         self.sha256 = hashlib.sha256(self.path.read_bytes()).hexdigest()
         self.shim_note = ""
@@ -66,7 +70,7 @@ class CtypesAdapter(Adapter):
             shim = str(build_shim())
         except AdapterError as exc:
             shim, self.shim_note = None, str(exc)
-        self.worker = Worker(str(self.path.resolve()), shim, timeout, align)
+        self.worker = Worker(str(self.path.resolve()), shim, timeout, align, start_timeout)
         found = self.worker.symbols
         if not found:
             self.worker.close()
@@ -83,8 +87,7 @@ class CtypesAdapter(Adapter):
                                          memory_checked=True)
 
     def supports(self, case: Case) -> bool:
-        prefix = "hp" if case.dtype == "fp16" else "fp"
-        return f"{prefix}_smoothl1lossgrad_{case.variant}" in self.symbols and super().supports(case)
+        return symbol_for(case) in self.symbols and super().supports(case)
 
     def _run_one(self, case: Case) -> Outcome:
         return self.worker.call(case)

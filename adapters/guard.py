@@ -90,12 +90,12 @@ class GuardedArray:
 
     def close(self) -> None:
         protect = _mprotect()
-        if self.guarded and protect is not None:  # munmap does not care, but be tidy for mmap.close
+        if self.guarded and protect is not None:  # give the guard pages back their access first
             protect(ctypes.c_void_p(self.lo_guard[0]), PAGE, mmap.PROT_READ | mmap.PROT_WRITE)
             protect(ctypes.c_void_p(self.hi_guard[0]), PAGE, mmap.PROT_READ | mmap.PROT_WRITE)
         try:
             self._map.close()
-        except BufferError:  # a numpy view is still alive; the mapping goes with the process
+        except BufferError:  # numpy views are still alive: the mapping is freed with the last of them
             pass
 
 

@@ -48,15 +48,15 @@ def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, lo
     os.dup2(log, 1)  # whatever the library prints goes to the worker's log, not the terminal
     os.dup2(log, 2)
     report = os.open(report_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    shim_lib = None
-    if shim:
-        shim_lib = ctypes.CDLL(shim)
-        shim_lib.sl1shim_install_fault_reporter(report)
+    me = os.getpid()
     try:
         lib = ctypes.CDLL(library)
     except OSError as exc:
         conn.send(("error", f"cannot load {library}: {exc}"))
         return
+    if os.getpid() != me:  # the library's constructor forked: the copy must not serve
+        os._exit(0)
+    shim_lib = ctypes.CDLL(shim) if shim else None
     symbols = {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
                for name in SYMBOLS if hasattr(lib, name)}
     conn.send(("ready", sorted(symbols)))
@@ -69,7 +69,12 @@ def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, lo
             return
         os.ftruncate(report, 0)
         os.lseek(report, 0, os.SEEK_SET)
-        conn.send(("done", *_call(request, lib, symbols, shim_lib, conn)))
+        if shim_lib is not None:  # (re)armed before every call: the library may have replaced it
+            shim_lib.sl1shim_install_fault_reporter(report)
+        result = _call(request, lib, symbols, shim_lib, conn)
+        if os.getpid() != me:  # the library forked during the call: only the original answers
+            os._exit(0)
+        conn.send(("done", request["seq"], *result))
 
 
 def _call(req: dict, lib, symbols: dict, shim_lib, conn):
@@ -88,19 +93,18 @@ def _call(req: dict, lib, symbols: dict, shim_lib, conn):
         arrays["dx1"] = buffers["dx1"].array(req["dy"].dtype)
         arrays["dx1"][:] = req["initial_out"]
     saved = {name: arrays[name].copy() for name in ("dy", "x1", "x2") if name != alias}
-    conn.send(("calling", {name: (b.lo_guard, b.hi_guard) for name, b in buffers.items()}))
+    conn.send(("calling", req["seq"], {name: (b.lo_guard, b.hi_guard) for name, b in buffers.items()}))
     addr = {name: ctypes.c_void_p(buffers[name].address) for name in ("dy", "dx1", "x1", "x2")}
     fn = symbols[req["symbol"]]
     args = [addr["dy"], addr["dx1"], addr["x1"], addr["x2"], ctypes.c_int(req["length"])]
+    extra = [ctypes.c_int(req["core_mask"])] if req["symbol"].endswith("_s") else []
     t0 = time.perf_counter()
     if shim_lib is not None:
         entry = getattr(shim_lib, f"sl1shim_{req['symbol'][:2]}_{req['symbol'][-1]}")
         beta = (ctypes.c_uint16 if itemsize == 2 else ctypes.c_uint32)(req["beta"])
-        extra = [ctypes.c_int(req["core_mask"])] if req["symbol"].endswith("_s") else []
         entry(ctypes.c_void_p(fn), *args, beta, *extra)
-    else:  # fp32 without a C compiler: ctypes passes a float by value correctly
-        beta = ctypes.c_float(np.array([req["beta"]], np.uint32).view(np.float32)[0])
-        extra = [ctypes.c_int(req["core_mask"])] if req["symbol"].endswith("_s") else []
+    else:  # fp32 without a C compiler: a c_float made from the bits (not via a double, which quiets sNaN)
+        beta = ctypes.c_float.from_buffer_copy(struct.pack("<I", req["beta"]))
         ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 4), ctypes.c_int, ctypes.c_float,
                          *([ctypes.c_int] * len(extra)))(fn)(*args, beta, *extra)
     seconds = time.perf_counter() - t0
@@ -132,12 +136,15 @@ def _describe_fault(record: bytes, regions: dict) -> "str | None":
 class Worker:
     """One worker process for one library; restarted after every crash or hang."""
 
-    def __init__(self, library: str, shim: "str | None", timeout: float, align: int):
+    def __init__(self, library: str, shim: "str | None", timeout: float, align: int,
+                 start_timeout: float = _START_TIMEOUT):
         self.library, self.shim, self.timeout, self.align = library, shim, timeout, align
+        self.start_timeout = start_timeout
         self._dir = tempfile.TemporaryDirectory(prefix="sl1conf-worker-")
         self.report_path = str(Path(self._dir.name) / "fault")
         self.log_path = str(Path(self._dir.name) / "log")
         self._proc = self._conn = self._send = None
+        self._seq = 0
         self.symbols: list[str] = []
         self.restarts = 0
         self._start()
@@ -148,72 +155,116 @@ class Worker:
         cmd = [sys.executable, "-m", "sl1conf.adapters.isolation", str(req_r), str(resp_w),
                self.library, self.shim or "", self.report_path, self.log_path]
         try:
+            # Its own session: a library that signals its process group, or forks children,
+            # reaches only the worker's group, and Ctrl-C at the terminal reaches only the suite.
             self._proc = subprocess.Popen(cmd, pass_fds=(req_r, resp_w), stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                          start_new_session=True)
+        except OSError:
+            os.close(req_w)
+            os.close(resp_r)
+            raise
         finally:
             os.close(req_r)
             os.close(resp_w)
         self._send = Connection(req_w, readable=False)
         self._conn = Connection(resp_r, writable=False)
-        if not self._conn.poll(_START_TIMEOUT):
+        if not self._conn.poll(self.start_timeout):
             self._kill()
-            raise AdapterError(f"{self.library}: the worker did not start within {_START_TIMEOUT:.0f} s")
+            raise AdapterError(f"{self.library}: loading it did not finish within {self.start_timeout:g} s")
         try:
             kind, payload = self._conn.recv()
-        except EOFError:
-            code = self._proc.wait(5)
+        except Exception:  # EOF, or garbage written into the pipe by the library
+            code = self._kill()
             tail = self.log_tail(1)
-            self._kill()
-            raise AdapterError(f"{self.library}: loading it killed the worker ({_exit_text(code)})"
+            raise AdapterError(f"{self.library}: loading it ended the worker ({_exit_text(code, loading=True)})"
                                + (f": {tail}" if tail else "")) from None
         if kind == "error":
             self._kill()
             raise AdapterError(payload)
         self.symbols = payload
 
-    def _kill(self) -> None:
+    def _kill(self) -> "int | None":
+        """Kill the worker's whole process group (its children too); its exit status."""
+        code = None
         if self._proc is not None:
-            if self._proc.poll() is None:
-                self._proc.kill()
-            self._proc.wait(5)
-        for conn in (self._conn, getattr(self, "_send", None)):
+            code = self._proc.poll()
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)  # the group outlives a dead leader's children
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                waited = self._proc.wait(5)
+                code = waited if code is None else code
+            except subprocess.TimeoutExpired:
+                pass
+        for conn in (self._conn, self._send):
             if conn is not None:
                 conn.close()
         self._proc = self._conn = self._send = None
+        return code
 
     def call(self, case: Case) -> Outcome:
-        if self._proc is None:
-            self._start()
-            self.restarts += 1
-        request = {
-            "dtype": case.dtype, "symbol": symbol_for(case), "dy": case.dy, "x1": case.x1, "x2": case.x2,
-            "initial_out": case.initial_out(), "beta": int(case.beta), "length": case.call_length,
-            "core_mask": int(case.core_mask), "out_alias": case.out_alias, "align": self.align,
-        }
-        try:
-            self._send.send(request)
-        except (BrokenPipeError, OSError):
-            self._kill()
-            return self.call(case)
+        for attempt in range(2):
+            if self._proc is None or self._proc.poll() is not None:
+                if self._proc is not None:  # died while idle (a background thread of the library?)
+                    self._kill()
+                self._start()
+                self.restarts += 1
+            self._seq += 1
+            request = {
+                "seq": self._seq, "dtype": case.dtype, "symbol": symbol_for(case), "dy": case.dy,
+                "x1": case.x1, "x2": case.x2, "initial_out": case.initial_out(), "beta": int(case.beta),
+                "length": case.call_length, "core_mask": int(case.core_mask), "out_alias": case.out_alias,
+                "align": self.align,
+            }
+            try:
+                self._send.send(request)
+                break
+            except OSError:
+                self._kill()
+        else:
+            return Outcome("error", detail="the worker could not be given the case")
         regions, deadline = {}, time.monotonic() + self.timeout
         while True:
             remaining = deadline - time.monotonic()
-            if remaining <= 0 or not self._conn.poll(remaining):
+            if remaining <= 0:
                 self._kill()
                 return Outcome("timeout", detail=f"no result within {self.timeout:g} s (killed)",
                                seconds=self.timeout)
+            # Wait in slices, watching the worker too: a child it forked may hold the pipe open
+            # after the worker itself died.
+            if not self._conn.poll(min(remaining, 0.05)) and self._proc.poll() is None:
+                continue
             try:
+                if not self._conn.poll(0):
+                    raise EOFError  # the worker is dead and said nothing more
                 message = self._conn.recv()
-            except (EOFError, OSError):
-                code = self._proc.wait(5)
-                fault = _describe_fault(Path(self.report_path).read_bytes(), regions) \
-                    if Path(self.report_path).exists() else None
-                self._kill()
+            except Exception:  # EOF: the worker died; or garbage the library wrote into the pipe
+                try:  # a dying worker closes the pipe a moment before it can be reaped
+                    self._proc.wait(2)
+                except subprocess.TimeoutExpired:
+                    pass
+                alive = self._proc.poll() is None
+                try:
+                    record = Path(self.report_path).read_bytes()
+                except OSError:
+                    record = b""
+                code = self._kill()
+                fault = _describe_fault(record, regions)
+                if alive:
+                    return Outcome("crash", detail="the library broke the worker's result channel")
                 return Outcome("crash", detail=_exit_text(code) + (f": {fault}" if fault else ""), fault=fault)
+            if message[1] != self._seq:  # an answer that is not for this case: the worker is not sound
+                self._kill()
+                return Outcome("crash", detail="the worker answered out of turn (did the library fork?)")
             if message[0] == "calling":
-                regions = message[1]
+                regions = message[2]
             elif message[0] == "done":
-                _, out, wrote_outside, changed, seconds = message
+                _, _, out, wrote_outside, changed, seconds = message
+                if out.shape != (case.n,):
+                    self._kill()
+                    return Outcome("crash", detail="the worker returned a result of the wrong length")
                 return Outcome("ok", out=out, wrote_outside=wrote_outside, inputs_changed=changed,
                                seconds=seconds)
 
@@ -234,7 +285,7 @@ class Worker:
         self._dir.cleanup()
 
 
-def _exit_text(code: "int | None") -> str:
+def _exit_text(code: "int | None", loading: bool = False) -> str:
     if code is None:
         return "the worker did not exit"
     if code < 0:
@@ -242,7 +293,7 @@ def _exit_text(code: "int | None") -> str:
             return f"killed by {signal.Signals(-code).name}"
         except ValueError:
             return f"killed by signal {-code}"
-    return f"exited with status {code} during the call"
+    return f"exited with status {code}" + ("" if loading else " during the call")
 
 
 if __name__ == "__main__":  # the worker process: python -m sl1conf.adapters.isolation ...

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable, Sequence, Union
 
 from .base import AdapterError
-from .cbuild import SHARED_FLAGS, build_key, cache_dir, compile_to, compiler_identity, find_compiler
+from .cbuild import SHARED_FLAGS, build_key, build_shared, cache_dir, compile_to, compiler_identity, find_compiler
 
 __all__ = [
     "SOURCES", "LIBRARY_FLAGS", "HARNESS_FLAGS", "sources_dir", "harness_source", "defects",
@@ -96,11 +96,6 @@ def bug_number(bug: "int | str | None") -> int:
     return number
 
 
-def _sources_bytes() -> list[bytes]:
-    d = sources_dir()
-    return [name.encode() + b"\0" + (d / name).read_bytes() for name in SOURCES]
-
-
 def build_library(out_dir: "PathLike | None" = None, bug: "int | str | None" = None,
                   cc: "str | Sequence[str] | None" = None) -> Path:
     """Compile the sample into a shared library; the path of the (cached) ``.so``.
@@ -110,17 +105,10 @@ def build_library(out_dir: "PathLike | None" = None, bug: "int | str | None" = N
     and is reused while those stay the same. ``bug`` enables one deliberate defect
     (see :func:`defects`). ``cc`` (default ``$CC``, else cc) names the compiler.
     """
-    compiler = find_compiler(cc)
     number = bug_number(bug)
-    flags = [*LIBRARY_FLAGS] + ([f"-DSL1_BUG={number}"] if number else [])
-    root = Path(out_dir) if out_dir is not None else cache_dir()
-    key = build_key("library", compiler_identity(tuple(compiler)), "\0".join(flags), *_sources_bytes())
-    target = root / f"sample-{key}" / "libsl1sample.so"
-    if not target.is_file():
-        src = sources_dir()
-        compile_to([*compiler, *flags, f"-I{src}", str(src / "smoothl1lossgrad.c")], target,
-                 "the sample library" + (f" with SL1_BUG={number}" if number else ""))
-    return target
+    return build_shared("libsl1sample", [sources_dir() / "smoothl1lossgrad.c"],
+                        [f"-DSL1_BUG={number}"] if number else [], cc=cc, out_dir=out_dir,
+                        what="the sample library" + (f" with SL1_BUG={number}" if number else ""))
 
 
 def build_harness(*libraries: PathLike, cc: "str | Sequence[str] | None" = None,

@@ -23,6 +23,32 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+VALUE_OPTIONS = ("--dy", "--x1", "--x2", "--beta")
+
+
+def _join_negative_values(argv: list) -> list:
+    """``--x1 -inf`` as ``--x1=-inf``: argparse would read ``-inf`` (or -1e-5, -0x1p-3) as an option."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] in VALUE_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("-"):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative: seeds are whole numbers from 0")
+    return value
+
+
 def _dtype(text: str) -> F.Format:
     try:
         return F.format_by_name(text)
@@ -89,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", type=_dtype, action="append",
                    help="fp16 or fp32 (repeatable; default both)")
     p.add_argument("--elements", type=int, default=3000, help="elements per dtype (default 3000)")
-    p.add_argument("--seed", type=int, default=2026, help="random seed (default 2026)")
+    p.add_argument("--seed", type=_seed, default=2026, help="random seed (default 2026)")
     p.set_defaults(run=_cmd_demo)
 
     p = sub.add_parser("vectors", help="golden test vectors: generate, verify, list, show, export")
@@ -97,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
     g = vsub.add_parser("generate", help="write a vector set folder (docs/vector-format.md)")
     g.add_argument("--dtype", type=_dtype, required=True, help="fp16 or fp32")
     g.add_argument("--out", required=True, help="folder to create")
-    g.add_argument("--seed", type=int, default=2026, help="random seed (default 2026)")
+    g.add_argument("--seed", type=_seed, default=2026, help="random seed (default 2026)")
     g.add_argument("--families", action="append", metavar="NAMES",
                    help="comma-separated family names (default: all)")
     g.add_argument("--large", action="store_true", help="include the large (1,000,000+ element) family")
@@ -120,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     try:
+        argv = _join_negative_values(list(sys.argv[1:] if argv is None else argv))
         args = build_parser().parse_args(argv)
         return args.run(args)
     except UsageError as exc:

@@ -15,7 +15,7 @@ import numpy as np
 
 from sl1conf.reference.formats import Format
 
-__all__ = ["Batch", "special_patterns", "random_batch", "TYPICAL_BETAS"]
+__all__ = ["Batch", "special_patterns", "random_batch", "hard_batch", "TYPICAL_BETAS"]
 
 TYPICAL_BETAS = (1.0, 0.1, 0.5, 0.25, 0.3, 2.0, 1.0 / 3.0)
 """Betas in and around the manual's "usually between 0.1 and 1.0"."""
@@ -55,7 +55,8 @@ def _random_beta(fmt: Format, rng: np.random.Generator) -> int:
     elif kind == 8:
         return int(rng.integers(1, 1 << fmt.frac_bits))  # subnormal
     else:
-        return int(special_patterns(fmt)[rng.integers(len(special_patterns(fmt)))])
+        specials = special_patterns(fmt)
+        return int(specials[rng.integers(len(specials))])
     return int(np.array([value], dtype=fmt.dtype).view(fmt.uint)[0])
 
 
@@ -101,7 +102,7 @@ def _pow2(fmt: Format, k: np.ndarray) -> np.ndarray:
 def hard_batch(fmt: Format, n: int, rng: np.random.Generator) -> Batch:
     """Inputs where correct rounding is hardest, for cross-checking exact oracles.
 
-    With beta and dy powers of two, ``x1 - x2 * dy / beta`` is the exact diff
+    With beta and dy powers of two, ``(x1 - x2) * dy / beta`` is the exact diff
     scaled, so x2 = half an ulp of x1 (or that plus or minus a few of x2's own
     ulps) makes exact ties and near-ties, down into the subnormal range; x2 tiny
     against x1 = +-beta gives huge exponent gaps right at the boundary.

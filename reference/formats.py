@@ -313,6 +313,18 @@ def hexfloat(value: Fraction) -> str:
 
 
 _HEX_BITS = re.compile(r"^0x[0-9a-f]+$")
+_DEC_EXP = re.compile(r"e([+-]?\d+)$")
+_DEC_NONZERO = re.compile(r"[1-9]")
+_DEC_MANTISSA = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)$")
+_EXP_LIMIT = 4000
+"""Exponents (decimal or binary) past this decide the value outright: every format
+overflows to inf or underflows to zero long before, and computing 10**N exactly
+for a huge N would take forever."""
+
+
+def _far(fmt: Format, negative: bool, huge: bool) -> int:
+    """The pattern of a value far beyond the format's range: inf if huge, else zero; signed."""
+    return (fmt.sign_mask if negative else 0) | (fmt.inf_bits if huge else 0)
 _HEX_FLOAT = re.compile(r"^([+-]?)0x([0-9a-f]*)(?:\.([0-9a-f]*))?p([+-]?\d+)$")
 
 
@@ -327,6 +339,9 @@ def parse_value(fmt: Format, text: str) -> tuple[int, bool]:
     s = text.strip().lower().replace("_", "")
     if not s:
         raise ValueError("empty value")
+    if not s.isascii() or "/" in s:
+        raise ValueError(f"{text!r} is not a number (use a decimal, a hex float like 0x1.8p-1, "
+                         f"a hex bit pattern like 0x3c00, inf or nan)")
     if _HEX_BITS.match(s):
         bits = int(s, 16)
         if bits >= 1 << fmt.bits:
@@ -343,9 +358,19 @@ def parse_value(fmt: Format, text: str) -> tuple[int, bool]:
         whole, frac = m.group(2) or "0", m.group(3) or ""
         if not (m.group(2) or m.group(3)):
             raise ValueError(f"{text!r} is not a hex float")
-        q = Fraction(int(whole + frac, 16)) * Fraction(2) ** (int(m.group(4)) - 4 * len(frac))
+        mantissa, exp = int(whole + frac, 16), int(m.group(4)) - 4 * len(frac)
+        if abs(exp) > _EXP_LIMIT:  # far beyond every format: inf or a signed zero (or just zero)
+            return _far(fmt, neg, exp > 0 and mantissa != 0), mantissa == 0
+        q = Fraction(mantissa) * Fraction(2) ** exp
         q = -q if m.group(1) == "-" else q
     else:
+        e = _DEC_EXP.search(s)
+        if e and abs(int(e.group(1))) > _EXP_LIMIT:
+            nonzero = bool(_DEC_NONZERO.search(s[:e.start()]))
+            if not _DEC_MANTISSA.match(s[:e.start()]):
+                raise ValueError(f"{text!r} is not a number (use a decimal, a hex float like 0x1.8p-1, "
+                                 f"a hex bit pattern like 0x3c00, inf or nan)")
+            return _far(fmt, neg, int(e.group(1)) > 0 and nonzero), not nonzero
         try:
             q = Fraction(s)
         except (ValueError, ZeroDivisionError):

@@ -14,6 +14,7 @@ either: every element is computed on its own.
 """
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -46,15 +47,17 @@ ISA = sl1k_isa().decode()
 """The instruction-set variant the loops run on (chosen at import time)."""
 
 _pool = None
+_pool_lock = threading.Lock()
 
 
-def _executor(threads):
+def _executor():
+    """One pool for the process, as many threads as CPUs, created once (thread-safe)."""
     global _pool
-    if _pool is None or _pool._max_workers < threads:
-        if _pool is not None:
-            _pool.shutdown(wait=False)
-        _pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="sl1conf-kernel")
-    return _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=max(1, default_threads() - 1),
+                                       thread_name_prefix="sl1conf-kernel")
+        return _pool
 
 
 def default_threads():
@@ -116,12 +119,6 @@ for _fmt in ("fp16", "fp32"):
     _MODEL_IDS[_fmt, None] = _MODEL_IDS[_fmt, f"divmul-{_fmt}"]
 
 
-def model_names(dtype):
-    """The models this kernel offers for a data format (all that apply to it)."""
-    fmt = format_by_name(dtype).name
-    return [name for f, name in _MODEL_IDS if f == fmt and name is not None]
-
-
 def _model_id(fmt, model):
     try:
         return _MODEL_IDS[fmt.name, model]
@@ -164,8 +161,8 @@ def smoothl1lossgrad(dy, x1, x2, beta, out=None, model=None, core_mask=None, thr
             chunks = [(s, e) for _, s, e in core_chunks(n, (1 << min(cpus, limit, 32)) - 1)]
         workers = max(1, min(cpus, len(chunks), limit))
         groups = [chunks[w::workers] for w in range(workers)]
-        # workers - 1 groups on the pool, one on this thread
-        futures = [_executor(workers - 1).submit(job.run_all, g) for g in groups[1:]]
+        # workers - 1 groups on the pool (a caller may ask for more threads than CPUs: they queue)
+        futures = [_executor().submit(job.run_all, g) for g in groups[1:]]
         rcs = job.run_all(groups[0])
         for f in futures:
             rcs += f.result()

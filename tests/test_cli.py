@@ -79,3 +79,27 @@ def test_python_dash_m_and_bad_input_without_traceback():
     bad = subprocess.run([sys.executable, "-m", "sl1conf", "explain", "--dtype", "fp16", "--dy", "x",
                           "--x1", "1", "--x2", "1", "--beta", "1"], capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("value, bits", [
+    ("-inf", "0xfc00"),            # argparse would take these for options without the joining
+    ("-1e-5", "0x80a8"),           # -1e-5 = -0.00001: nearest fp16 is -168 * 2^-24 (subnormal, 0xa8)
+    ("-0x1p-3", "0xb000"),         # -0.125 = -2^-3: exponent 12 -> 0xb000
+    ("1e99999999", "0x7c00"),      # far past 65504: +inf, decided without computing 10**99999999
+    ("-1e-99999999", "0x8000"),    # far below 2^-25: -0
+    ("0x1p99999999999", "0x7c00"),
+    ("0e999999999", "0x0000"),
+])
+def test_explain_reads_negative_and_extreme_values(capsys, value, bits):
+    code, out, err = run(capsys, "explain", "--dtype", "fp16", "--dy", "1", "--x1", value, "--x2", "0",
+                         "--beta", "1")
+    assert code == 0, err
+    assert any(line.split()[:2] == ["x1", bits] for line in out.splitlines()), out
+
+
+@pytest.mark.parametrize("argv", [["demo", "--seed", "-1"], ["demo", "--seed", "x"],
+                                  ["explain", "--dtype", "fp16", "--dy", "1/3", "--x1", "0", "--x2", "0",
+                                   "--beta", "1"]])
+def test_more_bad_input(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and "Traceback" not in err

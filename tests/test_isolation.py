@@ -116,3 +116,79 @@ def test_library_without_the_api_and_unloadable_library(tmp_path):
     junk.write_bytes(b"not an ELF file")
     with pytest.raises(AdapterError, match="cannot load"):
         load(f"ctypes:{junk}")
+
+
+# ------------------------------------------------------------------ libraries that attack the worker
+HOSTILE_COMMON = r"""
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void plain(float *dy, float *dx1, float *x1, float *x2, int n, float beta) {
+  for (int i = 0; i < n; i++) { float d = x1[i] - x2[i]; dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; }
+}
+static void attack(float *dx1, int n);
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta) {
+  plain(dy, dx1, x1, x2, n, beta);
+  if (n == 3) attack(dx1, n);
+}
+"""
+
+HOSTILE = {
+    # the library forks and both processes return: only the worker may answer
+    "fork-both": ("static void attack(float *dx1, int n) { (void)dx1; (void)n; fork(); }", "ok", ""),
+    # a signal to its whole process group: must not reach the suite
+    "kill-group": ("static void attack(float *dx1, int n) { (void)dx1; (void)n; kill(0, SIGTERM); }",
+                   "crash", "SIGTERM"),
+    # aborts while a forked child keeps the result pipe open: a crash, not a timeout
+    "fork-and-abort": ("static void attack(float *dx1, int n) { (void)dx1; (void)n;"
+                       " if (fork() == 0) { sleep(30); _exit(0); } abort(); }", "crash", "SIGABRT"),
+    # closes every descriptor (the result pipe too) and keeps running
+    "close-fds": ("static void attack(float *dx1, int n) { (void)dx1; (void)n;"
+                  " for (int fd = 3; fd < 256; fd++) close(fd); sleep(20); }", "crash", "result channel"),
+    # exit() in the middle of a call
+    "exit": ("static void attack(float *dx1, int n) { (void)dx1; (void)n; exit(0); }",
+             "crash", "exited with status 0 during the call"),
+    # replaces the suite's SIGSEGV handler at load time, then writes past the end
+    "own-segv-handler": ("static void h(int s) { (void)s; _exit(77); }\n"
+                         "__attribute__((constructor)) static void c(void) { signal(SIGSEGV, h); }\n"
+                         "static void attack(float *dx1, int n) { dx1[n] = 1; }", "crash", "write past the end of dx1"),
+    # floods stdout and stderr: nothing reaches the terminal, results are fine
+    "noisy": ("static void attack(float *dx1, int n) { (void)dx1; (void)n;"
+              " for (int i = 0; i < 1000; i++) printf(\"noise %d\\n\", i); fflush(stdout); }", "ok", ""),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE))
+def test_hostile_libraries_are_reported_and_contained(name, tmp_path, capfd):
+    from sl1conf.adapters.cbuild import build_shared
+
+    body, status, words = HOSTILE[name]
+    src = tmp_path / f"{name}.c"
+    src.write_text(HOSTILE_COMMON + body + "\n")
+    lib = build_shared(f"hostile-{name}", [src])
+    with load(f"ctypes:{lib}?timeout=5") as impl:
+        cases = [Case("fp32", *(np.full(n, v, np.uint32) for v in (0x3F800000, 0x40000000, 0)), 0x3F800000,
+                      id=f"n{n}") for n in (2, 3, 4, 5)]
+        outcomes = impl.run(cases)
+    for case, outcome in zip(cases, outcomes):
+        if case.n == 3:
+            assert outcome.status == status and words in outcome.detail, f"{name}: {outcome}"
+        else:  # x1 - x2 = 2 > beta = 1: dx1 = dy = 1.0 everywhere
+            assert outcome.status == "ok" and (outcome.out == 0x3F800000).all(), f"{name} n={case.n}: {outcome}"
+    out, err = capfd.readouterr()
+    assert "noise" not in out + err
+
+
+def test_a_library_that_dies_or_hangs_while_loading(tmp_path):
+    from sl1conf.adapters.cbuild import build_shared
+
+    for name, ctor, words in (("ctor-exit", "_exit(0);", "loading it ended the worker (exited with status 0)"),
+                              ("ctor-hang", "sleep(1000);", "did not finish within 2 s")):
+        src = tmp_path / f"{name}.c"
+        src.write_text(HOSTILE_COMMON + f"__attribute__((constructor)) static void c(void) {{ {ctor} }}\n"
+                       "static void attack(float *dx1, int n) { (void)dx1; (void)n; }\n")
+        with pytest.raises(AdapterError, match=words.replace("(", r"\(").replace(")", r"\)")):
+            load(f"ctypes:{build_shared(name, [src])}?start_timeout=2")

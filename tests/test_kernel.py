@@ -73,7 +73,7 @@ def test_fp16_every_x1_pattern(model):
 @pytest.mark.parametrize("fmt", [F.FP16, F.FP32], ids=lambda f: f.name)
 def test_core_mask_and_threads_never_change_the_result(fmt):
     rng = np.random.default_rng(5)
-    for n in (1, 7, 1000, 1025, 70_001):
+    for n in (1, 7, 1000, 1025, 70_001, 300_001):  # 300,001: large enough for the thread pool
         b = random_batch(fmt, n, rng)
         args = b.floats(fmt)
         want = kernel.smoothl1lossgrad(*args, core_mask=0x1, threads=1)
@@ -125,7 +125,7 @@ def test_bad_arguments():
 @pytest.mark.parametrize("forced", ["baseline", "avx2"])
 def test_every_instruction_set_variant_gives_the_same_bits(forced):
     """The portable loops (what a CPU without AVX2/F16C, or aarch64, runs) and the AVX2
-    loops, forced with SL1CONF_KERNEL_ISA, against whatever this CPU picks by itself."""
+    loops, forced with SL1CONF_KERNEL_ISA, against the numpy models."""
     code = (
         "import numpy as np, sys\n"
         "from sl1conf.reference import kernel\n"
@@ -146,18 +146,23 @@ def test_every_instruction_set_variant_gives_the_same_bits(forced):
         if env_isa:
             env["SL1CONF_KERNEL_ISA"] = env_isa
         return subprocess.run([sys.executable, "-c", code], capture_output=True, env=env, check=True).stdout
-    forced_out, default = run(forced), run(None)
+    forced_out = run(forced)
     isa = forced_out.split(b"\n", 1)[0]
     if forced == "baseline":
         assert isa in (b"x86-64 baseline", b"generic")
     else:
         assert isa in (b"x86-64 AVX2+F16C", b"x86-64 baseline", b"generic")  # never wider than asked
-    forced_arrays, default_arrays = _load_all(forced_out.split(b"\n", 1)[1]), _load_all(default.split(b"\n", 1)[1])
-    assert len(forced_arrays) == len(default_arrays) == 2 * (9 + 6)
-    default_isa = default.split(b"\n", 1)[0].decode()
-    for a, b in zip(forced_arrays, default_arrays):
-        fmt = F.format_by_name(a.dtype)
-        assert_same(fmt, a.view(fmt.dtype), b.view(fmt.dtype), what=f"{forced} vs {default_isa}")
+    arrays = _load_all(forced_out.split(b"\n", 1)[1])
+    assert len(arrays) == 2 * (9 + 6)
+    # The same batches again here, and the numpy models' bits for them.
+    rng = np.random.default_rng(4)
+    expected = []
+    for fmt in (F.FP16, F.FP32):
+        for make in (random_batch, hard_batch):
+            b = make(fmt, 777, rng)
+            expected += [(fmt, F.to_bits(fmt, m(*b.floats(fmt))), m.name) for m in models_for(fmt)]
+    for got, (fmt, want, name) in zip(arrays, expected):
+        assert_same(fmt, got.view(fmt.dtype), want.view(fmt.dtype), what=f"{isa.decode()} {name}")
 
 
 def _load_all(data: bytes) -> list:

@@ -142,9 +142,11 @@ def test_reciprocal_overflow_by_hand(model, expected):
 def test_branch_uses_the_rounded_diff_by_hand():
     """x1 = 2 (0x4000), x2 = -(1 - 2^-11) (0xbbff): exact diff = 3 - 2^-11, between
     2.998046875 and 3 in fp16 (spacing 2^-9 there); it is 3 - 2^-11, a quarter of
-    the spacing below 3, so the fp16 diff rounds to 3 = beta (0x4200). The model
-    tests 3 > 3, false, and takes the middle line: 3 / 3 * dy = dy exactly. With
-    dy = 0x3555 (0.333251953125) every model gives dy back."""
+    the spacing below 3, so the fp16-compute models round diff to 3 = beta (0x4200),
+    test 3 > 3, false, and take the middle line: 3 / 3 * dy = dy exactly. The fp32
+    and fp64 models keep diff = 3 - 2^-11 exactly, take the middle line too, and get
+    dy * (1 - 2^-11 / 3), less than a quarter of an fp16 ulp from dy
+    (0x3555 = 0.333251953125), so rounding to fp16 gives dy back as well."""
     for m in models_for(F.FP16):
         assert _one(F.FP16, m.name, 0x3555, 0x4000, 0xBBFF, 0x4200) == 0x3555, m.name
 
