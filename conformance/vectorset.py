@@ -83,14 +83,15 @@ def _sha256(data: bytes) -> str:
 
 
 def _npz_bytes(arrays: dict) -> bytes:
-    """An .npz with fixed timestamps and order, so equal arrays give equal bytes."""
+    """An .npz with fixed timestamps and order, stored uncompressed (compressed bytes can
+    differ between zlib builds), so equal arrays give equal bytes on every machine."""
     buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
         for name in sorted(arrays):
             entry = io.BytesIO()
             np.lib.format.write_array(entry, np.ascontiguousarray(arrays[name]), allow_pickle=False)
             info = zipfile.ZipInfo(f"{name}.npy", date_time=_ZIP_DATE)
-            info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_type = zipfile.ZIP_STORED
             info.external_attr = 0o644 << 16
             zf.writestr(info, entry.getvalue())
     return buf.getvalue()

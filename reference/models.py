@@ -35,7 +35,8 @@ import numpy as np
 
 from .formats import Format, format_by_name
 
-__all__ = ["ORDERS", "SPEC_ORDER", "Model", "MODELS", "models_for", "get_model", "evaluate"]
+__all__ = ["ORDERS", "SPEC_ORDER", "Model", "MODELS", "ACCEPTED", "models_for", "accepted_models",
+           "get_model", "evaluate"]
 
 ORDERS = {
     "divmul": "(diff / beta) * dy",
@@ -88,6 +89,18 @@ class Model:
 MODELS: dict[str, Model] = {
     m.name: m for m in (Model(o, c) for o in ORDERS for c in _COMPUTE)
 }
+
+
+ACCEPTED = ("divmul-fp16", "divmul-fp32", "recipmul-fp32", "muldiv-fp32")
+"""Honest evaluations a conformant implementation may be, bit for bit, even where they
+stray from the correctly rounded result (underflowing intermediates, 0 * inf): the
+manual's order in the data's own precision, fp16 computed in fp32 and rounded once,
+a correctly rounded fp32 reciprocal of beta, and (diff * dy) / beta in fp32."""
+
+
+def accepted_models(fmt: "Format | str") -> list[Model]:
+    """The ACCEPTED models that apply to a data format."""
+    return [MODELS[name] for name in ACCEPTED if MODELS[name].applies_to(fmt)]
 
 
 def models_for(fmt: "Format | str") -> list[Model]:

@@ -1,0 +1,714 @@
+"""Export a golden vector set for use without Python: a C header with a self-test program, or hex text.
+
+Two forms (docs/vector-format.md, "Exports"):
+
+:func:`export_c_header`
+    ``sl1_vectors.h``: the set's inputs, the ``oracle`` and ``oracle-ftz`` columns and the
+    alternatives as ``static const`` arrays of bit patterns (hex literals of the stored
+    values), a case table and a family table; and ``sl1_selftest.c``: a C99 program (plus
+    ``_Float16`` for fp16 sets) that calls the library under test through the documented
+    API for every case, judges every element and prints one line per family, with no
+    file I/O, for running on the target itself.
+
+:func:`export_hex`
+    One text file in the manner of Berkeley TestFloat's test cases: ``#`` comment lines,
+    then one line per element, ``<case id> <index> <dy> <x1> <x2> <beta> <oracle>`` in
+    fixed-width lowercase hex, with trailing ``key=value`` tokens for what else is
+    acceptable.
+
+Both write atomically (a temporary file beside the target, renamed into place), refuse
+to replace an existing file unless ``force`` is given, and are deterministic: the same
+vector set gives byte-identical exports (no time stamps, no paths).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterable, Iterator
+from urllib.parse import quote, unquote
+
+import numpy as np
+
+from sl1conf import __version__
+from sl1conf.adapters.base import FILL_BYTE, Case
+from sl1conf.reference import formats as F
+from sl1conf.reference.models import accepted_models
+
+from .vectorset import VectorSet, VectorSetError
+
+__all__ = ["HEADER_NAME", "SELFTEST_NAME", "EXPORT_FORMATS", "export_c_header", "export_hex", "export",
+           "written_elements", "parse_hex_line"]
+
+HEADER_NAME = "sl1_vectors.h"
+SELFTEST_NAME = "sl1_selftest.c"
+EXPORT_FORMATS = ("c-header", "hex")
+_PER_LINE = 8  # array values per line of the C header
+
+
+# ---- shared helpers -------------------------------------------------------------------
+
+def _fill_byte(vs: VectorSet) -> int:
+    """The byte dx1 is filled with before each call (the manifest's ``fill_byte``, 0x5a)."""
+    return int(vs.manifest.get("fill_byte", hex(FILL_BYTE)), 16)
+
+
+def _fill_bits(vs: VectorSet) -> int:
+    return int.from_bytes(bytes([_fill_byte(vs)]) * vs.format.dtype.itemsize, "little")
+
+
+def written_elements(vs: VectorSet, row: dict) -> int:
+    """How many leading elements of a case's dx1 a correct call writes (the rest keep the fill).
+
+    The same rule as :attr:`sl1conf.adapters.base.Case.elements_written`, which the
+    expected columns were computed with.
+    """
+    case = vs.case(row)
+    return Case(vs.format.name, case.dy, case.x1, case.x2, case.beta, variant=case.variant,
+                core_mask=case.core_mask, length=case.length).elements_written
+
+
+def _hex_digits(fmt: F.Format, arr) -> list[str]:
+    """Fixed-width lowercase hex of each pattern, no prefix (fast: one bytes.hex for the array)."""
+    width = fmt.bits // 4
+    text = np.ascontiguousarray(arr, fmt.uint).astype(fmt.uint.newbyteorder(">")).tobytes().hex()
+    return [text[i:i + width] for i in range(0, len(text), width)]
+
+
+def _models(vs: VectorSet) -> list[str]:
+    """The accepted evaluation models (reference.models.ACCEPTED) whose columns the set has."""
+    return [m.name for m in accepted_models(vs.format) if f"model-{m.name}" in vs.manifest["columns"]]
+
+
+def _check_columns(vs: VectorSet) -> None:
+    for column in ("oracle", "oracle-ftz"):
+        if f"expected-{column}" not in vs.arrays:
+            raise VectorSetError(f"{vs.path}: the set has no {column!r} column; it cannot be exported")
+
+
+def _refuse_existing(paths: Iterable[Path], force: bool) -> None:
+    for path in paths:
+        if path.is_dir():
+            raise VectorSetError(f"{path} is a folder: choose another output path")
+        if path.exists() and not force:
+            raise VectorSetError(f"{path} exists: choose another output path or pass --force to replace it")
+
+
+def _atomic_write(path: Path, chunks: Iterable[str]) -> Path:
+    """Write text to a temporary file beside ``path``, then rename it into place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="ascii", newline="\n") as f:
+            for chunk in chunks:
+                f.write(chunk)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _comment_safe(text: str) -> str:
+    """Text for a C block comment or a one-line # comment: ASCII, one line, no comment end."""
+    text = " ".join(str(text).split())
+    text = text.encode("ascii", "replace").decode("ascii")
+    return text.replace("*/", "* /")
+
+
+def _c_string(text: str) -> str:
+    out = []
+    for ch in str(text):
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif " " <= ch <= "~" and ch != "?":  # no trigraphs
+            out.append(ch)
+        else:
+            out.append("".join(f"\\{b:03o}" for b in ch.encode("utf-8")))
+    return '"' + "".join(out) + '"'
+
+
+def _source_line(vs: VectorSet) -> str:
+    m = vs.manifest
+    sha = m.get("files", {}).get("expected-oracle.bin", {}).get("sha256", "?")
+    return (f"vector set: dtype {m['dtype']}, seed {m['seed']}, generator {m['generator']['name']} "
+            f"{m['generator']['version']}, schema {m['schema_version']}, {len(m['families'])} families, "
+            f"{len(m['cases'])} cases, {m['elements']} elements; expected-oracle.bin sha256 {sha}")
+
+
+# ---- C header and self-test -------------------------------------------------------------
+
+def _c_array(name: str, ctype: str, fmt: F.Format, arr) -> Iterator[str]:
+    arr = np.asarray(arr)
+    size = max(int(arr.size), 1)
+    yield f"static const {ctype} {name}[{size}] = {{"
+    if arr.size == 0:
+        yield " 0 }; /* empty: one unused element, as C has no empty arrays */\n\n"
+        return
+    yield "\n"
+    digits = [f"0x{h}" for h in _hex_digits(fmt, arr)] if ctype == "sl1_bits_t" else [str(int(v)) for v in arr]
+    for i in range(0, len(digits), _PER_LINE):
+        yield "    " + ", ".join(digits[i:i + _PER_LINE]) + ",\n"
+    yield "};\n\n"
+
+
+def _header_chunks(vs: VectorSet) -> Iterator[str]:
+    fmt = vs.format
+    m = vs.manifest
+    rows = m["cases"]
+    alt_offsets: list[int] = []
+    case_lines = []
+    buf = 1
+    for row in rows:
+        core_mask = int(row["core_mask"], 16)
+        if core_mask > 0xFFFFFFFF:
+            raise VectorSetError(f"{vs.path}: case {row['id']}: core_mask {row['core_mask']} does not fit 32 bits")
+        if not -2**31 <= row["length"] < 2**31:
+            raise VectorSetError(f"{vs.path}: case {row['id']}: length {row['length']} does not fit an int")
+        first = len(alt_offsets)
+        alt_offsets.extend(a["offset"] for a in row["alternatives"])
+        buf = max(buf, row["n"], row["length"])
+        case_lines.append(
+            f"    {{{_c_string(row['id'])}, {int(row['family'])}, {row['offset']}u, {row['n']}u, "
+            f"{row['length']}, {written_elements(vs, row)}u, {F.hex_bits(fmt, int(row['beta'], 16))}, "
+            f"'{row['variant']}', {core_mask:#x}u, {first}u, {len(row['alternatives'])}u}},"
+            f" /* {row['result']}{': ' + _comment_safe(', '.join(row['flags'])) if row['flags'] else ''} */\n")
+    cases_per_family: dict[int, int] = {}
+    for row in rows:
+        cases_per_family[row["family"]] = cases_per_family.get(row["family"], 0) + 1
+
+    yield (f"/* {HEADER_NAME}: golden vectors for SmoothL1LossGrad ({fmt.name}), generated by sl1conf "
+           f"{__version__}.\n"
+           f" * Do not edit: regenerate with `sl1conf vectors export DIR --format c-header`.\n"
+           f" * {_comment_safe(_source_line(vs))}\n"
+           " *\n"
+           " * Values are the set's stored bit patterns (IEEE binary"
+           f"{fmt.bits}, as unsigned integers), one array\n"
+           " * per file of the set: inputs dy, x1, x2; expected dx1 in the columns oracle (correctly\n"
+           " * rounded, gradual underflow) and oracle-ftz (subnormal inputs and result flushed to\n"
+           " * zero); the further acceptable dx1 arrays of open cases (sl1_alternatives, one block\n"
+           " * of n elements per alternative, at sl1_alt_offsets[alt_first ...]). Case k's elements\n"
+           " * are [offset, offset + n) of every input and column array. Elements at index >= written\n"
+           f" * keep the fill pattern {F.hex_bits(fmt, _fill_bits(vs))} (the byte {_fill_byte(vs):#04x} "
+           "in every byte).\n"
+           " * See docs/vector-format.md of sl1conf, and sl1_selftest.c for the program that uses them.\n"
+           " */\n"
+           "#ifndef SL1_VECTORS_H\n#define SL1_VECTORS_H\n\n#include <stdint.h>\n\n")
+    yield (f"#define SL1_VEC_DTYPE {_c_string(fmt.name)}\n"
+           f"#define SL1_VEC_BITS {fmt.bits}\n"
+           f"#define SL1_VEC_SEED {int(m['seed'])}\n"
+           f"#define SL1_VEC_GENERATOR {_c_string(m['generator']['name'] + ' ' + m['generator']['version'])}\n"
+           f"#define SL1_VEC_FILL_BYTE {_fill_byte(vs):#04x}\n"
+           f"#define SL1_VEC_FILL {F.hex_bits(fmt, _fill_bits(vs))}u\n"
+           f"#define SL1_VEC_ELEMENTS {int(m['elements'])}u\n"
+           f"#define SL1_VEC_CASES {len(rows)}u\n"
+           f"#define SL1_VEC_FAMILIES {len(m['families'])}u\n"
+           f"#define SL1_VEC_ALT_ELEMENTS {int(vs.arrays['alternatives'].size)}u\n"
+           f"#define SL1_VEC_MODELS {len(_models(vs))}u /* accepted evaluation models, bit for bit */\n"
+           f"#define SL1_VEC_BUF {buf}u /* elements of the largest call (n or length), at least 1 */\n\n")
+    yield f"typedef uint{fmt.bits}_t sl1_bits_t;\n\n"
+    yield ("struct sl1_case {\n"
+           "    const char *id;      /* \"<family>.<index>\", stable */\n"
+           "    int family;          /* family id */\n"
+           "    uint32_t offset;     /* first element in sl1_dy, sl1_x1, sl1_x2, sl1_oracle, sl1_oracle_ftz */\n"
+           "    uint32_t n;          /* elements of the arrays */\n"
+           "    int32_t length;      /* the length argument of the call (may differ from n) */\n"
+           "    uint32_t written;    /* leading elements a correct call writes; the rest keep the fill */\n"
+           "    sl1_bits_t beta;     /* beta's bits */\n"
+           "    char variant;        /* 's' (shared storage, core_mask) or 'p' (private storage) */\n"
+           "    uint32_t core_mask;  /* passed as int to the _s function */\n"
+           "    uint32_t alt_first;  /* first index in sl1_alt_offsets */\n"
+           "    uint32_t alt_count;  /* alternatives of the case (0 unless its result is acceptable) */\n"
+           "};\n\n"
+           "struct sl1_family {\n"
+           "    int id;              /* stable family id */\n"
+           "    const char *name;\n"
+           "    uint32_t cases;\n"
+           "    uint32_t elements;   /* sum of n over its cases */\n"
+           "};\n\n")
+    yield from _c_array("sl1_dy", "sl1_bits_t", fmt, vs.arrays["dy"])
+    yield from _c_array("sl1_x1", "sl1_bits_t", fmt, vs.arrays["x1"])
+    yield from _c_array("sl1_x2", "sl1_bits_t", fmt, vs.arrays["x2"])
+    yield from _c_array("sl1_oracle", "sl1_bits_t", fmt, vs.arrays["expected-oracle"])
+    yield from _c_array("sl1_oracle_ftz", "sl1_bits_t", fmt, vs.arrays["expected-oracle-ftz"])
+    yield from _c_array("sl1_alternatives", "sl1_bits_t", fmt, vs.arrays["alternatives"])
+    models = _models(vs)
+    yield f"static const char *const sl1_model_names[{max(len(models), 1)}] = {{" + (
+        ", ".join(_c_string(name) for name in models) or "\"\"") + "};\n"
+    yield from _c_array("sl1_models", "sl1_bits_t", fmt,
+                        np.concatenate([vs.arrays[f"expected-model-{name}"] for name in models])
+                        if models else np.zeros(0, fmt.uint))
+    yield from _c_array("sl1_alt_offsets", "uint32_t", fmt, np.array(alt_offsets, np.int64))
+    yield f"static const struct sl1_case sl1_cases[{max(len(rows), 1)}] = {{\n"
+    yield from case_lines if case_lines else ["    {\"\", 0, 0u, 0u, 0, 0u, 0, 'p', 0u, 0u, 0u}, /* none */\n"]
+    yield "};\n\n"
+    yield f"static const struct sl1_family sl1_families[{max(len(m['families']), 1)}] = {{\n"
+    if not m["families"]:
+        yield "    {0, \"\", 0u, 0u}, /* none */\n"
+    for fam in m["families"]:
+        yield (f"    {{{int(fam['id'])}, {_c_string(fam['name'])}, {cases_per_family.get(fam['id'], 0)}u, "
+               f"{int(fam['elements'])}u}}, /* {_comment_safe(fam['description'])} */\n")
+    yield "};\n\n#endif /* SL1_VECTORS_H */\n"
+
+
+SELFTEST_C = r"""/* sl1_selftest.c: on-target self-test of a SmoothL1LossGrad library against the golden
+ * vectors in sl1_vectors.h. Generated by sl1conf @VERSION@; see docs/vector-format.md.
+ *
+ * Build it with the library under test and its smoothl1lossgrad.h, for example
+ *
+ *     cc -std=c11 -O2 -I<folder of smoothl1lossgrad.h> sl1_selftest.c <library> -o sl1_selftest
+ *
+ * C99 (C11 is fine) plus _Float16 for fp16 sets (GCC >= 12, Clang >= 15, or a toolchain whose
+ * smoothl1lossgrad.h defines `half`). It uses no file I/O and no heap: only printf (override
+ * with -DSL1_PRINTF=my_printf) and static buffers.
+ *
+ * For every case it copies the inputs into static buffers, fills dx1 (and SL1_GUARD more
+ * elements after it) with the byte 0x5a, calls hp_/fp_smoothl1lossgrad_s/_p per the case's
+ * dtype and variant, and judges each element of dx1:
+ *   - index < written: pass when bit-equal to the oracle, or both NaN (any NaN), or at most
+ *     SL1_MAX_ULP units in the last place from the oracle (distance on the ordered integer
+ *     line, +0 and -0 0 apart), or equal (bits, or both NaN) to one of the case's
+ *     alternatives, or, with -DSL1_ACCEPT_FTZ, equal to the oracle-ftz column;
+ *     with -DSL1_STRICT_ZERO_SIGN a result within SL1_MAX_ULP fails when it or the oracle
+ *     is a zero and their signs differ (+0 for -0, a tiny negative for +0, ...);
+ *   - index >= written (nothing to compute: length <= 0, core_mask 0, past length) and the
+ *     SL1_GUARD elements after the case's n: must still hold the fill pattern exactly.
+ * It also checks that dy, x1 and x2 are unchanged after the call.
+ *
+ * Output: a first line starting with '#' (the configuration), then one line per family,
+ *     PASS <id> <name>: <elements> elements, worst <k> ulp
+ *     FAIL <id> <name>: <bad> of <elements> elements, worst <k> ulp at case <case id> element <i> (got 0x...., expected 0x....)
+ * then ALL PASS or FAILED <n> families; main returns 0 or 1. On a PASS line k is the largest
+ * distance to the oracle of an element accepted within SL1_MAX_ULP (0 when every element is
+ * exact or matches an alternative); on a FAIL line it is the distance of the worst failing
+ * element, whose place and bits follow ("nan" when exactly one of got and expected is NaN).
+ * A family whose call changed an input fails too; its line ends with
+ *     ; case <case id> changed input <dy|x1|x2> element <i> (got 0x...., was 0x....)
+ *
+ * An element is also accepted when it equals, bit for bit, one of the accepted evaluation
+ * models (sl1_model_names: honest orders of evaluation that may stray further from the
+ * oracle, e.g. where an intermediate underflows); -DSL1_NO_MODELS judges by the oracle,
+ * the alternatives and SL1_MAX_ULP alone.
+ *
+ * Options (-D...): SL1_MAX_ULP (default 2), SL1_ACCEPT_FTZ, SL1_STRICT_ZERO_SIGN, SL1_NO_MODELS,
+ * SL1_GUARD (elements checked past each case's end, default 16), SL1_SELFTEST_NO_MAIN (no
+ * main; call int sl1_selftest(void) yourself), SL1_PRINTF, SL1_DUMP (also print every
+ * element of dx1 after its call, guard included, as "= <case id> <i> <hex>", for comparing
+ * the results elsewhere; the lines come before their family's line).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "smoothl1lossgrad.h"
+#include "sl1_vectors.h"
+
+#ifndef SL1_MAX_ULP
+#define SL1_MAX_ULP 2
+#endif
+#ifndef SL1_GUARD
+#define SL1_GUARD 16
+#endif
+#ifndef SL1_PRINTF
+#define SL1_PRINTF printf
+#endif
+
+#if SL1_VEC_BITS == 16
+typedef half sl1_value;
+#define SL1_SIGN_MASK 0x8000ul
+#define SL1_EXP_MASK 0x7c00ul
+#define SL1_FRAC_MASK 0x03fful
+#define SL1_HEX_DIGITS 4
+#elif SL1_VEC_BITS == 32
+typedef float sl1_value;
+#define SL1_SIGN_MASK 0x80000000ul
+#define SL1_EXP_MASK 0x7f800000ul
+#define SL1_FRAC_MASK 0x007ffffful
+#define SL1_HEX_DIGITS 8
+#else
+#error "sl1_vectors.h: SL1_VEC_BITS must be 16 or 32"
+#endif
+
+/* The value type and its bit pattern type have one size (memcpy moves bits between them). */
+typedef char sl1_check_value_size[sizeof(sl1_value) == sizeof(sl1_bits_t) ? 1 : -1];
+
+#define SL1_DIST_NAN 0xfffffffful /* exactly one side NaN: worse than any distance */
+
+static sl1_value sl1_w_dy[SL1_VEC_BUF];
+static sl1_value sl1_w_x1[SL1_VEC_BUF];
+static sl1_value sl1_w_x2[SL1_VEC_BUF];
+static sl1_value sl1_w_dx1[SL1_VEC_BUF + SL1_GUARD];
+
+static int sl1_is_nan(unsigned long b)
+{
+    return (b & SL1_EXP_MASK) == SL1_EXP_MASK && (b & SL1_FRAC_MASK) != 0;
+}
+
+#ifdef SL1_STRICT_ZERO_SIGN
+static int sl1_is_zero(unsigned long b)
+{
+    return (b & ~SL1_SIGN_MASK) == 0;
+}
+#endif
+
+/* Bit-equal, or both NaN. */
+static int sl1_same(unsigned long a, unsigned long b)
+{
+    return a == b || (sl1_is_nan(a) && sl1_is_nan(b));
+}
+
+/* Units in the last place between two patterns on the ordered line (+0 and -0 are 0 apart);
+ * SL1_DIST_NAN when exactly one is NaN, 0 when both are. Fits 32 bits for fp32 (< 0xff000001). */
+static unsigned long sl1_ulps(unsigned long a, unsigned long b)
+{
+    const unsigned long ma = a & ~SL1_SIGN_MASK, mb = b & ~SL1_SIGN_MASK;
+    if (sl1_is_nan(a) || sl1_is_nan(b))
+        return sl1_is_nan(a) && sl1_is_nan(b) ? 0ul : SL1_DIST_NAN;
+    if ((a ^ b) & SL1_SIGN_MASK)
+        return ma + mb;
+    return ma > mb ? ma - mb : mb - ma;
+}
+
+static unsigned long sl1_bits_at(const sl1_value *v, uint32_t i)
+{
+    sl1_bits_t b;
+    memcpy(&b, &v[i], sizeof b);
+    return (unsigned long)b;
+}
+
+/* One element of dx1 (index i of case c, got its bits): 1 when acceptable. *dist is the
+ * distance to *want, the value it is reported against (the oracle, or the fill pattern). */
+static int sl1_judge(const struct sl1_case *c, uint32_t i, unsigned long got,
+                     unsigned long *want, unsigned long *dist)
+{
+    uint32_t k;
+    if (i >= c->written) { /* not to be written: the fill pattern, exactly */
+        *want = SL1_VEC_FILL;
+        *dist = sl1_ulps(got, *want);
+        return got == *want;
+    }
+    *want = sl1_oracle[c->offset + i];
+    *dist = sl1_same(got, *want) ? 0ul : sl1_ulps(got, *want);
+    if (sl1_same(got, *want))
+        return 1;
+    if (*dist <= (unsigned long)(SL1_MAX_ULP)) {
+#ifdef SL1_STRICT_ZERO_SIGN
+        if (!((sl1_is_zero(got) || sl1_is_zero(*want)) && ((got ^ *want) & SL1_SIGN_MASK)))
+            return 1;
+#else
+        return 1;
+#endif
+    }
+    for (k = 0; k < c->alt_count; k++) {
+        if (sl1_same(got, sl1_alternatives[sl1_alt_offsets[c->alt_first + k] + i])) {
+            *dist = 0;
+            return 1;
+        }
+    }
+#ifdef SL1_ACCEPT_FTZ
+    if (sl1_same(got, sl1_oracle_ftz[c->offset + i])) {
+        *dist = 0;
+        return 1;
+    }
+#endif
+#ifndef SL1_NO_MODELS
+    for (k = 0; k < SL1_VEC_MODELS; k++) {
+        if (sl1_same(got, sl1_models[k * SL1_VEC_ELEMENTS + c->offset + i])) {
+            *dist = 0;
+            return 1;
+        }
+    }
+#endif
+    return 0;
+}
+
+struct sl1_tally {
+    unsigned long bad, worst_pass, worst_fail;
+    const struct sl1_case *fail_case;          /* the worst failing element: */
+    uint32_t fail_index;
+    unsigned long fail_got, fail_want;
+    const struct sl1_case *input_case;         /* the first changed input: */
+    const char *input_name;
+    uint32_t input_index;
+    unsigned long input_got, input_was;
+};
+
+static void sl1_call(const struct sl1_case *c)
+{
+    sl1_value beta;
+    const sl1_bits_t beta_bits = c->beta;
+    memcpy(&beta, &beta_bits, sizeof beta);
+#if SL1_VEC_BITS == 16
+    if (c->variant == 's')
+        hp_smoothl1lossgrad_s(sl1_w_dy, sl1_w_dx1, sl1_w_x1, sl1_w_x2, (int)c->length, beta, (int)c->core_mask);
+    else
+        hp_smoothl1lossgrad_p(sl1_w_dy, sl1_w_dx1, sl1_w_x1, sl1_w_x2, (int)c->length, beta);
+#else
+    if (c->variant == 's')
+        fp_smoothl1lossgrad_s(sl1_w_dy, sl1_w_dx1, sl1_w_x1, sl1_w_x2, (int)c->length, beta, (int)c->core_mask);
+    else
+        fp_smoothl1lossgrad_p(sl1_w_dy, sl1_w_dx1, sl1_w_x1, sl1_w_x2, (int)c->length, beta);
+#endif
+}
+
+static void sl1_check_input(struct sl1_tally *t, const struct sl1_case *c, const char *name,
+                            const sl1_value *work, const sl1_bits_t *golden)
+{
+    uint32_t i;
+    if (t->input_case)
+        return;
+    for (i = 0; i < c->n; i++) {
+        const unsigned long got = sl1_bits_at(work, i), was = golden[c->offset + i];
+        if (got != was) {
+            t->input_case = c;
+            t->input_name = name;
+            t->input_index = i;
+            t->input_got = got;
+            t->input_was = was;
+            return;
+        }
+    }
+}
+
+static void sl1_run_case(struct sl1_tally *t, const struct sl1_case *c)
+{
+    const size_t bytes = (size_t)c->n * sizeof(sl1_bits_t);
+    uint32_t i;
+    memcpy(sl1_w_dy, sl1_dy + c->offset, bytes);
+    memcpy(sl1_w_x1, sl1_x1 + c->offset, bytes);
+    memcpy(sl1_w_x2, sl1_x2 + c->offset, bytes);
+    memset(sl1_w_dx1, SL1_VEC_FILL_BYTE, bytes + (size_t)(SL1_GUARD) * sizeof(sl1_bits_t));
+    sl1_call(c);
+    for (i = 0; i < c->n + (uint32_t)(SL1_GUARD); i++) {
+        const unsigned long got = sl1_bits_at(sl1_w_dx1, i);
+        unsigned long want, dist;
+#ifdef SL1_DUMP
+        SL1_PRINTF("= %s %lu %0*lx\n", c->id, (unsigned long)i, SL1_HEX_DIGITS, got);
+#endif
+        if (sl1_judge(c, i, got, &want, &dist)) {
+            if (dist > t->worst_pass)
+                t->worst_pass = dist;
+            continue;
+        }
+        t->bad++;
+        if (!t->fail_case || dist > t->worst_fail) {
+            t->worst_fail = dist;
+            t->fail_case = c;
+            t->fail_index = i;
+            t->fail_got = got;
+            t->fail_want = want;
+        }
+    }
+    sl1_check_input(t, c, "dy", sl1_w_dy, sl1_dy);
+    sl1_check_input(t, c, "x1", sl1_w_x1, sl1_x1);
+    sl1_check_input(t, c, "x2", sl1_w_x2, sl1_x2);
+}
+
+static void sl1_print_ulps(unsigned long d)
+{
+    if (d == SL1_DIST_NAN)
+        SL1_PRINTF("nan");
+    else
+        SL1_PRINTF("%lu", d);
+}
+
+/* Runs every case; prints the report; 0 when every family passes, else 1. */
+int sl1_selftest(void)
+{
+    uint32_t f, k;
+    unsigned failed = 0;
+    SL1_PRINTF("# sl1_selftest %s: %lu families, %lu cases, %lu elements; SL1_MAX_ULP %lu, ftz %s, "
+               "zero sign %s, guard %lu\n", SL1_VEC_DTYPE, (unsigned long)SL1_VEC_FAMILIES,
+               (unsigned long)SL1_VEC_CASES, (unsigned long)SL1_VEC_ELEMENTS, (unsigned long)(SL1_MAX_ULP),
+#ifdef SL1_ACCEPT_FTZ
+               "accepted",
+#else
+               "not accepted",
+#endif
+#ifdef SL1_STRICT_ZERO_SIGN
+               "strict",
+#else
+               "not strict",
+#endif
+               (unsigned long)(SL1_GUARD));
+    for (f = 0; f != SL1_VEC_FAMILIES; f++) { /* != : no warning when there are none */
+        const struct sl1_family *fam = &sl1_families[f];
+        struct sl1_tally t;
+        memset(&t, 0, sizeof t);
+        for (k = 0; k != SL1_VEC_CASES; k++)
+            if (sl1_cases[k].family == fam->id)
+                sl1_run_case(&t, &sl1_cases[k]);
+        if (!t.bad && !t.input_case) {
+            SL1_PRINTF("PASS %d %s: %lu elements, worst %lu ulp\n", fam->id, fam->name,
+                       (unsigned long)fam->elements, t.worst_pass);
+            continue;
+        }
+        failed++;
+        SL1_PRINTF("FAIL %d %s: %lu of %lu elements, worst ", fam->id, fam->name, t.bad,
+                   (unsigned long)fam->elements);
+        if (t.bad) {
+            sl1_print_ulps(t.worst_fail);
+            SL1_PRINTF(" ulp at case %s element %lu (got 0x%0*lx, expected 0x%0*lx)", t.fail_case->id,
+                       (unsigned long)t.fail_index, SL1_HEX_DIGITS, t.fail_got, SL1_HEX_DIGITS, t.fail_want);
+        } else {
+            SL1_PRINTF("%lu ulp", t.worst_pass);
+        }
+        if (t.input_case)
+            SL1_PRINTF("; case %s changed input %s element %lu (got 0x%0*lx, was 0x%0*lx)", t.input_case->id,
+                       t.input_name, (unsigned long)t.input_index, SL1_HEX_DIGITS, t.input_got,
+                       SL1_HEX_DIGITS, t.input_was);
+        SL1_PRINTF("\n");
+    }
+    if (failed) {
+        SL1_PRINTF("FAILED %u families\n", failed);
+        return 1;
+    }
+    SL1_PRINTF("ALL PASS\n");
+    return 0;
+}
+
+#ifndef SL1_SELFTEST_NO_MAIN
+int main(void)
+{
+    return sl1_selftest();
+}
+#endif
+"""
+
+
+def export_c_header(vs: VectorSet, out_dir, *, force: bool = False) -> list[Path]:
+    """Write ``sl1_vectors.h`` and ``sl1_selftest.c`` into ``out_dir``; their paths.
+
+    Each file is written atomically; existing files are replaced only with ``force``
+    (VectorSetError otherwise, before anything is written).
+    """
+    _check_columns(vs)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise VectorSetError(f"{out} exists and is not a folder: choose another output folder")
+    header, selftest = out / HEADER_NAME, out / SELFTEST_NAME
+    _refuse_existing((header, selftest), force)
+    header_text = "".join(_header_chunks(vs))  # build first: a bad set writes nothing
+    _atomic_write(header, [header_text])
+    _atomic_write(selftest, [SELFTEST_C.replace("@VERSION@", __version__)])
+    return [header, selftest]
+
+
+# ---- hex text ---------------------------------------------------------------------------
+
+def _hex_header(vs: VectorSet) -> str:
+    fmt = vs.format
+    w = fmt.bits // 4
+    fill = f"{_fill_bits(vs):0{w}x}"
+    lines = [
+        f"sl1conf golden vectors for SmoothL1LossGrad, TestFloat-style text (sl1conf {__version__}).",
+        _source_line(vs),
+        f"dtype {fmt.name}: every value is an IEEE binary{fmt.bits} bit pattern, {w} lowercase hex digits, no 0x.",
+        "generator: " + _comment_safe(f"{vs.manifest['generator']['name']} {vs.manifest['generator']['version']}, "
+                                      f"seed {vs.manifest['seed']}; oracle {vs.manifest['oracle']['name']}: "
+                                      f"{vs.manifest['oracle']['precision']}"),
+        "",
+        "One line per element of every case (cases in order, elements 0 .. n-1):",
+        "  <case id> <index> <dy> <x1> <x2> <beta> <oracle> [ftz=<hex>] [acceptable=<name>:<hex>,...] [fill]",
+        "  case id  <family id>.<case index> (family ids never change; see the vector format doc); index: element",
+        "  dy x1 x2 the inputs of the element; beta: the case's beta (the same on every line of a case)",
+        "  oracle   the expected dx1: correctly rounded (round to nearest even, gradual underflow)",
+        "  ftz=     present when the flush-to-zero oracle (subnormal inputs and result read and written",
+        "           as zeros of the same sign) differs from the oracle; acceptable on flushing targets",
+        "  acceptable=  on every element of an 'acceptable' case: each named alternative's dx1",
+        "           (names percent-encoded); any one of them is an acceptable result for the element",
+        "  fill     the element is not written by a correct call (length <= 0, core_mask 0, index >= length):",
+        f"           dx1 holds {fill} (the byte {_fill_byte(vs):#04x} in every byte) before the call",
+        "           and must still hold it after",
+        "Before each call every element of dx1 holds the fill pattern. A result matches when its bits are",
+        "equal, or when both are NaN (NaN is compared as a class).",
+        "Each case starts with a comment line: # case <id> family=<id> name=<family name> variant=<s|p>",
+        "  core_mask=<hex> length=<the length argument> n=<elements> written=<elements a correct call",
+        "  writes> beta=<hex> result=<valid|acceptable> flags=<comma list or ->",
+        "",
+    ]
+    return "".join(f"# {line}".rstrip() + "\n" for line in lines)
+
+
+def _hex_chunks(vs: VectorSet) -> Iterator[str]:
+    fmt = vs.format
+    fill = f"{_fill_bits(vs):0{fmt.bits // 4}x}"
+    names = {fam["id"]: fam["name"] for fam in vs.manifest["families"]}
+    yield _hex_header(vs)
+    for row in vs.manifest["cases"]:
+        n, off = row["n"], row["offset"]
+        written = written_elements(vs, row)
+        beta = f"{int(row['beta'], 16):0{fmt.bits // 4}x}"
+        flags = ",".join(row["flags"]) or "-"
+        yield (f"# case {row['id']} family={row['family']} name={names.get(row['family'], '?')} "
+               f"variant={row['variant']} core_mask={row['core_mask']} length={row['length']} n={n} "
+               f"written={written} beta={beta} result={row['result']} flags={_comment_safe(flags).replace(' ', '_')}\n")
+        if not n:
+            continue
+        s = slice(off, off + n)
+        dy, x1, x2 = (_hex_digits(fmt, vs.arrays[k][s]) for k in ("dy", "x1", "x2"))
+        oracle = vs.arrays["expected-oracle"][s]
+        ftz = vs.arrays["expected-oracle-ftz"][s]
+        oracle_hex, ftz_hex = _hex_digits(fmt, oracle), _hex_digits(fmt, ftz)
+        differs = oracle != ftz
+        alts = [(quote(a["name"], safe="-_.+"),
+                 _hex_digits(fmt, vs.arrays["alternatives"][a["offset"]:a["offset"] + n]))
+                for a in row["alternatives"]]
+        lines = []
+        for i in range(n):
+            line = f"{row['id']} {i} {dy[i]} {x1[i]} {x2[i]} {beta} {oracle_hex[i]}"
+            if differs[i]:
+                line += f" ftz={ftz_hex[i]}"
+            if alts:
+                line += " acceptable=" + ",".join(f"{name}:{h[i]}" for name, h in alts)
+            if i >= written:
+                line += " fill"
+            lines.append(line + "\n")
+        yield "".join(lines)
+    yield f"# end: {vs.manifest['elements']} elements, fill pattern {fill}\n"
+
+
+def export_hex(vs: VectorSet, out_path, *, force: bool = False) -> Path:
+    """Write the TestFloat-style hex text of the set to ``out_path`` (atomically); its path."""
+    _check_columns(vs)
+    out = Path(out_path)
+    _refuse_existing([out], force)
+    return _atomic_write(out, _hex_chunks(vs))
+
+
+# ---- one entry point ----------------------------------------------------------------------
+
+def export(vs: VectorSet, fmt: str, out, *, force: bool = False) -> list[Path]:
+    """Export in ``fmt`` (``"c-header"``: ``out`` is a folder; ``"hex"``: ``out`` is a file); the paths written."""
+    if fmt not in EXPORT_FORMATS:
+        raise ValueError(f"unknown export format {fmt!r}; known: {', '.join(EXPORT_FORMATS)}")
+    if fmt == "c-header":
+        return export_c_header(vs, out, force=force)
+    return [export_hex(vs, out, force=force)]
+
+
+def parse_hex_line(line: str) -> dict:
+    """One element line of the hex text: {"case", "index", "dy", "x1", "x2", "beta", "oracle",
+    "ftz", "acceptable": {name: bits}, "fill"} with bit patterns as ints (ftz defaults to oracle)."""
+    parts = line.split()
+    if len(parts) < 7 or line.startswith("#"):
+        raise ValueError(f"not an element line: {line!r}")
+    case, index, *values = parts[:7]
+    rec = {"case": case, "index": int(index)}
+    rec.update({k: int(v, 16) for k, v in zip(("dy", "x1", "x2", "beta", "oracle"), values)})
+    rec.update(ftz=rec["oracle"], acceptable={}, fill=False)
+    for token in parts[7:]:
+        if token == "fill":
+            rec["fill"] = True
+        elif token.startswith("ftz="):
+            rec["ftz"] = int(token[4:], 16)
+        elif token.startswith("acceptable="):
+            for item in token[len("acceptable="):].split(","):
+                name, _, bits = item.rpartition(":")
+                rec["acceptable"][unquote(name)] = int(bits, 16)
+        else:
+            raise ValueError(f"unknown token {token!r} in {line!r}")
+    return rec
+
