@@ -168,3 +168,25 @@ def test_list_and_show(written, capsys):
 def test_directory_permissions_are_ordinary(written):
     _, path = written
     assert os.stat(path).st_mode & 0o755 == 0o755
+
+
+def test_generate_command(tmp_path, capsys):
+    out = tmp_path / "v"
+    code, text, _ = _cli(capsys, "vectors", "generate", "--dtype", "fp32", "--out", str(out),
+                         "--families", "signed-zero,nan-inf", "--seed", "7")
+    assert code == 0 and "2 families" in text
+    assert [f["name"] for f in V.load(out).manifest["families"]] == ["nan-inf", "signed-zero"]
+    before = (out / "manifest.json").read_bytes()
+    for argv, words in [
+        (["--families", "signed-zero"], "exists"),                      # no overwrite without --force
+        (["--families", "no-such-family", "--force"], "unknown family"),
+        (["--families", "large-random", "--force"], "--large"),
+    ]:
+        code, _, err = _cli(capsys, "vectors", "generate", "--dtype", "fp32", "--out", str(out), *argv)
+        assert code == 2 and words in err and err.count("\n") == 1, err
+    assert (out / "manifest.json").read_bytes() == before
+    code, _, _ = _cli(capsys, "vectors", "generate", "--dtype", "fp16", "--out", str(out),
+                      "--families", "signed-zero", "--force")
+    assert code == 0 and V.load(out).manifest["dtype"] == "fp16"
+    code, _, err = _cli(capsys, "vectors", "generate", "--dtype", "fp16", "--out", str(out), "--seed", "-3")
+    assert code == 2
