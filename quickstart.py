@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Set up the suite in ./.venv and run it: the README's two Quick start commands.
 
-    python3 quickstart.py demo [ARGS]   set up, then run `sl1conf demo ARGS`
+    python3 quickstart.py demo [ARGS]   set up, run `sl1conf demo ARGS`, then certify the Cython kernel
+                                        and the bundled sample C library on every platform profile
+                                        (reports in reports/latest/)
     python3 quickstart.py test [ARGS]   set up (with PyTorch, for its adapter's tests; --no-torch
                                         skips it and those tests), then run the tests in parallel
                                         (pytest -n auto ARGS)
@@ -79,7 +81,13 @@ def main(argv) -> int:
     argv = [a for a in argv if a != "--no-torch"]
     setup(with_torch)
     if argv[0] == "demo":
-        return _run([BIN / "sl1conf", "demo", *argv[1:]], _env())
+        code = _run([BIN / "sl1conf", "demo", *argv[1:]], _env())
+        for impl, short in (("builtin:kernel", "kernel"), ("builtin:sample", "sample")):
+            for platform in ("ieee", "ft78ne", "mt7004"):
+                out = ROOT / "reports" / "latest" / f"{short}-{platform}"
+                code |= _run([BIN / "sl1conf", "certify", "--impl", impl, "--platform", platform,
+                              "--out", out], _env())
+        return code
     if argv[0] == "bench":
         return _run([BIN / "python", "bench/run.py", *argv[1:]], _env())
     return _run([BIN / "python", "-m", "pytest", "-n", "auto", *argv[1:]], _env())

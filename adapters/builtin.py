@@ -44,7 +44,8 @@ class KernelAdapter(Adapter):
 
 def builtin(rest: str) -> Adapter:
     """``builtin:oracle``, ``builtin:oracle-ftz``, ``builtin:fast-oracle``,
-    ``builtin:kernel[:<model>]``, ``builtin:model:<name>``."""
+    ``builtin:kernel[:<model>]``, ``builtin:model:<name>``, ``builtin:sample[:<defect>]``
+    (the bundled C sample library built and run through ctypes)."""
     if rest == "oracle":
         return _ArrayFunction("builtin:oracle", oracle.smoothl1lossgrad)
     if rest == "oracle-ftz":
@@ -53,6 +54,11 @@ def builtin(rest: str) -> Adapter:
         return _ArrayFunction("builtin:fast-oracle", fast_oracle.smoothl1lossgrad)
     if rest == "kernel" or rest.startswith("kernel:"):
         return KernelAdapter(rest.partition(":")[2] or None)
+    if rest == "sample" or rest.startswith("sample:"):  # the bundled C library, through ctypes
+        from .ctypes_lib import CtypesAdapter
+        from .sample import build_library
+
+        return CtypesAdapter(str(build_library(bug=rest.partition(":")[2] or None)))
     if rest.startswith("model:"):
         name = rest.partition(":")[2]
         try:
@@ -62,4 +68,4 @@ def builtin(rest: str) -> Adapter:
         return _ArrayFunction(f"builtin:model:{name}", model,
                               dtypes=tuple(d for d in DTYPES if model.applies_to(d)))
     raise AdapterError(f"unknown builtin implementation {rest!r}: expected oracle, oracle-ftz, "
-                       "fast-oracle, kernel, kernel:<model> or model:<name>")
+                       "fast-oracle, kernel, kernel:<model>, model:<name> or sample[:<defect>]")

@@ -96,6 +96,58 @@ def _cmd_vectors(args) -> int:
         raise UsageError(str(exc)) from None
 
 
+def _cmd_certify(args) -> int:
+    import json
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from sl1conf.adapters import AdapterError, load
+
+    from .engine import certify
+    from .profiles import ProfileError, load_profile
+    from .vectorset import VectorSetError
+
+    if bool(args.platform) == bool(args.profile):
+        raise UsageError("give exactly one of --platform NAME and --profile FILE")
+    try:
+        profile = load_profile(args.platform or args.profile)
+        for d in args.dtype or []:
+            profile.require_dtype(d.name)
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder")
+    try:
+        impl = load(args.impl)
+    except AdapterError as exc:
+        raise UsageError(f"--impl {args.impl}: {exc}") from None
+    with impl:
+        dtypes = [d.name for d in args.dtype] if args.dtype else None
+        common = [d for d in (dtypes or profile.dtypes) if d in impl.dtypes]
+        if not common:
+            raise UsageError(f"{impl.name} offers {', '.join(impl.dtypes)}; profile {profile.name} wants "
+                             f"{', '.join(dtypes or profile.dtypes)}: nothing to certify")
+        try:
+            report = certify(impl, profile, dtypes=dtypes, variants=args.variant, vectors=args.vectors,
+                             quick=args.quick)
+        except (VectorSetError, ProfileError) as exc:
+            raise UsageError(str(exc)) from None
+    out.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".report.", dir=out)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(report, fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, out / "report.json")
+    for run in report["runs"]:
+        failed = [r["id"] + " " + r["title"] for r in run["requirements"] if r["status"] == "fail"]
+        print(f"{run['dtype']} {run['variant']}: {run['verdict'].upper()} ({run['cases']} cases, "
+              f"{run['elements']} elements)" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    print(f"verdict: {report['verdict'].upper()} for {impl.name} on {profile.name}; report: {out / 'report.json'}")
+    return EXIT_OK if report["verdict"] == "pass" else EXIT_FAIL
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sl1conf", description=__doc__.splitlines()[0])
     from sl1conf import __version__
@@ -117,6 +169,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--elements", type=int, default=3000, help="elements per dtype (default 3000)")
     p.add_argument("--seed", type=_seed, default=2026, help="random seed (default 2026)")
     p.set_defaults(run=_cmd_demo)
+
+    p = sub.add_parser("certify", help="run an implementation against a platform profile; exit 0 pass, 1 fail")
+    p.add_argument("--impl", required=True, metavar="SPEC",
+                   help="builtin:kernel, ctypes:lib.so, sim:'cmd {case} {result}', torch:cpu, ...")
+    p.add_argument("--platform", help="ieee, ft78ne or mt7004")
+    p.add_argument("--profile", help="a profile TOML file instead of a built-in platform")
+    p.add_argument("--dtype", type=_dtype, action="append", help="fp16 or fp32 (default: all in common)")
+    p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
+    p.add_argument("--vectors", help="a vector set folder (default: the canonical families, generated)")
+    p.add_argument("--quick", action="store_true", help="edge families only, no random ones")
+    p.add_argument("--out", required=True, help="folder for report.json")
+    p.set_defaults(run=_cmd_certify)
 
     p = sub.add_parser("vectors", help="golden test vectors: generate, verify, list, show, export")
     vsub = p.add_subparsers(dest="action", required=True, parser_class=_Parser)

@@ -923,7 +923,7 @@ def _sliced(fmt: Format, rng: np.random.Generator, lengths: list[int], beta: int
     return [(dy[a:b].copy(), x1[a:b].copy(), x2[a:b].copy()) for a, b in zip(cuts[:-1], cuts[1:])]
 
 
-COMPACT_LENGTHS = (0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 15, 16, 17, 31, 32, 33, 37, 63, 64, 65, 127, 128, 129,
+COMPACT_LENGTHS = (0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 15, 16, 17, 19, 23, 29, 31, 32, 33, 37, 63, 64, 65, 127, 128, 129,
                    255, 256, 257, 511, 512, 513, 1023, 1024, 1025)
 """The canonical set's lengths: the body only, the tail only and both for every width
 (m - 1, m, m + 1 around 4, 8, 16, 32, 64 and 128..1024), and primes."""

@@ -1,0 +1,124 @@
+"""sl1conf certify: honest implementations pass every profile, each defect fails its requirement."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sl1conf.adapters.sample import build_library
+from sl1conf.conformance.cli import main
+from sl1conf.conformance.profiles import builtin_profiles, load_profile
+from sl1conf.conformance.requirements import CATALOG
+from sl1conf.reference.models import ACCEPTED, get_model
+
+
+def certify(capsys, tmp_path, *argv):
+    out = tmp_path / "report"
+    code = main(["certify", *argv, "--quick", "--out", str(out)])
+    text, err = capsys.readouterr()
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else None
+    return code, text, err, report
+
+
+def failed(report) -> set:
+    return {r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"}
+
+
+@pytest.mark.parametrize("platform", builtin_profiles())
+def test_the_kernel_passes_every_profile(platform, capsys, tmp_path):
+    code, text, _, report = certify(capsys, tmp_path, "--impl", "builtin:kernel", "--platform", platform)
+    assert code == 0 and report["verdict"] == "pass", text
+    profile = load_profile(platform)
+    assert {(r["dtype"], r["variant"]) for r in report["runs"]} == {
+        (d, v) for d in profile.dtypes for v in profile.variants}
+    for run in report["runs"]:
+        assert [r["id"] for r in run["requirements"]] == [r.id for r in CATALOG]
+        r01 = run["requirements"][0]
+        assert r01["checked"] > 30_000 and r01["failed"] == 0 and r01["families"]
+
+
+@pytest.mark.parametrize("model, platform", [
+    (m, p) for p in builtin_profiles() for m in ACCEPTED
+    if any(get_model(m).applies_to(d) for d in load_profile(p).dtypes)])
+def test_every_accepted_model_passes_every_profile(model, platform, capsys, tmp_path):
+    dtypes = [d for d in load_profile(platform).dtypes if get_model(model).applies_to(d)]
+    args = [a for d in dtypes for a in ("--dtype", d)]
+    code, text, _, report = certify(capsys, tmp_path, "--impl", f"builtin:model:{model}", "--platform", platform,
+                                    *args, "--variant", "p")
+    assert code == 0, text
+
+
+@pytest.mark.parametrize("model, requirement", [("muldiv-fp16", "R03"), ("recipmul-fp16", "R03")])
+def test_native_half_orders_that_overflow_fail(model, requirement, capsys, tmp_path):
+    code, text, _, report = certify(capsys, tmp_path, "--impl", f"builtin:model:{model}", "--platform", "ieee",
+                                    "--dtype", "fp16", "--variant", "p")
+    assert code == 1 and requirement in failed(report), text
+
+
+def test_the_sample_library_passes_through_ctypes(capsys, tmp_path):
+    code, text, _, report = certify(capsys, tmp_path, "--impl", f"ctypes:{build_library()}", "--platform", "ieee")
+    assert code == 0, text
+    assert report["implementation"]["sha256"] and len(report["runs"]) == 4
+
+
+@pytest.mark.parametrize("bug, requirement", [
+    ("SEGV", "R13"), ("HANG", "R13"), ("WRITE_PAST_END", "R10"), ("READ_PAST_END", "R11"),
+    ("CLOBBER_INPUT", "R12"),
+])
+def test_each_defect_fails_its_requirement(bug, requirement, capsys, tmp_path):
+    lib = build_library(bug=bug)
+    code, text, _, report = certify(capsys, tmp_path, "--impl", f"ctypes:{lib}?timeout=2", "--platform", "ieee",
+                                    "--dtype", "fp32", "--variant", "p")
+    assert code == 1 and requirement in failed(report), text
+    entry = next(r for r in report["runs"][0]["requirements"] if r["id"] == requirement)
+    assert entry["failed"] >= 1 and entry["examples"][0]["case"]
+
+
+def test_an_implementation_returning_dy_fails_accuracy(capsys, tmp_path):
+    from sl1conf.adapters.cbuild import build_shared
+
+    src = tmp_path / "dy.c"
+    src.write_text("void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float b)\n"
+                   "{ (void)x1; (void)x2; (void)b; for (int i = 0; i < n; i++) dx1[i] = dy[i]; }\n")
+    code, _, _, report = certify(capsys, tmp_path, "--impl", f"ctypes:{build_shared('returns-dy', [src])}",
+                                 "--platform", "ft78ne")
+    assert code == 1 and "R01" in failed(report)
+    worst = report["runs"][0]["requirements"][0]["worst"]
+    assert set(worst) >= {"case", "element", "dy", "x1", "x2", "beta", "expected", "got", "ulp"}
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--impl", "builtin:kernel", "--platform", "nosuch"], "unknown platform"),
+    (["--impl", "builtin:kernel", "--platform", "ft78ne", "--dtype", "fp16"], "has no fp16"),
+    (["--impl", "nosuch:x", "--platform", "ieee"], "unknown implementation"),
+    (["--impl", "builtin:kernel"], "exactly one of --platform"),
+    (["--impl", "builtin:kernel", "--platform", "ieee", "--profile", "x.toml"], "exactly one of --platform"),
+    (["--impl", "builtin:model:divmul-fp16", "--platform", "ft78ne"], "nothing to certify"),
+    (["--impl", "builtin:kernel", "--profile", "/no/such.toml"], "no such profile"),
+])
+def test_bad_usage_is_one_line_and_exit_2(argv, words, capsys, tmp_path):
+    code, text, err, report = certify(capsys, tmp_path, *argv)
+    assert code == 2 and words in err and err.count("\n") == 1 and report is None, err
+
+
+def test_a_profile_file(capsys, tmp_path):
+    prof = tmp_path / "mine.toml"
+    prof.write_text('name = "mine"\ndtypes = ["fp32"]\nvariants = ["p"]\ncores = 2\n[max_ulp]\nfp32 = 2\n')
+    code, _, _, report = certify(capsys, tmp_path, "--impl", "builtin:kernel", "--profile", str(prof))
+    assert code == 0 and report["profile"]["name"] == "mine" and report["profile"]["sha256"]
+    prof.write_text('name = "broken"\ndtypes = ["fp8"]\nvariants = ["p"]\ncores = 1\n[max_ulp]\nfp32 = 2\n')
+    code, _, err, _ = certify(capsys, tmp_path, "--impl", "builtin:kernel", "--profile", str(prof))
+    assert code == 2 and "dtypes" in err
+
+
+def test_requirements_doc_is_generated_from_the_catalog():
+    from pathlib import Path
+
+    from sl1conf.conformance.requirements import markdown
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "requirements.md"
+    assert doc.read_text() == markdown(), (
+        "docs/requirements.md is stale: python -m sl1conf.conformance.requirements > docs/requirements.md")
+    ids = [r.id for r in CATALOG]
+    assert ids == sorted(set(ids))  # unique, in order: never renumbered
