@@ -119,6 +119,12 @@ def _cmd_certify(args) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
+    from .waivers import WaiverError, apply_waivers, load_waivers
+
+    try:
+        waivers = load_waivers(args.waivers) if args.waivers else None
+    except WaiverError as exc:
+        raise UsageError(str(exc)) from None
     try:
         impl = load(args.impl)
     except AdapterError as exc:
@@ -134,6 +140,8 @@ def _cmd_certify(args) -> int:
                              quick=args.quick)
         except (VectorSetError, ProfileError) as exc:
             raise UsageError(str(exc)) from None
+    if waivers is not None:
+        apply_waivers(report, waivers)
     out.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".report.", dir=out)
     with os.fdopen(fd, "w") as fh:
@@ -142,8 +150,13 @@ def _cmd_certify(args) -> int:
     os.replace(tmp, out / "report.json")
     for run in report["runs"]:
         failed = [r["id"] + " " + r["title"] for r in run["requirements"] if r["status"] == "fail"]
+        waived = [r["id"] for r in run["requirements"] if r["status"] == "waived"]
         print(f"{run['dtype']} {run['variant']}: {run['verdict'].upper()} ({run['cases']} cases, "
-              f"{run['elements']} elements)" + (f"; failed: {', '.join(failed)}" if failed else ""))
+              f"{run['elements']} elements)" + (f"; failed: {', '.join(failed)}" if failed else "")
+              + (f"; waived: {', '.join(waived)}" if waived else ""))
+    for w in report.get("waivers", []):
+        if not w["matched"]:
+            print(f"waiver {w['id']} matched nothing: {w['reason']}")
     print(f"verdict: {report['verdict'].upper()} for {impl.name} on {profile.name}; report: {out / 'report.json'}")
     return EXIT_OK if report["verdict"] == "pass" else EXIT_FAIL
 
@@ -179,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
     p.add_argument("--vectors", help="a vector set folder (default: the canonical families, generated)")
     p.add_argument("--quick", action="store_true", help="edge families only, no random ones")
+    p.add_argument("--waivers", metavar="FILE", help="known failures to waive, with reasons (TOML)")
     p.add_argument("--out", required=True, help="folder for report.json")
     p.set_defaults(run=_cmd_certify)
 

@@ -122,3 +122,26 @@ def test_requirements_doc_is_generated_from_the_catalog():
         "docs/requirements.md is stale: python -m sl1conf.conformance.requirements > docs/requirements.md")
     ids = [r.id for r in CATALOG]
     assert ids == sorted(set(ids))  # unique, in order: never renumbered
+
+
+def test_waivers(capsys, tmp_path):
+    waivers = tmp_path / "waivers.toml"
+    waivers.write_text('[[waiver]]\nid = "R03"\nreason = "known: native half overflows (BUG-1)"\n'
+                       '[[waiver]]\nid = "R01"\nfamilies = ["fp16-overflow", "underflow", "boundary-exact",'
+                       ' "lengths-compact", "beta-special", "core-masks", "boundary-neighbours",'
+                       ' "boundary-rounded-diff", "nan-inf", "signed-zero"]\nreason = "same bug"\n'
+                       '[[waiver]]\nid = "R02"\nreason = "same bug"\n'
+                       '[[waiver]]\nid = "R06"\nreason = "same bug"\n'
+                       '[[waiver]]\nid = "R07"\nreason = "same bug"\n'
+                       '[[waiver]]\nid = "R12"\nreason = "never fails here"\n')
+    code, text, _, report = certify(capsys, tmp_path, "--impl", "builtin:model:muldiv-fp16", "--platform", "ieee",
+                                    "--dtype", "fp16", "--variant", "p", "--waivers", str(waivers))
+    assert code == 0 and report["verdict"] == "pass", text
+    statuses = {r["id"]: r["status"] for r in report["runs"][0]["requirements"]}
+    assert statuses["R03"] == "waived" and statuses["R12"] in ("pass", "not-applicable")
+    unused = [w for w in report["waivers"] if not w["matched"]]
+    assert [w["id"] for w in unused] == ["R12"] and "R12 matched nothing" in text
+    waivers.write_text('[[waiver]]\nid = "R99"\nreason = "x"\n')
+    code, _, err, _ = certify(capsys, tmp_path, "--impl", "builtin:kernel", "--platform", "ieee",
+                              "--waivers", str(waivers))
+    assert code == 2 and "unknown requirement id 'R99'" in err
