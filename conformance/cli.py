@@ -233,3 +233,8 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("sl1conf: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `sl1conf vectors show ... | head`: the reader left; not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK

@@ -27,6 +27,8 @@ def generate(dtype: F.Format, out, *, seed: int, names, large: bool, force: bool
         families = make_families(dtype.name, seed, names or None, large=large)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
+    if not families:
+        raise CommandError(f"none of the families asked for applies to {dtype.name}")
     try:
         path = V.write(out, dtype, families, seed=seed, large=large, force=force)
     except V.VectorSetError as exc:
@@ -109,8 +111,9 @@ def export(path, fmt_name: str, out, *, force: bool, echo=print) -> int:
             written = E.export_c_header(vs, out or "sl1_vectors_c", force=force)
         else:
             written = [E.export_hex(vs, out or "sl1_vectors.txt", force=force)]
-    except V.VectorSetError as exc:
-        raise CommandError(str(exc)) from None
+    except (V.VectorSetError, OSError) as exc:
+        raise CommandError(str(exc) if isinstance(exc, V.VectorSetError)
+                           else f"{out}: cannot write the export ({exc.strerror or exc})") from None
     for p in written:
         echo(f"wrote {p}")
     return 0

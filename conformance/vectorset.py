@@ -97,10 +97,6 @@ def _npz_bytes(arrays: dict) -> bytes:
     return buf.getvalue()
 
 
-def _hex(fmt: F.Format, bits: int) -> str:
-    return F.hex_bits(fmt, bits)
-
-
 def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tuple[dict, dict]:
     """(manifest without file hashes, {file name: bytes})."""
     columns = columns_for(fmt)
@@ -126,7 +122,7 @@ def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tup
                 alt_offset += case.n
             cases.append({
                 "id": f"{fam.id}.{index}", "family": fam.id, "offset": offset, "n": case.n,
-                "length": case.call_length, "beta": _hex(fmt, case.beta), "variant": case.variant,
+                "length": case.call_length, "beta": F.hex_bits(fmt, case.beta), "variant": case.variant,
                 "core_mask": f"{case.core_mask:#x}", "flags": list(case.flags), "result": case.result,
                 "alternatives": alts, "note": case.note,
             })
@@ -142,7 +138,8 @@ def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tup
     files["vectors.npz"] = _npz_bytes(arrays)
     manifest = {
         "schema": "sl1conf-vectors", "schema_version": SCHEMA_VERSION,
-        "generator": {"name": "sl1conf", "version": __version__},
+        "generator": {"name": "sl1conf", "version": __version__,
+                      "numpy": ".".join(np.__version__.split(".")[:2])},
         "dtype": fmt.name, "seed": seed, "large": large, "fill_byte": f"{FILL_BYTE:#04x}",
         "oracle": {"name": "sl1conf.reference.fast_oracle",
                    "precision": "correctly rounded (round to nearest even, gradual underflow); "
@@ -158,10 +155,16 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
     out = Path(out_dir)
     if out.exists() and not force:
         raise VectorSetError(f"{out} exists: choose another folder or pass --force to replace it")
+    if out.exists() and not _replaceable(out):
+        raise VectorSetError(f"{out} is not a vector set folder (no sl1conf manifest.json) and not empty: "
+                             "--force replaces only vector sets")
     manifest, files = _build(fmt, families, seed, large)
     manifest["files"] = {name: {"sha256": _sha256(blob), "bytes": len(blob)} for name, blob in sorted(files.items())}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    except OSError as exc:
+        raise VectorSetError(f"{out}: cannot write there ({exc.strerror or exc})") from None
     os.chmod(tmp, 0o755)  # mkdtemp makes it private; a vector set is ordinary data
     try:
         for name, blob in files.items():
@@ -170,14 +173,32 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
             os.replace(out, old / "set")
-            os.replace(tmp, out)
+            try:
+                os.replace(tmp, out)
+            except OSError:
+                os.replace(old / "set", out)  # put the old set back
+                raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
+    except OSError as exc:
+        raise VectorSetError(f"{out}: cannot write the vector set ({exc.strerror or exc})") from None
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def _replaceable(path: Path) -> bool:
+    """An empty folder, or a folder holding a vector set: what --force may replace."""
+    if not path.is_dir():
+        return False
+    if not any(path.iterdir()):
+        return True
+    try:
+        return json.loads((path / "manifest.json").read_text()).get("schema") == "sl1conf-vectors"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 @dataclass
@@ -261,11 +282,48 @@ def load(path) -> VectorSet:
     for stem in needed[:3] + needed[4:]:
         if arrays[stem].size != total:
             raise VectorSetError(f"{root / (stem + '.bin')}: {arrays[stem].size} elements, expected {total}")
-    for row in manifest["cases"]:
-        if row["offset"] + row["n"] > total or any(a["offset"] + row["n"] > arrays["alternatives"].size
-                                                   for a in row["alternatives"]):
-            raise VectorSetError(f"{mpath}: case {row['id']} points past the end of the data")
+    _check_consistency(mpath, manifest, fmt, arrays)
     return VectorSet(root, manifest, arrays)
+
+
+def _check_consistency(mpath: Path, manifest: dict, fmt: F.Format, arrays: dict) -> None:
+    """What the schema cannot say: cases tile the data in order, fields fit the C API, totals add up."""
+    bad = lambda what: VectorSetError(f"{mpath}: {what}")  # noqa: E731
+    if manifest["columns"][:2] != ["oracle", "oracle-ftz"]:
+        raise bad("the first expected columns must be oracle and oracle-ftz")
+    if manifest["fill_byte"] != f"{FILL_BYTE:#04x}":
+        raise bad(f"fill_byte {manifest['fill_byte']} is not {FILL_BYTE:#04x}")
+    if "vectors.npz" not in manifest["files"]:
+        raise bad("vectors.npz is not listed")
+    fams = {f["id"]: f for f in manifest["families"]}
+    counts = {fid: [0, 0] for fid in fams}
+    offset, alt_offset, ids = 0, 0, set()
+    for row in manifest["cases"]:
+        cid = row["id"]
+        if cid in ids:
+            raise bad(f"case id {cid} appears twice")
+        ids.add(cid)
+        if row["family"] not in fams or not cid.startswith(f"{row['family']}."):
+            raise bad(f"case {cid} names family {row['family']}, which the set does not have")
+        if row["offset"] != offset:
+            raise bad(f"case {cid} starts at {row['offset']}, not where the previous case ends ({offset})")
+        if int(row["beta"], 16) >= 1 << fmt.bits:
+            raise bad(f"case {cid}: beta {row['beta']} is not a {fmt.name} pattern")
+        if int(row["core_mask"], 16) >= 1 << 32 or not -(1 << 31) <= row["length"] <= row["n"]:
+            raise bad(f"case {cid}: core_mask or length outside the C API's range (length must be <= n)")
+        for a in row["alternatives"]:
+            if a["offset"] != alt_offset:
+                raise bad(f"case {cid}: alternative {a['name']} is not where the previous one ends")
+            alt_offset += row["n"]
+        offset += row["n"]
+        counts[row["family"]][0] += 1
+        counts[row["family"]][1] += row["n"]
+    if offset != manifest["elements"] or alt_offset != arrays["alternatives"].size:
+        raise bad("the cases do not cover the data exactly")
+    for fid, (n_cases, n_elements) in counts.items():
+        if [fams[fid]["cases"], fams[fid]["elements"]] != [n_cases, n_elements]:
+            raise bad(f"family {fid}: the manifest says {fams[fid]['cases']} cases and {fams[fid]['elements']} "
+                      f"elements, its cases add up to {n_cases} and {n_elements}")
 
 
 def verify(vs: VectorSet) -> list[str]:
@@ -281,5 +339,5 @@ def verify(vs: VectorSet) -> list[str]:
             if bad.size:
                 i = int(bad[0])
                 problems.append(f"expected-{column}.bin, case {row['id']} element {i}: stored "
-                                f"{_hex(fmt, got[i])}, recomputed {_hex(fmt, want[i])} ({bad.size} elements differ)")
+                                f"{F.hex_bits(fmt, got[i])}, recomputed {F.hex_bits(fmt, want[i])} ({bad.size} elements differ)")
     return problems

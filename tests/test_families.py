@@ -184,14 +184,14 @@ def test_acceptable_cases_list_alternatives_and_why(full):
             if c.result == "valid":
                 assert not c.alternatives and not c.note
                 continue
-            assert c.alternatives and c.note
+            assert c.note and (c.alternatives or (c.variant == "s" and c.core_mask == 0))
             for name, alt in c.alternatives.items():
                 assert alt.dtype == fmt.uint and alt.shape == c.dy.shape, name
                 assert f"{name}:" in c.note
                 seen.add(name)
     # every open behaviour of docs/special-values.md that the families aim at shows up
     assert {"zero", "dy", "neg-dy", "neg-branch-first", "sign-of-diff", "abs-beta",
-            "outer-branch", "rounded-diff", "ftz", "all-cores"} <= seen
+            "outer-branch", "rounded-diff"} <= seen
 
 
 def test_canonical_size(full):
@@ -395,19 +395,20 @@ def test_beta_inf_outer_branch_alternative():
             assert alt[j] == c.dy[j] ^ fmt.sign_mask
 
 
-def test_ftz_alternative_is_the_flush_to_zero_oracle(full):
+def test_ftz_sensitive_flag_and_no_ftz_alternative(full):
+    """Flushing is the profile's decision (the oracle-ftz column), never an alternative."""
     dtype, fams = full
     fmt = _fmt(dtype)
     fam = next(f for f in fams if f.name == "underflow")
     n = 0
     for c in fam.cases:
-        if "ftz" in c.alternatives:
-            beta = np.array([c.beta], fmt.uint).view(fmt.dtype)[0]
-            want = smoothl1lossgrad(c.dy.view(fmt.dtype), c.x1.view(fmt.dtype), c.x2.view(fmt.dtype),
-                                    beta, flush_subnormals=True).view(fmt.uint)
-            assert np.array_equal(c.alternatives["ftz"], want)
-            assert "ftz-sensitive" in c.flags
-            n += 1
+        assert "ftz" not in c.alternatives
+        beta = np.array([c.beta], fmt.uint).view(fmt.dtype)[0]
+        args = (c.dy.view(fmt.dtype), c.x1.view(fmt.dtype), c.x2.view(fmt.dtype), beta)
+        from sl1conf.reference.oracle import smoothl1lossgrad as exact
+        differs = (exact(*args, flush_subnormals=True).view(fmt.uint) != exact(*args).view(fmt.uint)).any()
+        assert ("ftz-sensitive" in c.flags) == bool(differs)
+        n += bool(differs)
     assert n >= 8
 
 
@@ -477,10 +478,8 @@ def test_core_mask_family(full):
             assert np.array_equal(c.dy, first.dy) and np.array_equal(c.x1, first.x1)
             assert np.array_equal(c.x2, first.x2) and c.beta == first.beta
     zero = [c for c in fam.cases if c.core_mask == 0]
-    assert zero and all("core-mask-zero" in c.flags and c.result == "acceptable"
-                        and "all-cores" in c.alternatives for c in zero)
-    for c in zero:
-        assert np.array_equal(c.alternatives["all-cores"], _oracle(_fmt(dtype), c))
+    assert zero and all("core-mask-zero" in c.flags and c.result == "acceptable" and not c.alternatives
+                        and "R16" in c.note for c in zero)
     flags = {f for c in fam.cases for f in c.flags}
     assert {"single-core", "contiguous-mask", "non-contiguous-mask", "core-mask-all",
             "uneven-core-split"} <= flags

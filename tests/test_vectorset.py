@@ -190,3 +190,28 @@ def test_generate_command(tmp_path, capsys):
     assert code == 0 and V.load(out).manifest["dtype"] == "fp16"
     code, _, err = _cli(capsys, "vectors", "generate", "--dtype", "fp16", "--out", str(out), "--seed", "-3")
     assert code == 2
+
+
+def test_force_replaces_only_vector_sets(tmp_path):
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "keep.txt").write_text("mine")
+    with pytest.raises(V.VectorSetError, match="not a vector set folder"):
+        V.write(precious, F.FP16, _families(F.FP16), seed=1, force=True)
+    assert (precious / "keep.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda m: m["cases"][1].update(offset=m["cases"][0]["offset"]), "not where the previous case ends"),
+    (lambda m: m["cases"][1].update(id=m["cases"][0]["id"]), "appears twice"),
+    (lambda m: m["families"][0].update(elements=123456), "its cases add up to"),
+    (lambda m: m["cases"][0].update(length=m["cases"][0]["n"] + 1), "length must be <= n"),
+    (lambda m: m["cases"][0].update(beta="0xfffffffff"), "not a fp"),
+])
+def test_inconsistent_manifests_are_refused(written, capsys, edit, words):
+    fmt, path = written
+    m = json.loads((path / "manifest.json").read_text())
+    edit(m)
+    (path / "manifest.json").write_text(json.dumps(m))
+    code, out, err = _cli(capsys, "vectors", "verify", str(path))
+    assert code == 2 and words in err and err.count("\n") == 1, err
