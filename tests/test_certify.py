@@ -145,3 +145,15 @@ def test_waivers(capsys, tmp_path):
     code, _, err, _ = certify(capsys, tmp_path, "--impl", "builtin:kernel", "--platform", "ieee",
                               "--waivers", str(waivers))
     assert code == 2 and "unknown requirement id 'R99'" in err
+
+
+def test_profile_budgets_are_the_derived_ones():
+    """docs/accuracy-budget.json (bench/accuracy_budget.py) holds the worst ordinary-element error of
+    every accepted model, measured on large sweeps; each profile's budget must cover it."""
+    from pathlib import Path
+
+    derived = json.loads((Path(__file__).resolve().parent.parent / "docs" / "accuracy-budget.json").read_text())
+    for name in builtin_profiles():
+        profile = load_profile(name)
+        for dtype in profile.dtypes:
+            assert profile.max_ulp[dtype] >= derived["budget"][dtype], (name, dtype)

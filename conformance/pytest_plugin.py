@@ -1,0 +1,422 @@
+"""The pytest plugin: ``pytest --sl1-impl SPEC --sl1-platform NAME`` as a CI gate.
+
+Installed with the package (entry point ``sl1conf`` in the ``pytest11`` group), so every
+pytest run in the environment loads this module. Without ``--sl1-impl`` it only adds its
+options: nothing is collected, nothing of the suite is imported, nothing is slowed down.
+
+With ``--sl1-impl`` it certifies the implementation the way ``sl1conf certify`` does and
+reports the result as test items, one per (dtype, variant, requirement) and, for R01
+(accuracy, judged per family), one per (dtype, variant, family)::
+
+    sl1conf::fp16-s::R02
+    sl1conf::fp16-s::R01::boundary-exact
+
+so CI systems get JUnit XML from ``--junitxml`` and parallel runs from pytest-xdist.
+
+Design (docs/ci-examples.md says it for users):
+
+* Collection needs no test file. A ``pytest_make_collect_report`` wrapper appends one
+  collector, ``sl1conf``, to the session's own collection result, so the items are found
+  in an empty folder, next to the project's own tests, and by every pytest feature that
+  walks the collection tree (``-k``, ``--deselect``, ``--collect-only``, ``--lf``, xdist's
+  identical-collection check). Paths on the command line are collected as usual.
+* Which (dtype, variant) runs exist is settled at configure time without running the
+  implementation: the profile's dtypes and variants, those asked for, and those the
+  adapter offers (loading the adapter is cheap; running cases is not). The families are
+  those the engine will judge: the manifest's with ``--sl1-vectors``, else
+  ``engine.QUICK_FAMILIES`` (quick) or every non-large family of
+  ``families.FAMILIES`` that applies to the dtype, as ``families.generate`` picks them.
+* A run is certified once per process, lazily, by its first item, and cached (a failure
+  to certify is cached too). Every item of a run carries ``xdist_group("sl1conf-D-V")``,
+  so with ``--dist loadgroup`` a run is computed once across workers.
+* An item passes when its requirement (or family) is ``pass``, ``recorded``,
+  ``not-applicable`` or ``waived``; status, counts, observations and waiver reasons are
+  attached as user properties (JUnit ``<properties>``). A failure reads like a report
+  entry: the statement, the counts, the worst input in hex, up to five examples with
+  their ``sl1conf explain`` commands, and the ``sl1conf certify`` command for the run.
+* Bad option values are a ``pytest.UsageError`` (one line, exit status 4).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+__all__ = ["pytest_addoption", "pytest_configure", "pytest_unconfigure"]
+
+PLUGIN_NAME = "sl1conf-conformance"
+ROOT = "sl1conf"  # the collector's name, first part of every node id
+_OPTIONS = ("sl1_impl", "sl1_platform", "sl1_profile", "sl1_dtype", "sl1_variant", "sl1_vectors",
+            "sl1_quick", "sl1_waivers")
+
+
+def pytest_addoption(parser):
+    g = parser.getgroup("sl1conf", "SmoothL1LossGrad conformance (sl1conf certify as test items)")
+    g.addoption("--sl1-impl", metavar="SPEC",
+                help="certify this implementation: builtin:kernel, ctypes:lib.so, sim:'cmd {case} {result}', "
+                     "torch:cpu, ... (without it the plugin does nothing)")
+    g.addoption("--sl1-platform", metavar="NAME", help="platform profile: ieee, ft78ne or mt7004")
+    g.addoption("--sl1-profile", metavar="FILE", help="a profile TOML file instead of --sl1-platform")
+    g.addoption("--sl1-dtype", action="append", choices=("fp16", "fp32"),
+                help="fp16 or fp32 (repeatable; default: all the profile and the implementation share)")
+    g.addoption("--sl1-variant", action="append", choices=("s", "p"),
+                help="s or p (repeatable; default: all the profile and the implementation share)")
+    g.addoption("--sl1-vectors", action="append", metavar="DIR",
+                help="a vector set folder (repeatable, one per dtype; default: the canonical families, "
+                     "generated)")
+    g.addoption("--sl1-quick", action="store_true", help="edge families only, no random ones")
+    g.addoption("--sl1-waivers", metavar="FILE", help="known failures to waive, with reasons (TOML)")
+
+
+def pytest_configure(config):
+    opt = config.option
+    if not getattr(opt, "sl1_impl", None):
+        given = [f"--{name.replace('_', '-')}" for name in _OPTIONS[1:] if getattr(opt, name, None)]
+        if given:
+            raise pytest.UsageError(f"{', '.join(given)} given without --sl1-impl SPEC")
+        return
+    if not config.pluginmanager.hasplugin("xdist"):  # xdist registers its marker itself
+        config.addinivalue_line("markers", "xdist_group(name): run these tests in one pytest-xdist worker")
+    plugin = _Conformance(config)
+    config.pluginmanager.register(plugin, PLUGIN_NAME)
+
+
+def pytest_unconfigure(config):
+    plugin = config.pluginmanager.get_plugin(PLUGIN_NAME)
+    if plugin is not None:
+        plugin.close()
+
+
+# --------------------------------------------------------------------------
+# The session's plugin: options checked, runs known, certifications cached
+# --------------------------------------------------------------------------
+
+
+class _CertifyError(Exception):
+    """Certifying a run failed before any requirement could be judged."""
+
+
+class _RequirementFailed(Exception):
+    """A requirement (or an R01 family) failed; the message is the whole report."""
+
+
+class _Conformance:
+    def __init__(self, config):
+        from sl1conf.adapters import AdapterError, load
+
+        from . import families as FAM
+        from .engine import QUICK_FAMILIES
+        from .profiles import ProfileError, load_profile
+        from .requirements import CATALOG
+
+        opt = config.option
+        self.config = config
+        self.spec, self.quick = opt.sl1_impl, bool(opt.sl1_quick)
+        if bool(opt.sl1_platform) == bool(opt.sl1_profile):
+            raise pytest.UsageError("give exactly one of --sl1-platform NAME and --sl1-profile FILE "
+                                    "with --sl1-impl")
+        where = "--sl1-platform" if opt.sl1_platform else "--sl1-profile"
+        self.profile_arg = opt.sl1_platform or opt.sl1_profile
+        try:
+            self.profile = load_profile(self.profile_arg)
+            for d in opt.sl1_dtype or []:
+                self.profile.require_dtype(d)
+        except ProfileError as exc:
+            raise pytest.UsageError(f"{where} {self.profile_arg}: {exc}") from None
+        self.waivers = None
+        if opt.sl1_waivers:
+            from .waivers import WaiverError, load_waivers
+
+            try:
+                self.waivers = load_waivers(opt.sl1_waivers)
+            except WaiverError as exc:
+                raise pytest.UsageError(f"--sl1-waivers: {exc}") from None
+        self.vectors = self._vector_sets(opt.sl1_vectors or [])
+
+        self.adapter = None
+        try:
+            self.adapter = load(self.spec)
+        except AdapterError as exc:
+            raise pytest.UsageError(f"--sl1-impl {self.spec}: {exc}") from None
+        except Exception as exc:  # a third-party adapter's own failure: still one line
+            raise pytest.UsageError(f"--sl1-impl {self.spec}: {type(exc).__name__}: {exc}") from None
+        try:
+            asked = list(dict.fromkeys(opt.sl1_dtype or self.profile.dtypes))
+            if self.vectors is not None:
+                missing = [d for d in opt.sl1_dtype or [] if d not in self.vectors]
+                if missing:
+                    raise pytest.UsageError(f"--sl1-dtype {missing[0]}: no --sl1-vectors set holds {missing[0]} "
+                                            f"vectors (given: {', '.join(self.vectors) or 'none'})")
+                asked = [d for d in asked if d in self.vectors]
+            dtypes = [d for d in asked if d in self.adapter.dtypes]
+            variants = [v for v in dict.fromkeys(opt.sl1_variant or self.profile.variants)
+                        if v in self.adapter.variants]
+            if not dtypes or not variants:
+                raise pytest.UsageError(
+                    f"{self.adapter.name} offers {', '.join(self.adapter.dtypes)} "
+                    f"({', '.join(self.adapter.variants)}); profile {self.profile.name} wants "
+                    f"{', '.join(asked) or 'nothing'} ({', '.join(opt.sl1_variant or self.profile.variants)}): "
+                    "nothing to certify")
+        except BaseException:
+            self.close()
+            raise
+        self.runs = [(d, v) for d in dtypes for v in variants]
+        self.catalog = CATALOG
+
+        def family_names(dtype):
+            if self.vectors is not None:
+                return list(self.vectors[dtype][1])
+            if self.quick:
+                return [n for n in QUICK_FAMILIES if dtype in FAM.family_by_name(n).dtypes]
+            return [f.name for f in FAM.FAMILIES if dtype in f.dtypes and not f.large]
+
+        self.families = {d: family_names(d) for d in dtypes}
+        self.results = {}  # (dtype, variant) -> run dict or _CertifyError
+
+        controller = getattr(opt, "dist", "no") != "no" and not hasattr(config, "workerinput")
+        if controller:
+            # An xdist controller only hands out items: it never runs the implementation.
+            if opt.dist != "loadgroup":
+                config.issue_config_time_warning(pytest.PytestConfigWarning(
+                    f"sl1conf: --dist {opt.dist} spreads one certification over several workers, each "
+                    "computing it again; pass --dist loadgroup"), stacklevel=2)
+            self.close()
+
+    def _vector_sets(self, dirs):
+        """dtype -> (folder, family names) for --sl1-vectors, checked now (schema, checksums)."""
+        if not dirs:
+            return None
+        from .vectorset import VectorSetError, load
+
+        found = {}
+        for d in dirs:
+            try:
+                vs = load(d)
+            except VectorSetError as exc:
+                raise pytest.UsageError(f"--sl1-vectors {d}: {exc}") from None
+            dtype = vs.manifest["dtype"]
+            if dtype in found:
+                raise pytest.UsageError(f"--sl1-vectors: {found[dtype][0]} and {d} both hold {dtype} vectors")
+            found[dtype] = (d, [f["name"] for f in vs.manifest["families"]])
+        return found
+
+    def close(self):
+        if self.adapter is not None:
+            adapter, self.adapter = self.adapter, None
+            adapter.close()
+
+    # --- reporting and collection --------------------------------------------------
+
+    def pytest_report_header(self, config):
+        source = (", ".join(f"{d} from {p}" for d, (p, _) in self.vectors.items()) if self.vectors
+                  else "canonical families, generated" + (" (quick)" if self.quick else ""))
+        return [f"sl1conf: {self.spec} on {self.profile.name}; runs: "
+                f"{', '.join(f'{d}-{v}' for d, v in self.runs)}; vectors: {source}"]
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_make_collect_report(self, collector):
+        outcome = yield
+        if isinstance(collector, pytest.Session):
+            rep = outcome.get_result()
+            if rep.passed:
+                rep.result.append(_Suite.from_parent(collector, name=ROOT, nodeid=ROOT, plugin=self))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        """In an xdist worker under --dist loadgroup: make sure the group suffix xdist's own hook
+        appends to the node id is there. pytest 9.2 keeps node ids in a structured form that
+        xdist <= 3.8 does not update, so its suffix is silently lost and every item is scheduled
+        on its own (pytest-xdist issue 1386); this puts it where pytest reads it."""
+        if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
+            return
+        for item in items:
+            if isinstance(item, RequirementItem) and "@" not in item.nodeid:
+                wanted = f"{item.nodeid}@{item.group}"
+                if hasattr(item, "_id"):  # structured node ids (pytest >= 9.2)
+                    item._id = type(item._id).parse(wanted)
+                else:
+                    item._nodeid = wanted
+                if item.nodeid != wanted:  # pragma: no cover - a pytest we do not know
+                    return
+
+    # --- running ---------------------------------------------------------------------
+
+    def certify_command(self, dtype, variant) -> str:
+        import shlex
+
+        opt = self.config.option
+        parts = ["sl1conf", "certify", "--impl", self.spec,
+                 "--platform" if opt.sl1_platform else "--profile", self.profile_arg,
+                 "--dtype", dtype, "--variant", variant]
+        if self.vectors is not None:
+            parts += ["--vectors", self.vectors[dtype][0]]
+        if self.quick:
+            parts.append("--quick")
+        if opt.sl1_waivers:
+            parts += ["--waivers", opt.sl1_waivers]
+        parts += ["--out", "sl1conf-report"]
+        return " ".join(shlex.quote(p) for p in parts)
+
+    def run(self, dtype, variant, nodeid) -> dict:
+        """The run's report entry, certified on first use and cached for the process."""
+        key = (dtype, variant)
+        if key not in self.results:
+            try:
+                self.results[key] = self._certify(dtype, variant)
+            except Exception as exc:
+                import traceback
+
+                head = (f"certifying {self.spec} ({dtype}, variant {variant}) on {self.profile.name} failed: "
+                        f"{type(exc).__name__}: {exc}\nreproduce: {self.certify_command(dtype, variant)}")
+                self.results[key] = _CertifyError(f"{head}\n(traceback: under {nodeid})")
+                # The traceback from here down (the engine and the adapter), not pytest's frames.
+                raise _CertifyError(f"{head}\n\n" + "".join(traceback.format_exception(exc)).rstrip()) from None
+        got = self.results[key]
+        if isinstance(got, _CertifyError):
+            raise got
+        return got
+
+    def _certify(self, dtype, variant) -> dict:
+        from sl1conf.adapters import load
+
+        from .engine import certify
+
+        if self.adapter is None:  # closed in an xdist controller, which should not get here
+            self.adapter = load(self.spec)
+        vectors = {dtype: self.vectors[dtype][0]} if self.vectors is not None else None
+        report = certify(self.adapter, self.profile, dtypes=[dtype], variants=[variant], vectors=vectors,
+                         quick=self.quick)
+        if self.waivers is not None:
+            from .waivers import apply_waivers
+
+            apply_waivers(report, self.waivers)
+        [run] = report["runs"]
+        return run
+
+
+# --------------------------------------------------------------------------
+# Collection tree: sl1conf / <dtype>-<variant> / R.. [/ family]
+# --------------------------------------------------------------------------
+
+
+class _Suite(pytest.Collector):
+    def __init__(self, *, plugin, **kw):
+        super().__init__(**kw)
+        self.plugin = plugin
+
+    def collect(self):
+        return [_Run.from_parent(self, name=f"{d}-{v}", dtype=d, variant=v) for d, v in self.plugin.runs]
+
+
+class _Run(pytest.Collector):
+    def __init__(self, *, dtype, variant, **kw):
+        super().__init__(**kw)
+        self.dtype, self.variant = dtype, variant
+        self.plugin = self.parent.plugin
+        self.group = f"{ROOT}-{dtype}-{variant}"
+        self.add_marker(pytest.mark.xdist_group(self.group))
+
+    def collect(self):
+        out = []
+        for req in self.plugin.catalog:
+            if req.id == "R01":
+                out.append(_Families.from_parent(self, name=req.id, requirement=req))
+            else:
+                out.append(RequirementItem.from_parent(self, name=req.id, requirement=req, family=None))
+        return out
+
+
+class _Families(pytest.Collector):
+    def __init__(self, *, requirement, **kw):
+        super().__init__(**kw)
+        self.requirement = requirement
+        self.extra_keyword_matches.add(requirement.title)
+
+    def collect(self):
+        return [RequirementItem.from_parent(self, name=f, requirement=self.requirement, family=f)
+                for f in self.parent.plugin.families[self.parent.dtype]]
+
+
+class RequirementItem(pytest.Item):
+    """One requirement of one run, or (R01) one family of it."""
+
+    def __init__(self, *, requirement, family, **kw):
+        super().__init__(**kw)
+        self.requirement, self.family = requirement, family
+        run = self.parent if family is None else self.parent.parent
+        self.plugin, self.dtype, self.variant, self.group = run.plugin, run.dtype, run.variant, run.group
+        self.extra_keyword_matches.add(requirement.title)
+
+    def reportinfo(self):
+        what = f"{self.requirement.id} {self.requirement.title}" + (f", family {self.family}" if self.family else "")
+        return self.path, None, f"{self.dtype} {self.variant}: {what}"
+
+    def runtest(self):
+        run = self.plugin.run(self.dtype, self.variant, self.nodeid)
+        entry = next(r for r in run["requirements"] if r["id"] == self.requirement.id)
+        target = entry
+        if self.family is not None:
+            target = next((f for f in entry.get("families", []) if f["family"] == self.family), None)
+            if target is None:
+                self.user_properties.append(("sl1conf_status", "not-judged"))
+                pytest.skip(f"no element of family {self.family} was judged in {self.dtype} {self.variant} "
+                            "(no case applies to this variant, or every call failed: see R13)")
+        status = target["status"]
+        self.user_properties.append(("sl1conf_status", status))
+        self.user_properties.append(("sl1conf_kind", entry["kind"]))
+        for key in ("checked", "failed"):
+            if key in target:
+                self.user_properties.append((f"sl1conf_{key}", target[key]))
+        if "observed" in target:
+            import json
+
+            observed = target["observed"]
+            text = observed if isinstance(observed, str) else json.dumps(observed, sort_keys=True)
+            self.user_properties.append(("sl1conf_observed", text))
+            print(f"{self.requirement.id} {self.requirement.title} observed: {text}")
+        if status == "recorded" and target.get("failed"):
+            print(f"{self.requirement.id} {self.requirement.title} recorded, not required on "
+                  f"{self.plugin.profile.name}: {target['failed']} of {target.get('checked', '?')} checked "
+                  "differ from what a strict profile requires")
+        if "waiver" in target:
+            self.user_properties.append(("sl1conf_waiver", target["waiver"]))
+            print(f"{self.requirement.id} waived: {target['waiver']}")
+        if status == "fail":
+            raise _RequirementFailed(self._failure(entry, target))
+
+    def _failure(self, entry: dict, target: dict) -> str:
+        req, dtype = self.requirement, self.dtype
+        where = f"{dtype} variant {self.variant} on {self.plugin.profile.name}"
+        what = f"{req.id} {req.title}" + (f", family {self.family}" if self.family else "")
+        lines = [f"{what} failed for {self.plugin.spec} ({where})",
+                 f"  {entry.get('statement', req.statement)}",
+                 f"  {target.get('failed', '?')} of {target.get('checked', '?')} checked failed"]
+        worst = target.get("worst")
+        if worst:
+            lines.append("  worst: " + _example(worst))
+            if "dy" in worst:
+                lines.append("    " + _explain(dtype, worst))
+        examples = target.get("examples", [])
+        if examples:
+            lines.append(f"  examples (first {min(len(examples), 5)} of {target.get('failed', len(examples))}):")
+            for ex in examples[:5]:
+                lines.append("    " + _example(ex))
+                if "dy" in ex:
+                    lines.append("      " + _explain(dtype, ex))
+        lines.append(f"  reproduce: {self.plugin.certify_command(dtype, self.variant)}")
+        return "\n".join(lines)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (_RequirementFailed, _CertifyError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+def _example(ex: dict) -> str:
+    if "dy" not in ex:
+        return f"case {ex.get('case', '?')}: {ex.get('detail', '')}"
+    return (f"case {ex['case']} element {ex['element']}: dy={ex['dy']} x1={ex['x1']} x2={ex['x2']} "
+            f"beta={ex['beta']}: expected {ex['expected']}, got {ex['got']} (ULP distance {ex['ulp']})")
+
+
+def _explain(dtype: str, ex: dict) -> str:
+    return f"sl1conf explain --dtype {dtype} --dy {ex['dy']} --x1 {ex['x1']} --x2 {ex['x2']} --beta {ex['beta']}"
