@@ -136,8 +136,12 @@ def _cmd_certify(args) -> int:
             raise UsageError(f"{impl.name} offers {', '.join(impl.dtypes)}; profile {profile.name} wants "
                              f"{', '.join(dtypes or profile.dtypes)}: nothing to certify")
         try:
+            tty = sys.stderr.isatty()  # progress on a terminal, quiet in CI logs
+            show = (lambda text: print(f"\r\033[K{text}", end="", file=sys.stderr, flush=True)) if tty else None
             report = certify(impl, profile, dtypes=dtypes, variants=args.variant, vectors=args.vectors,
-                             quick=args.quick)
+                             quick=args.quick, progress=show)
+            if tty:
+                print("\r\033[K", end="", file=sys.stderr, flush=True)
         except (VectorSetError, ProfileError) as exc:
             raise UsageError(str(exc)) from None
     if waivers is not None:

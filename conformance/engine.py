@@ -343,8 +343,11 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str) -> d
 
 
 def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, vectors=None,
-            quick: bool = False) -> dict:
-    """The report: one run per dtype and variant the profile and the adapter share."""
+            quick: bool = False, progress=None) -> dict:
+    """The report: one run per dtype and variant the profile and the adapter share.
+
+    ``progress(text)``, if given, is told what is being run (the command line shows it on a terminal).
+    """
     dtypes = [d for d in (dtypes or profile.dtypes) if d in adapter.dtypes]
     variants = [v for v in (variants or profile.variants) if v in adapter.variants]
     runs, sets = [], {}
@@ -359,6 +362,9 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
                            "manifest_sha256": hashlib.sha256((Path(vs.path) / "manifest.json").read_bytes()
                                                              ).hexdigest()}
             for variant in variants:
+                if progress:
+                    progress(f"{dtype} {variant}: {len(vs.manifest['cases'])} cases, "
+                             f"{vs.manifest['elements']} elements ...")
                 runs.append(_run(adapter, profile, vs, variant))
     verdict = "pass" if runs and all(r["verdict"] == "pass" for r in runs) else "fail"
     return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,

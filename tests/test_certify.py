@@ -157,3 +157,59 @@ def test_profile_budgets_are_the_derived_ones():
         profile = load_profile(name)
         for dtype in profile.dtypes:
             assert profile.max_ulp[dtype] >= derived["budget"][dtype], (name, dtype)
+
+
+# Small C libraries, each with one defect class, built by the test: (defect, body of the fp32
+# private function's element loop, profile, requirement that must fail).
+DEFECTS = {
+    "flushes-subnormals": ("float d = x1[i] - x2[i]; float r = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i];"
+                           " dx1[i] = fabsf(r) < 1.17549435e-38f ? copysignf(0.0f, r) : r;", "ieee", "R06"),
+    "drops-zero-sign": ("float d = x1[i] - x2[i]; float r = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i];"
+                        " dx1[i] = r == 0.0f ? 0.0f : r;", "ieee", "R05"),
+    "wrong-boundary": ("float d = x1[i] - x2[i]; dx1[i] = d >= beta ? dy[i] * 1.0001f : d < -beta ? -dy[i]"
+                       " : d / beta * dy[i];", "ft78ne", "R02"),
+    "nondeterministic": ("static unsigned calls; float d = x1[i] - x2[i]; float r = d > beta ? dy[i] : d < -beta"
+                         " ? -dy[i] : d / beta * dy[i]; if (i == 0 && calls++ % 2) r = r * 2.0f + 1.0f;"
+                         " dx1[i] = r;", "ft78ne", "R14"),
+}
+DEFECT_LIB = """
+#include <math.h>
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta)
+{ for (int i = 0; i < n; i++) { BODY } }
+void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, float beta, int mask)
+{ MASK_BODY }
+"""
+
+
+@pytest.mark.parametrize("defect", list(DEFECTS))
+def test_each_defect_class_fails_its_requirement(defect, capsys, tmp_path):
+    from sl1conf.adapters.cbuild import build_shared
+
+    body, platform, requirement = DEFECTS[defect]
+    src = tmp_path / f"{defect}.c"
+    src.write_text(DEFECT_LIB.replace("MASK_BODY", "(void)mask; if (mask) fp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta);")
+                   .replace("BODY", body))
+    lib = build_shared(f"defect-{defect}", [src], flags=["-lm"])
+    code, text, _, report = certify(capsys, tmp_path, "--impl", f"ctypes:{lib}", "--platform", platform,
+                                    "--dtype", "fp32", "--variant", "p")
+    assert code == 1 and requirement in failed(report), text
+
+
+@pytest.mark.parametrize("mask_body, requirement", [
+    # the result depends on which cores take part
+    ("if (mask & 0x80) { fp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta); if (n) dx1[0] += 1.0f; }"
+     " else if (mask) fp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta);", "R09"),
+    # length 0 still writes dx1[0]: with no elements dx1 ends at a guard page, so the write faults
+    # and is reported as a write outside dx1[0, length)
+    ("if (n <= 0) { dx1[0] = 0.0f; return; } if (mask) fp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta);", "R10"),
+])
+def test_shared_version_defects(mask_body, requirement, capsys, tmp_path):
+    from sl1conf.adapters.cbuild import build_shared
+
+    good = "float d = x1[i] - x2[i]; dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i];"
+    src = tmp_path / f"shared-{requirement}.c"
+    src.write_text(DEFECT_LIB.replace("MASK_BODY", mask_body).replace("BODY", good))
+    lib = build_shared(f"shared-{requirement}", [src])
+    code, text, _, report = certify(capsys, tmp_path, "--impl", f"ctypes:{lib}", "--platform", "ft78ne",
+                                    "--dtype", "fp32", "--variant", "s")
+    assert code == 1 and requirement in failed(report), text
