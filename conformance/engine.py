@@ -337,9 +337,43 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str) -> d
     finish("R17", None, observed=matched or "none (no accepted model matches bit for bit)")
 
     requirements = [req[r.id] for r in CATALOG]
-    verdict = "fail" if any(r["status"] == "fail" and r["kind"] == "required" for r in requirements) else "pass"
-    return {"dtype": fmt.name, "variant": variant, "verdict": verdict, "cases": len(calls),
-            "elements": int(sum(c.n for _, c in calls)), "requirements": requirements}
+    run = {"dtype": fmt.name, "variant": variant, "cases": len(calls),
+           "elements": int(sum(c.n for _, c in calls)), "requirements": requirements}
+    _set_verdict(run)
+    # kept for comparing the shared and private versions (dropped before the report is written)
+    run["_outputs"] = {j.row["id"]: j.outcome.out for j in judged
+                       if j.case.variant == "s" and j.case.core_mask == profile.core_mask or j.case.variant == "p"}
+    return run
+
+
+def _set_verdict(run: dict) -> None:
+    run["verdict"] = "fail" if any(r["status"] == "fail" and r["kind"] == "required"
+                                   for r in run["requirements"]) else "pass"
+
+
+def _compare_variants(shared: dict, private: dict, fmt: F.Format) -> None:
+    """R09's second half: the shared version (all cores) and the private version give the same bits."""
+    entry = next(r for r in shared["requirements"] if r["id"] == "R09")
+    a, b = shared.pop("_outputs"), private.pop("_outputs")
+    checked = failed = 0
+    examples = entry.setdefault("examples", [])
+    for cid in sorted(set(a) & set(b)):
+        checked += 1
+        if not F.same_result(fmt, a[cid], b[cid]).all():
+            failed += 1
+            if len(examples) < EXAMPLES:
+                examples.append({"case": cid, "detail": "the shared version (all cores) and the private "
+                                 "version give different bits"})
+    if not examples:
+        entry.pop("examples")
+    entry["checked"] = entry.get("checked", 0) + checked
+    entry["failed"] = entry.get("failed", 0) + failed
+    entry["shared_vs_private"] = {"checked": checked, "failed": failed}
+    if entry["status"] == "not-applicable" and checked:
+        entry["status"] = "pass"
+    if failed:
+        entry["status"] = "fail"
+    _set_verdict(shared)
 
 
 def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, vectors=None,
@@ -361,11 +395,17 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
                            "families": [f["name"] for f in vs.manifest["families"]],
                            "manifest_sha256": hashlib.sha256((Path(vs.path) / "manifest.json").read_bytes()
                                                              ).hexdigest()}
+            mine = {}
             for variant in variants:
                 if progress:
                     progress(f"{dtype} {variant}: {len(vs.manifest['cases'])} cases, "
                              f"{vs.manifest['elements']} elements ...")
-                runs.append(_run(adapter, profile, vs, variant))
+                mine[variant] = _run(adapter, profile, vs, variant)
+                runs.append(mine[variant])
+            if "s" in mine and "p" in mine:
+                _compare_variants(mine["s"], mine["p"], vs.format)
+            for run in mine.values():
+                run.pop("_outputs", None)
     verdict = "pass" if runs and all(r["verdict"] == "pass" for r in runs) else "fail"
     return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,
             "verdict": verdict, "implementation": adapter.describe(), "profile": profile.summary(),

@@ -213,3 +213,22 @@ def test_shared_version_defects(mask_body, requirement, capsys, tmp_path):
     code, text, _, report = certify(capsys, tmp_path, "--impl", f"ctypes:{lib}", "--platform", "ft78ne",
                                     "--dtype", "fp32", "--variant", "s")
     assert code == 1 and requirement in failed(report), text
+
+
+def test_shared_and_private_versions_must_agree(capsys, tmp_path):
+    from sl1conf.adapters.cbuild import build_shared
+
+    good = "float d = x1[i] - x2[i]; dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i];"
+    # the shared version rounds differently from the private one (muldiv instead of divmul)
+    shared = ("for (int i = 0; i < n && mask; i++) { float d = x1[i] - x2[i]; float p = d * dy[i];"
+              " dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : p / beta; }")
+    src = tmp_path / "split.c"
+    src.write_text(DEFECT_LIB.replace("MASK_BODY", shared).replace("BODY", good))
+    code, text, _, report = certify(capsys, tmp_path, "--impl", f"ctypes:{build_shared('split', [src])}",
+                                    "--platform", "ft78ne")
+    assert code == 1 and "R09" in failed(report), text
+    r09 = next(r for r in report["runs"][0]["requirements"] if r["id"] == "R09")
+    assert r09["shared_vs_private"]["failed"] > 0
+    code, _, _, report = certify(capsys, tmp_path, "--impl", "builtin:kernel", "--platform", "ft78ne")
+    r09 = next(r for r in report["runs"][0]["requirements"] if r["id"] == "R09")
+    assert code == 0 and r09["shared_vs_private"]["checked"] > 400 and r09["shared_vs_private"]["failed"] == 0
