@@ -36,7 +36,6 @@ import argparse
 import json
 import math
 import os
-import platform
 import sys
 import tempfile
 import time
@@ -45,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sl1conf import __version__
+from sl1conf.conformance.hostinfo import describe_host
 from sl1conf.conformance.sampling import hard_batch, random_batch
 from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats as F
@@ -876,17 +875,7 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return {"cpu": cpu, "cpus_available": kernel.default_threads(), "os": platform.platform(),
-            "python": platform.python_version(), "numpy": np.__version__, "sl1conf": __version__,
-            "kernel_isa": kernel.ISA}
+    return describe_host(with_torch=False)
 
 
 def main(argv=None) -> int:

@@ -22,14 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from sl1conf import __version__
+from sl1conf.conformance.hostinfo import describe_host
 from sl1conf.reference import fast_oracle, kernel, oracle
 
 MPMATH_MAX = 10_000  # the mpmath oracle runs ~40k elements/s: larger sizes would take minutes
@@ -48,25 +47,7 @@ def timeit(fn, min_time: float = 0.2, max_reps: int = 5000) -> float:
 
 
 def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    info = {
-        "cpu": cpu, "machine": platform.machine(), "cpus_available": kernel.default_threads(),
-        "os": platform.platform(), "python": platform.python_version(), "numpy": np.__version__,
-        "sl1conf": __version__, "kernel_isa": kernel.ISA,
-    }
-    try:
-        import torch
-        info["torch"] = torch.__version__
-    except Exception as exc:  # torch is optional
-        info["torch"] = f"not available ({type(exc).__name__})"
-    return info
+    return describe_host(with_torch=True)
 
 
 def bench_size(n: int, dtype, threads: int, torch) -> list[dict]:
