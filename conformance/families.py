@@ -419,7 +419,7 @@ def _finish(fmt: Format, case: VectorCase) -> VectorCase:
     flags = list(case.flags) + _beta_flags(fmt, case.beta)
     if case.n and (_is_sub(fmt, case.dy) | _is_sub(fmt, case.x1) | _is_sub(fmt, case.x2)).any():
         flags.append("subnormal-input")
-    if case.n:
+    if case.n and case.call_length == case.n:  # (a shorter call's data is chosen plain: nothing open)
         oracle = _expected(fmt, case)
         kept: dict = {}
         for name, alt in _alternatives(fmt, case).items():
@@ -940,7 +940,17 @@ def _fam_lengths(fmt: Format, rng: np.random.Generator) -> list:
 
 
 def _fam_lengths_compact(fmt: Format, rng: np.random.Generator) -> list:
-    return _length_cases(fmt, rng, list(COMPACT_LENGTHS))
+    cases = _length_cases(fmt, rng, list(COMPACT_LENGTHS))
+    # The length argument below the buffers: 0 and negative must write nothing at all, 5 of 9
+    # nothing past the fifth element (the buffers are longer than the call, as on a board).
+    one = _one(fmt)
+    for length, flags in ((0, ["length-zero", "buffers-longer-than-length"]),
+                          (-1, ["negative-length", "buffers-longer-than-length"]),
+                          (5, ["buffers-longer-than-length"])):
+        dy, x1, x2 = _plain_batch(fmt, 9, rng, one)
+        for variant in ("p", "s"):
+            cases.append(_case(fmt, dy, x1, x2, one, flags, variant=variant, core_mask=0xFF, length=length))
+    return cases
 
 
 def _length_cases(fmt: Format, rng: np.random.Generator, lengths: list) -> list:
