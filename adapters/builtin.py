@@ -6,7 +6,6 @@ are what the shared adapter tests and the engine's self-tests compare against.
 
 from __future__ import annotations
 
-import numpy as np
 
 from sl1conf.reference import fast_oracle, kernel, oracle
 from sl1conf.reference.models import get_model

@@ -934,8 +934,8 @@ def main(argv=None) -> int:
               sweep_fp32_adversarial(rng, n_adv, n_beta_adv))
     n_rand = 1_000_000 if q else 20_000_000
     run.sweep("fp32-random", "fp32",
-              f"sampling.random_batch, batches of 65,536 (a fresh beta each: typical, tiny to large, "
-              f"subnormal, special)", sweep_fp32_random(rng, n_rand, 65536))
+              "sampling.random_batch, batches of 65,536 (a fresh beta each: typical, tiny to large, "
+              "subnormal, special)", sweep_fp32_random(rng, n_rand, 65536))
     n_hard = 10_000 if q else 300_000
     run.sweep("fp32-hard", "fp32", "sampling.hard_batch, batches of 10,000 (ties, near-ties, exponent gaps "
               "at the boundary, subnormal results)", sweep_fp32_hard(rng, n_hard, 10_000))

@@ -67,6 +67,11 @@ class Judgement:
     fill_ok: bool = True  # elements a correct call does not write still hold the fill
 
 
+def _model_or_alternative(j: Judgement) -> np.ndarray:
+    """Elements equal, bit for bit, to an accepted model or to one of the case's alternatives."""
+    return np.logical_or.reduce([*j.models.values(), *j.alt.values(), np.zeros(j.exact.shape, bool)])
+
+
 def _judge(vs: V.VectorSet, profile: Profile, row: dict, case: Case, outcome: Outcome) -> Judgement:
     fmt = vs.format
     j = Judgement(row, case, outcome)
@@ -86,9 +91,7 @@ def _judge(vs: V.VectorSet, profile: Profile, row: dict, case: Case, outcome: Ou
                 for m in accepted_models(fmt)}
     alts = vs.case(row).alternatives
     j.alt = {name: F.same_result(fmt, got, arr[:w]) for name, arr in alts.items()}
-    j.ok = j.exact | within
-    for hit in (*j.models.values(), *j.alt.values()):
-        j.ok |= hit
+    j.ok = j.exact | within | _model_or_alternative(j)
     if profile.flush_to_zero == "accepted":
         j.ok |= ftz
     return j
@@ -197,8 +200,7 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str) -> d
         return t if seen else None
 
     sign = np.array(fmt.sign_mask, fmt.uint)
-    accepted = lambda j: j.exact | np.logical_or.reduce([*j.models.values(), *j.alt.values(),  # noqa: E731
-                                                         np.zeros(j.exact.shape, bool)])
+    accepted = lambda j: j.exact | _model_or_alternative(j)  # noqa: E731
     t = on({"boundary-exact"}, lambda j: ~accepted(j))
     finish("R02", t, applicable=t is not None)
 
@@ -223,8 +225,7 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str) -> d
         got = j.outcome.out[:j.case.elements_written]
         want = vs.expected("oracle", j.row)[:got.size]
         zero = (want & ~sign) == 0
-        return zero & (got != want) & ~np.logical_or.reduce([*j.models.values(), *j.alt.values(),
-                                                             np.zeros(zero.shape, bool)])
+        return zero & (got != want) & ~_model_or_alternative(j)
     t = on({"signed-zero"}, zero_sign_bad)
     finish("R05", t, applicable=t is not None)
 

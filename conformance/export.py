@@ -32,7 +32,7 @@ from urllib.parse import quote, unquote
 import numpy as np
 
 from sl1conf import __version__
-from sl1conf.adapters.base import FILL_BYTE, Case
+from sl1conf.adapters.base import FILL_BYTE
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
@@ -50,23 +50,18 @@ _PER_LINE = 8  # array values per line of the C header
 # ---- shared helpers -------------------------------------------------------------------
 
 def _fill_byte(vs: VectorSet) -> int:
-    """The byte dx1 is filled with before each call (the manifest's ``fill_byte``, 0x5a)."""
-    return int(vs.manifest.get("fill_byte", hex(FILL_BYTE)), 16)
+    """The byte dx1 is filled with before each call (the loader checks it is FILL_BYTE)."""
+    return FILL_BYTE
 
 
 def _fill_bits(vs: VectorSet) -> int:
-    return int.from_bytes(bytes([_fill_byte(vs)]) * vs.format.dtype.itemsize, "little")
+    return int.from_bytes(bytes([FILL_BYTE]) * vs.format.dtype.itemsize, "little")
 
 
 def written_elements(vs: VectorSet, row: dict) -> int:
-    """How many leading elements of a case's dx1 a correct call writes (the rest keep the fill).
-
-    The same rule as :attr:`sl1conf.adapters.base.Case.elements_written`, which the
-    expected columns were computed with.
-    """
-    case = vs.case(row)
-    return Case(vs.format.name, case.dy, case.x1, case.x2, case.beta, variant=case.variant,
-                core_mask=case.core_mask, length=case.length).elements_written
+    """How many leading elements of a case's dx1 a correct call writes (the rest keep the fill):
+    :attr:`sl1conf.adapters.base.Case.elements_written`, which the expected columns used too."""
+    return vs.case(row).call(vs.format.name).elements_written
 
 
 def _hex_digits(fmt: F.Format, arr) -> list[str]:

@@ -44,6 +44,13 @@ class VectorCase:
     def call_length(self) -> int:
         return self.n if self.length is None else int(self.length)
 
+    def call(self, dtype: str):
+        """This case as the API call an adapter runs (its fill, its elements written)."""
+        from sl1conf.adapters.base import Case
+
+        return Case(dtype, self.dy, self.x1, self.x2, self.beta, variant=self.variant,
+                    core_mask=self.core_mask, length=self.length)
+
 
 @dataclass
 class Family:

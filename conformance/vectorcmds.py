@@ -107,10 +107,8 @@ def export(path, fmt_name: str, out, *, force: bool, echo=print) -> int:
 
     vs = _load(path)
     try:
-        if fmt_name == "c-header":
-            written = E.export_c_header(vs, out or "sl1_vectors_c", force=force)
-        else:
-            written = [E.export_hex(vs, out or "sl1_vectors.txt", force=force)]
+        written = E.export(vs, fmt_name, out or ("sl1_vectors_c" if fmt_name == "c-header" else "sl1_vectors.txt"),
+                           force=force)
     except (V.VectorSetError, OSError) as exc:
         raise CommandError(str(exc) if isinstance(exc, V.VectorSetError)
                            else f"{out}: cannot write the export ({exc.strerror or exc})") from None

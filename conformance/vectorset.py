@@ -32,14 +32,14 @@ from pathlib import Path
 import numpy as np
 
 from sl1conf import __version__
-from sl1conf.adapters.base import FILL_BYTE, Case
+from sl1conf.adapters.base import FILL_BYTE
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import models_for
 
 from .vectorcases import Family, VectorCase
 
-__all__ = ["SCHEMA_VERSION", "FORMAT_FILES", "VectorSetError", "VectorSet", "write", "load", "verify"]
+__all__ = ["SCHEMA_VERSION", "VectorSetError", "VectorSet", "write", "load", "verify"]
 
 SCHEMA_VERSION = 1
 INPUTS = ("dy", "x1", "x2")
@@ -61,9 +61,8 @@ def columns_for(fmt: F.Format) -> list[str]:
 
 def _expected(fmt: F.Format, column: str, case: VectorCase) -> np.ndarray:
     """One column's dx1 for one case: the fill pattern where a correct call writes nothing."""
-    out = np.full(case.n * fmt.dtype.itemsize, FILL_BYTE, np.uint8).view(fmt.uint)
-    written = Case(fmt.name, case.dy, case.x1, case.x2, case.beta, variant=case.variant,
-                   core_mask=case.core_mask, length=case.length).elements_written
+    call = case.call(fmt.name)
+    out, written = call.initial_out(), call.elements_written
     if written:
         args = [a[:written].view(fmt.dtype) for a in (case.dy, case.x1, case.x2)]
         beta = np.array([case.beta], fmt.uint).view(fmt.dtype)[0]

@@ -53,7 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import kernel
-from .formats import FP16, FP32, Format, format_by_name
+from .formats import FP16, FP32, Format, format_by_name, is_nan_bits
 from .oracle import _evaluate
 
 __all__ = ["FastResult", "evaluate", "smoothl1lossgrad", "smoothl1lossgrad_ftz", "flush_subnormal_bits"]
@@ -77,8 +77,7 @@ def flush_subnormal_bits(fmt: Format, bits: np.ndarray) -> np.ndarray:
 
 
 def _canonical_nan(fmt: Format, bits: np.ndarray) -> np.ndarray:
-    nan = ((bits & fmt.exp_mask) == fmt.exp_mask) & ((bits & fmt.frac_mask) != 0)
-    return np.where(nan, fmt.qnan_bits, bits).astype(fmt.uint)
+    return np.where(is_nan_bits(fmt, bits), fmt.qnan_bits, bits).astype(fmt.uint)
 
 
 def _fp32(dy, x1, x2, beta_bits: int) -> tuple[np.ndarray, int]:

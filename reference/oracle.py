@@ -52,7 +52,8 @@ from fractions import Fraction
 import numpy as np
 from mpmath import libmp
 
-from .formats import FloatClass, Format, decode_parts, format_by_name, round_to_format
+from .formats import (FloatClass, Format, _as_fraction, classify, decode, decode_parts, format_by_name,
+                      round_to_format)
 
 __all__ = [
     "WORK_PREC", "Branch", "Element", "evaluate_element", "smoothl1lossgrad",
@@ -120,11 +121,8 @@ def _neg(v):
 
 
 def _frac(v) -> "Fraction | str":
-    if isinstance(v, str):
-        return v
-    sign, man, exp, _ = v
-    mag = Fraction(int(man)) * Fraction(2) ** exp
-    return -mag if sign else mag
+    """An extended value for display: "+inf"/"-inf" as they are, a libmp value as a Fraction."""
+    return v if isinstance(v, str) else _as_fraction(v)
 
 
 def evaluate_element(fmt: "Format | str", dy: int, x1: int, x2: int, beta: int,
@@ -174,11 +172,10 @@ def _evaluate(fmt: Format, dy: int, x1: int, x2: int, beta: int, flush: bool, de
 
 
 def _exact_of(fmt: Format, bits: int) -> "Fraction | str":
-    cls, sign, man, exp = decode_parts(fmt, bits)
+    cls, sign = classify(fmt, bits)
     if cls is FloatClass.INF:
         return "-inf" if sign else "+inf"
-    mag = Fraction(man) * Fraction(2) ** exp
-    return -mag if sign else mag
+    return decode(fmt, bits)
 
 
 def _middle(fmt: Format, diff, diff_neg_zero: bool, beta, beta_sign: int, dy, dy_sign: int,
