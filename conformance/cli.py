@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 
 from sl1conf.reference import formats as F
 
@@ -165,6 +166,19 @@ def _cmd_certify(args) -> int:
     return EXIT_OK if report["verdict"] == "pass" else EXIT_FAIL
 
 
+@dataclass(frozen=True)
+class Common:
+    """What a subcommand module needs from here (passed in, so it need not import cli)."""
+
+    UsageError: type
+    dtype: object  # argparse type: "fp16" | "fp32" -> Format
+    seed: object  # argparse type: whole number >= 0
+    parser_class: type
+    EXIT_OK: int
+    EXIT_FAIL: int
+    EXIT_USAGE: int
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="sl1conf", description=__doc__.splitlines()[0])
     from sl1conf import __version__
@@ -223,6 +237,13 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--out", help="output folder (c-header) or file (hex)")
     v.add_argument("--force", action="store_true", help="replace existing output")
     p.set_defaults(run=_cmd_vectors)
+
+    from . import fuzzcmds, reportcmds, sweepcmds
+
+    common = Common(UsageError=UsageError, dtype=_dtype, seed=_seed, parser_class=_Parser,
+                    EXIT_OK=EXIT_OK, EXIT_FAIL=EXIT_FAIL, EXIT_USAGE=EXIT_USAGE)
+    for module in (reportcmds, fuzzcmds, sweepcmds):
+        module.register(sub, common)
     return parser
 
 
