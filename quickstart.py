@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Set up the suite in ./.venv and run it: the README's two Quick start commands.
 
-    python3 quickstart.py demo [ARGS]   set up, run `sl1conf demo ARGS`, then certify the Cython kernel
-                                        and the bundled sample C library on every platform profile
-                                        (reports in reports/latest/)
+    python3 quickstart.py demo [ARGS]   set up (with PyTorch; --no-torch skips it), run `sl1conf demo ARGS`,
+                                        then certify the Cython kernel, the bundled sample C library and
+                                        PyTorch's CPU kernel on every platform profile: reports in
+                                        reports/NAME-PLATFORM/ and their index reports/README.md
     python3 quickstart.py test [ARGS]   set up (with PyTorch, for its adapter's tests; --no-torch
                                         skips it and those tests), then run the tests in parallel
                                         (pytest -n auto ARGS)
@@ -72,22 +73,66 @@ def setup(with_torch: bool = False) -> None:
         TORCH_STAMP.write_text(TORCH)
 
 
+REPORTS = ROOT / "reports"
+IMPLEMENTATIONS = (("builtin:kernel", "kernel", "the Cython kernel of this suite"),
+                   ("builtin:sample", "sample", "the bundled sample C library, through ctypes in a guarded worker"),
+                   ("torch:cpu", "torch-cpu", "PyTorch's CPU kernel (smooth_l1_loss_backward)"))
+PLATFORMS = ("ieee", "ft78ne", "mt7004")
+
+
+def write_reports(with_torch: bool) -> int:
+    """Certify every implementation on every platform into reports/NAME-PLATFORM/ (report.json,
+    report.md, report.html, junit.xml), then write the index reports/README.md. A failing
+    verdict is a finding, not an error of the demo: only exit status 2 (bad usage) fails it."""
+    import json
+
+    code, rows, dirs = 0, [], []
+    for impl, short, what in IMPLEMENTATIONS:
+        if impl.startswith("torch") and not with_torch:
+            continue
+        for platform in PLATFORMS:
+            out = REPORTS / f"{short}-{platform}"
+            rc = _run([BIN / "sl1conf", "certify", "--impl", impl, "--platform", platform, "--out", out], _env())
+            if rc not in (0, 1):
+                code = 1
+                continue
+            report = json.loads((out / "report.json").read_text())
+            largest = ", ".join(f"{r['dtype']} {r['variant']} {r['errors']['max_ulp']}" for r in report["runs"])
+            rows.append(f"| {what} | `{impl}` | {platform} | **{report['verdict'].upper()}** | {largest} | "
+                        f"[md]({out.name}/report.md) · [html]({out.name}/report.html) · "
+                        f"[json]({out.name}/report.json) · [junit]({out.name}/junit.xml) |")
+            dirs.append(out)
+    compare = subprocess.run([str(BIN / "sl1conf"), "compare", *map(str, dirs)], cwd=ROOT, env=_env(),
+                             capture_output=True, text=True)
+    if compare.returncode:
+        print(compare.stderr, file=sys.stderr)
+        return 1
+    index = ["# Conformance reports", "",
+             "Written by `python3 quickstart.py demo` (the README's main command); each folder holds",
+             "`report.json` (the source of truth, [schema](../conformance/schemas/report.schema.json)),",
+             "`report.md`, `report.html` (self-contained, with plots) and `junit.xml`.",
+             "Re-render one with `sl1conf report DIR`; compare two with `sl1conf gate NEW --baseline OLD`.", "",
+             "| implementation | `--impl` | platform | verdict | largest error (ULP) | report |",
+             "|---|---|---|---|---|---|", *rows, "",
+             "## Side by side", "", "`sl1conf compare reports/*/`:", "", compare.stdout.rstrip(), ""]
+    tmp = REPORTS / ".README.md.tmp"
+    tmp.write_text("\n".join(index))
+    os.replace(tmp, REPORTS / "README.md")
+    print(f"quickstart: wrote {REPORTS / 'README.md'}", flush=True)
+    return code
+
+
 def main(argv) -> int:
     if not argv or argv[0] not in ("demo", "test", "bench"):
         print("usage: python3 quickstart.py demo|test|bench [ARGS]",
               file=sys.stderr)
         return 2
-    with_torch = argv[0] == "test" and "--no-torch" not in argv
+    with_torch = argv[0] in ("test", "demo") and "--no-torch" not in argv
     argv = [a for a in argv if a != "--no-torch"]
     setup(with_torch)
     if argv[0] == "demo":
         code = _run([BIN / "sl1conf", "demo", *argv[1:]], _env())
-        for impl, short in (("builtin:kernel", "kernel"), ("builtin:sample", "sample")):
-            for platform in ("ieee", "ft78ne", "mt7004"):
-                out = ROOT / "reports" / "latest" / f"{short}-{platform}"
-                code |= _run([BIN / "sl1conf", "certify", "--impl", impl, "--platform", platform,
-                              "--out", out], _env())
-        return code
+        return code | write_reports(with_torch)
     if argv[0] == "bench":
         return _run([BIN / "python", "bench/run.py", *argv[1:]], _env())
     return _run([BIN / "python", "-m", "pytest", "-n", "auto", *argv[1:]], _env())

@@ -98,14 +98,11 @@ def _cmd_vectors(args) -> int:
 
 
 def _cmd_certify(args) -> int:
-    import json
-    import os
-    import tempfile
     from pathlib import Path
 
     from sl1conf.adapters import AdapterError, load
 
-    from .engine import certify
+    from .engine import SelectionError, certify
     from .profiles import ProfileError, load_profile
     from .vectorset import VectorSetError
 
@@ -136,23 +133,27 @@ def _cmd_certify(args) -> int:
         if not common:
             raise UsageError(f"{impl.name} offers {', '.join(impl.dtypes)}; profile {profile.name} wants "
                              f"{', '.join(dtypes or profile.dtypes)}: nothing to certify")
+        only = [o.strip() for part in (args.only or []) for o in part.split(",") if o.strip()]
+        invocation = {"impl": args.impl, "platform": args.platform,
+                      "profile": str(Path(args.profile).resolve()) if args.profile else None,
+                      "vectors": str(Path(args.vectors).resolve()) if args.vectors else None}
         try:
             tty = sys.stderr.isatty()  # progress on a terminal, quiet in CI logs
             show = (lambda text: print(f"\r\033[K{text}", end="", file=sys.stderr, flush=True)) if tty else None
             report = certify(impl, profile, dtypes=dtypes, variants=args.variant, vectors=args.vectors,
-                             quick=args.quick, progress=show)
+                             quick=args.quick, progress=show, only=only, invocation=invocation)
             if tty:
                 print("\r\033[K", end="", file=sys.stderr, flush=True)
-        except (VectorSetError, ProfileError) as exc:
+        except (VectorSetError, ProfileError, SelectionError) as exc:
             raise UsageError(str(exc)) from None
     if waivers is not None:
         apply_waivers(report, waivers)
-    out.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".report.", dir=out)
-    with os.fdopen(fd, "w") as fh:
-        json.dump(report, fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, out / "report.json")
+    from .reportwrite import FORMATS, ReportError, write_report
+
+    try:
+        write_report(report, out, ["json", *(args.format or ["md", "html", "junit"])])
+    except ReportError as exc:
+        raise UsageError(str(exc)) from None
     for run in report["runs"]:
         failed = [r["id"] + " " + r["title"] for r in run["requirements"] if r["status"] == "fail"]
         waived = [r["id"] for r in run["requirements"] if r["status"] == "waived"]
@@ -162,7 +163,8 @@ def _cmd_certify(args) -> int:
     for w in report.get("waivers", []):
         if not w["matched"]:
             print(f"waiver {w['id']} matched nothing: {w['reason']}")
-    print(f"verdict: {report['verdict'].upper()} for {impl.name} on {profile.name}; report: {out / 'report.json'}")
+    print(f"verdict: {report['verdict'].upper()} for {impl.name} on {profile.name}; report: {out / 'report.json'} "
+          f"(and {', '.join(FORMATS[f][0] for f in (args.format or ['md', 'html', 'junit']))})")
     return EXIT_OK if report["verdict"] == "pass" else EXIT_FAIL
 
 
@@ -211,7 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vectors", help="a vector set folder (default: the canonical families, generated)")
     p.add_argument("--quick", action="store_true", help="edge families only, no random ones")
     p.add_argument("--waivers", metavar="FILE", help="known failures to waive, with reasons (TOML)")
-    p.add_argument("--out", required=True, help="folder for report.json")
+    p.add_argument("--only", action="append", metavar="IDS",
+                   help="requirement ids (R02) and vector case ids (4.9), comma-separated: run those cases, "
+                        "report those requirements (the reports' reproduction commands use it)")
+    p.add_argument("--format", choices=("md", "html", "junit"), action="append",
+                   help="formats beside report.json (repeatable; default md, html and junit)")
+    p.add_argument("--out", required=True, help="folder for report.json, report.md, report.html, junit.xml")
     p.set_defaults(run=_cmd_certify)
 
     p = sub.add_parser("vectors", help="golden test vectors: generate, verify, list, show, export")

@@ -24,16 +24,21 @@ from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
 from . import vectorset as V
+from .errorstats import ErrorStats
 from .profiles import Profile
 from .requirements import CATALOG
 
-__all__ = ["QUICK_FAMILIES", "vectors_for", "certify"]
+__all__ = ["QUICK_FAMILIES", "SelectionError", "Judgement", "judge_elements", "vectors_for", "certify"]
 
 QUICK_FAMILIES = ("boundary-exact", "boundary-neighbours", "boundary-rounded-diff", "fp16-overflow",
                   "range-overflow", "underflow", "nan-inf", "signed-zero", "beta-special", "core-masks",
                   "lengths-compact")
 """--quick: every edge family, without the random ones."""
 EXAMPLES = 5  # failing inputs listed per requirement
+
+
+class SelectionError(ValueError):
+    """``only`` names a requirement or a case that does not exist."""
 
 
 def vectors_for(dtype: str, vectors_dir=None, quick: bool = False, seed: int = 2026, scratch=None) -> V.VectorSet:
@@ -72,35 +77,48 @@ def _model_or_alternative(j: Judgement) -> np.ndarray:
     return np.logical_or.reduce([*j.models.values(), *j.alt.values(), np.zeros(j.exact.shape, bool)])
 
 
-def _judge(vs: V.VectorSet, profile: Profile, row: dict, case: Case, outcome: Outcome) -> Judgement:
-    fmt = vs.format
+def judge_elements(fmt: F.Format, profile: Profile, got, oracle, oracle_ftz, models: dict,
+                   alternatives: "dict | None" = None, *, row=None, case=None, outcome=None) -> Judgement:
+    """Each element of ``got`` against everything the profile accepts: the correctly rounded
+    ``oracle`` within the ULP budget, bit for bit an accepted model (``models``: name -> bits),
+    an alternative of the case, or ``oracle_ftz`` where flushing is accepted. The one judgement
+    that certify and the fuzzer share (``row``, ``case``, ``outcome``: what the Judgement is of)."""
     j = Judgement(row, case, outcome)
-    w = case.elements_written
-    got = outcome.out[:w]
-    j.fill_ok = bool((outcome.out[w:] == case.initial_out()[w:]).all())
-    oracle = vs.expected("oracle", row)[:w]
     j.exact = F.same_result(fmt, got, oracle)
     j.dist = np.where(j.exact, 0, F.ulp_distance(fmt, got, oracle))
     within = j.dist <= profile.max_ulp[fmt.name]
     if profile.strict_zero_sign:
         zero = ((got & ~np.array(fmt.sign_mask, fmt.uint)) == 0) | ((oracle & ~np.array(fmt.sign_mask, fmt.uint)) == 0)
         within &= ~(zero & (((got ^ oracle) & fmt.sign_mask) != 0))
-    ftz = F.same_result(fmt, got, vs.expected("oracle-ftz", row)[:w])
+    ftz = F.same_result(fmt, got, oracle_ftz)
     j.ftz_only = ftz & ~j.exact
-    j.models = {m.name: F.same_result(fmt, got, vs.expected(f"model-{m.name}", row)[:w])
-                for m in accepted_models(fmt)}
-    alts = vs.case(row).alternatives
-    j.alt = {name: F.same_result(fmt, got, arr[:w]) for name, arr in alts.items()}
+    j.models = {name: F.same_result(fmt, got, bits) for name, bits in models.items()}
+    j.alt = {name: F.same_result(fmt, got, arr) for name, arr in (alternatives or {}).items()}
     j.ok = j.exact | within | _model_or_alternative(j)
     if profile.flush_to_zero == "accepted":
         j.ok |= ftz
     return j
 
 
-def _calls(vs: V.VectorSet, variant: str, profile: Profile) -> list:
-    """(row, Case) for every vector case, as the variant's API would be called."""
+def _judge(vs: V.VectorSet, profile: Profile, row: dict, case: Case, outcome: Outcome) -> Judgement:
+    fmt = vs.format
+    w = case.elements_written
+    column = lambda name: vs.expected(name, row)[:w]  # noqa: E731
+    j = judge_elements(fmt, profile, outcome.out[:w], column("oracle"), column("oracle-ftz"),
+                       {m.name: column(f"model-{m.name}") for m in accepted_models(fmt)},
+                       {name: arr[:w] for name, arr in vs.case(row).alternatives.items()},
+                       row=row, case=case, outcome=outcome)
+    j.fill_ok = bool((outcome.out[w:] == case.initial_out()[w:]).all())
+    return j
+
+
+def _calls(vs: V.VectorSet, variant: str, profile: Profile, cases=None) -> list:
+    """(row, Case) for every vector case (or those whose ids ``cases`` names), as the
+    variant's API would be called."""
     out = []
     for row in vs.manifest["cases"]:
+        if cases is not None and row["id"] not in cases:
+            continue
         vc = vs.case(row)
         mask = vc.core_mask if vc.variant == "s" else profile.core_mask
         if variant == "s" and mask & ~profile.core_mask:
@@ -150,9 +168,9 @@ class _Tally:
         return out
 
 
-def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str) -> dict:
+def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None) -> dict:
     fmt = vs.format
-    calls = _calls(vs, variant, profile)
+    calls = _calls(vs, variant, profile, cases)
     outcomes = adapter.run([c for _, c in calls])
     fam_name = {f["id"]: f["name"] for f in vs.manifest["families"]}
     judged, broken = [], []
@@ -338,8 +356,19 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str) -> d
     finish("R17", None, observed=matched or "none (no accepted model matches bit for bit)")
 
     requirements = [req[r.id] for r in CATALOG]
+    stats = ErrorStats()
+    for i, j in enumerate(judged):
+        if j.dist is not None:
+            excepted = j.ok & (j.dist > profile.max_ulp[fmt.name])
+            stats.add(fam_name[j.row["family"]], fmt, j.dist, j.case.x1, j.case.x2, j.case.beta, i, excepted)
+    worst = None
+    if stats.worst_at is not None:
+        i, k = stats.worst_at
+        worst = _Tally(fmt).element(judged[i], k, vs, stats.worst_ulp)
+        worst.pop("ulp_value")
     run = {"dtype": fmt.name, "variant": variant, "cases": len(calls),
-           "elements": int(sum(c.n for _, c in calls)), "requirements": requirements}
+           "elements": int(sum(c.n for _, c in calls)), "requirements": requirements,
+           "errors": stats.entry(worst)}
     _set_verdict(run)
     # kept for comparing the shared and private versions (dropped before the report is written)
     run["_outputs"] = {j.row["id"]: j.outcome.out for j in judged
@@ -378,36 +407,63 @@ def _compare_variants(shared: dict, private: dict, fmt: F.Format) -> None:
 
 
 def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, vectors=None,
-            quick: bool = False, progress=None) -> dict:
+            quick: bool = False, progress=None, only=None, invocation=None) -> dict:
     """The report: one run per dtype and variant the profile and the adapter share.
 
     ``progress(text)``, if given, is told what is being run (the command line shows it on a terminal).
+    ``only``: requirement ids (``R02``) and case ids (``4.9``) to restrict the run to; case ids
+    select the vector cases run, requirement ids the requirements reported (and judged for the
+    verdict). ``invocation``: how the run was asked for (the command line's arguments), kept in
+    the report so its reproduction commands name the same implementation, vectors and options.
     """
+    from datetime import datetime, timezone
+
+    from .hostinfo import describe_host
+
+    only = set(only or ())
+    known = {r.id for r in CATALOG}
+    only_reqs = {o.upper() for o in only if o.upper().startswith("R")}
+    only_cases = only - {o for o in only if o.upper().startswith("R")} or None
+    if only_reqs - known:
+        raise SelectionError(f"--only: no requirement {', '.join(sorted(only_reqs - known))}; "
+                         f"requirements are {min(known)} to {max(known)}")
     dtypes = [d for d in (dtypes or profile.dtypes) if d in adapter.dtypes]
     variants = [v for v in (variants or profile.variants) if v in adapter.variants]
-    runs, sets = [], {}
+    runs, sets, seen_cases = [], {}, set()
+    started = datetime.now(timezone.utc)
     with tempfile.TemporaryDirectory(prefix="sl1conf-vectors-") as scratch:
         for dtype in dtypes:
             profile.require_dtype(dtype)
             given = vectors.get(dtype) if isinstance(vectors, dict) else vectors
             vs = vectors_for(dtype, given, quick, scratch=scratch)
+            manifest_sha = hashlib.sha256((Path(vs.path) / "manifest.json").read_bytes()).hexdigest()
             sets[dtype] = {"source": str(vs.path) if given else "generated (canonical families)",
+                           "id": f"{dtype}-seed{vs.manifest['seed']}-{manifest_sha[:12]}",
                            "seed": vs.manifest["seed"], "elements": vs.manifest["elements"],
                            "families": [f["name"] for f in vs.manifest["families"]],
-                           "manifest_sha256": hashlib.sha256((Path(vs.path) / "manifest.json").read_bytes()
-                                                             ).hexdigest()}
+                           "manifest_sha256": manifest_sha}
+            if only_cases:
+                seen_cases |= only_cases & {row["id"] for row in vs.manifest["cases"]}
             mine = {}
             for variant in variants:
                 if progress:
                     progress(f"{dtype} {variant}: {len(vs.manifest['cases'])} cases, "
                              f"{vs.manifest['elements']} elements ...")
-                mine[variant] = _run(adapter, profile, vs, variant)
+                mine[variant] = _run(adapter, profile, vs, variant, only_cases)
                 runs.append(mine[variant])
             if "s" in mine and "p" in mine:
                 _compare_variants(mine["s"], mine["p"], vs.format)
             for run in mine.values():
                 run.pop("_outputs", None)
+    if only_cases and only_cases - seen_cases:
+        raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - seen_cases))} in the vectors")
+    if only_reqs:
+        for run in runs:
+            run["requirements"] = [r for r in run["requirements"] if r["id"] in only_reqs]
+            _set_verdict(run)
     verdict = "pass" if runs and all(r["verdict"] == "pass" for r in runs) else "fail"
     return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,
-            "verdict": verdict, "implementation": adapter.describe(), "profile": profile.summary(),
-            "vectors": sets, "quick": quick, "runs": runs}
+            "created": started.isoformat(timespec="seconds"), "verdict": verdict,
+            "implementation": adapter.describe(), "profile": profile.summary(),
+            "invocation": dict(invocation or {}), "only": sorted(only),
+            "host": describe_host(), "vectors": sets, "quick": quick, "runs": runs}

@@ -1,1 +1,169 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""Comparing reports: the regression gate (new against a baseline) and the side-by-side matrix.
+
+A regression is anything a CI system should stop on: a requirement that held and now does
+not (fails, is waived, or is no longer checked), a run that disappeared, a largest ULP
+error or a count of NaN mismatches that grew, or, on the same vectors, more failing
+elements in a requirement that already failed. Differences that make counts
+incomparable (other vectors, another library build, another profile) are stated as notes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["GateResult", "gate", "label", "compare_rows"]
+
+HELD = ("pass", "recorded")
+
+
+@dataclass
+class GateResult:
+    regressions: list = field(default_factory=list)
+    improvements: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def lines(self) -> list:
+        return ([f"REGRESSION {r}" for r in self.regressions] + [f"improved   {i}" for i in self.improvements]
+                + [f"note: {n}" for n in self.notes])
+
+
+def label(report: dict) -> str:
+    """``impl on profile``, short enough for a column head (a library is named by its file)."""
+    impl = (report.get("invocation") or {}).get("impl") or report["implementation"]["adapter"]
+    if impl.startswith("ctypes:") and "/" in impl:
+        impl = "ctypes:" + impl.rsplit("/", 1)[1]
+    return f"{impl} on {report['profile']['name']}"
+
+
+def _runs(report: dict) -> dict:
+    return {(r["dtype"], r["variant"]): r for r in report["runs"]}
+
+
+def _worst_text(req: dict) -> str:
+    w = req.get("worst")
+    if not w:
+        return ""
+    return f"; worst dy={w['dy']} x1={w['x1']} x2={w['x2']} beta={w['beta']}: expected {w['expected']} got {w['got']}"
+
+
+def _identity_notes(new: dict, old: dict, out: GateResult) -> bool:
+    """Notes on what differs between the two reports' setups; True if the vectors are the same."""
+    ni, oi = new["implementation"], old["implementation"]
+    if ni.get("sha256") and oi.get("sha256") and ni["sha256"] != oi["sha256"]:
+        out.notes.append(f"the library changed: SHA-256 {oi['sha256'][:12]} -> {ni['sha256'][:12]}")
+    if ni["adapter"] != oi["adapter"]:
+        out.notes.append(f"the implementation changed: {oi['adapter']} -> {ni['adapter']}")
+    if new["profile"]["sha256"] != old["profile"]["sha256"]:
+        out.notes.append(f"the profile changed: {old['profile']['name']} -> {new['profile']['name']} "
+                         "(its file's SHA-256 differs)")
+    common = new["vectors"].keys() & old["vectors"].keys()
+    same = all(new["vectors"][d]["manifest_sha256"] == old["vectors"][d]["manifest_sha256"] for d in common)
+    if not same:
+        out.notes.append("the vector sets differ, so failure counts are not compared")
+    if new.get("only") != old.get("only") or new.get("quick") != old.get("quick"):
+        out.notes.append("the two runs had a different scope (--quick or --only)")
+    return same
+
+
+def gate(new: dict, old: dict) -> GateResult:
+    """What got worse (and better) from ``old`` (the baseline) to ``new``."""
+    out = GateResult()
+    same_vectors = _identity_notes(new, old, out)
+    nruns = _runs(new)
+    for key, orun in _runs(old).items():
+        where = f"{key[0]} {key[1]}"
+        nrun = nruns.get(key)
+        if nrun is None:
+            out.regressions.append(f"{where}: the run is missing from the new report")
+            continue
+        nreqs = {r["id"]: r for r in nrun["requirements"]}
+        for oreq in orun["requirements"]:
+            rid, title = oreq["id"], oreq["title"]
+            nreq = nreqs.get(rid)
+            if nreq is None:
+                if oreq["status"] in HELD:
+                    out.regressions.append(f"{where} {rid} {title}: no longer in the report")
+                continue
+            os_, ns = oreq["status"], nreq["status"]
+            if os_ in HELD and ns not in HELD:
+                counts = f" ({nreq.get('failed', 0)} of {nreq.get('checked', 0)} failed{_worst_text(nreq)})" \
+                    if ns in ("fail", "waived") else ""
+                out.regressions.append(f"{where} {rid} {title}: {os_} -> {ns.upper()}{counts}")
+            elif os_ not in HELD and ns in HELD and os_ != "not-applicable":
+                out.improvements.append(f"{where} {rid} {title}: {os_} -> {ns}")
+            elif os_ == ns == "fail" and same_vectors and nreq.get("failed", 0) > oreq.get("failed", 0):
+                out.regressions.append(f"{where} {rid} {title}: still fails, with more failing elements "
+                                       f"({oreq.get('failed', 0)} -> {nreq.get('failed', 0)}){_worst_text(nreq)}")
+            if os_ == ns == "fail":  # already failing: a family that held and now fails is still news
+                nfam = {f["family"]: f for f in nreq.get("families") or []}
+                for of in oreq.get("families") or []:
+                    nf = nfam.get(of["family"])
+                    if of["status"] == "pass" and nf is not None and nf["status"] == "fail":
+                        out.regressions.append(f"{where} {rid} {title} [{of['family']}]: pass -> FAIL "
+                                               f"({nf['failed']} of {nf['checked']} failed{_worst_text(nf)})")
+            ow, nw = (oreq.get("worst") or {}).get("ulp"), (nreq.get("worst") or {}).get("ulp")
+            if isinstance(ow, int) and isinstance(nw, int) and nw > ow and os_ == ns == "fail":
+                out.regressions.append(f"{where} {rid} {title}: worst failing error grew {ow} -> {nw} ULP")
+        oerr, nerr = orun.get("errors"), nrun.get("errors")
+        if oerr and nerr:
+            if nerr["max_ulp"] > oerr["max_ulp"]:
+                w = nerr.get("worst") or {}
+                out.regressions.append(
+                    f"{where} largest error grew: {oerr['max_ulp']} -> {nerr['max_ulp']} ULP"
+                    + (f" (dy={w['dy']} x1={w['x1']} x2={w['x2']} beta={w['beta']}: expected {w['expected']} "
+                       f"got {w['got']})" if w else ""))
+            elif nerr["max_ulp"] < oerr["max_ulp"]:
+                out.improvements.append(f"{where} largest error: {oerr['max_ulp']} -> {nerr['max_ulp']} ULP")
+            if nerr["nan_mismatches"] > oerr["nan_mismatches"]:
+                out.regressions.append(f"{where} NaN against a number: {oerr['nan_mismatches']} -> "
+                                       f"{nerr['nan_mismatches']} elements")
+    for key in nruns.keys() - _runs(old).keys():
+        out.notes.append(f"{key[0]} {key[1]}: new run, not in the baseline")
+    return out
+
+
+def _cell(runs: list, rid: str) -> str:
+    """One requirement over a report's runs: one status if all agree, else which runs failed."""
+    statuses = {}
+    for run in runs:
+        for r in run["requirements"]:
+            if r["id"] == rid:
+                statuses[f"{run['dtype']} {run['variant']}"] = r
+    if not statuses:
+        return "-"
+    kinds = {r["status"] for r in statuses.values()}
+    if kinds == {"not-applicable"}:
+        return "n/a"
+    bad = [k for k, r in statuses.items() if r["status"] in ("fail", "waived")]
+    if bad:
+        status = "FAIL" if any(statuses[k]["status"] == "fail" for k in bad) else "waived"
+        return f"{status} ({', '.join(bad)})" if len(bad) < len(statuses) else status
+    return "recorded" if kinds <= {"recorded", "not-applicable"} else "pass"
+
+
+def compare_rows(reports: list) -> tuple:
+    """(header, rows): the side-by-side matrix of several reports (one column each)."""
+    header = ["", *(label(r) for r in reports)]
+    rows = [["verdict", *(r["verdict"].upper() for r in reports)]]
+    dtypes = sorted({run["dtype"] for r in reports for run in r["runs"]})
+    for d in dtypes:
+        cells = []
+        for r in reports:
+            errs = [run["errors"]["max_ulp"] for run in r["runs"] if run["dtype"] == d and run.get("errors")]
+            cells.append(str(max(errs)) if errs else "-")
+        rows.append([f"largest error {d} (ULP)", *cells])
+    for d in dtypes:
+        cells = []
+        for r in reports:
+            obs = [req.get("observed") for run in r["runs"] if run["dtype"] == d
+                   for req in run["requirements"] if req["id"] == "R17"]
+            text = ", ".join(o if isinstance(o, str) else ", ".join(o) for o in obs[:1]) or "-"
+            cells.append("none" if text.startswith("none") else text)
+        rows.append([f"model matched {d}", *cells])
+    ids = []
+    for r in reports:
+        for run in r["runs"]:
+            ids += [(q["id"], q["title"]) for q in run["requirements"] if (q["id"], q["title"]) not in ids]
+    for rid, title in sorted(ids):
+        rows.append([f"{rid} {title}", *(_cell(r["runs"], rid) for r in reports)])
+    return header, rows

@@ -1,1 +1,68 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""``junit.xml``: the report as CI systems read test results (Jenkins, GitLab, GitHub checks).
+
+One test suite per run (dtype and variant), one test case per requirement, and for R01
+one per family as well, so a CI page names the family that broke. A failing requirement
+is a <failure> whose message is its worst input and whose text holds the reproduction
+commands; not applicable is <skipped>; recorded behaviour passes and goes to <system-out>.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from .reportview import view
+
+__all__ = ["render_junit"]
+
+
+def _case(suite, classname: str, name: str, status: str, message: str = "", text: str = "", out: str = ""):
+    tc = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+    if status == "fail":
+        ET.SubElement(tc, "failure", message=message, type="requirement").text = text
+    elif status == "not-applicable":
+        ET.SubElement(tc, "skipped", message="not applicable to this implementation or vector set")
+    if out:
+        ET.SubElement(tc, "system-out").text = out
+    return status
+
+
+def render_junit(report: dict) -> str:
+    v = view(report)
+    failures = {(f.dtype, f.variant, f.id): f for f in v.failures}
+    observed = {(d, var, rid): text for d, var, rid, _, text in v.observed}
+    root = ET.Element("testsuites", name=f"sl1conf: {v.title}")
+    total = {"tests": 0, "failures": 0, "skipped": 0}
+    for run in report["runs"]:
+        d, var = run["dtype"], run["variant"]
+        classname = f"sl1conf.{report['profile']['name']}.{d}.{var}"
+        suite = ET.SubElement(root, "testsuite", name=f"{v.title}: {d} {var}",
+                              timestamp=report.get("created", ""), hostname=(report.get("host") or {}).get("cpu", ""))
+        statuses = []
+        for r in run["requirements"]:
+            f = failures.get((d, var, r["id"]))
+            message = text = ""
+            if f:
+                w = f.worst
+                message = (f"{f.failed} of {f.checked} failed; worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} "
+                           f"beta={w['beta']} expected {w['expected']} got {w['got']} ({w['ulp']} ULP)"
+                           if w else f"{f.failed} of {f.checked} failed; {f.detail}")
+                text = f.statement + "\n\nReproduce:\n" + "\n".join(f.commands)
+            statuses.append(_case(suite, classname, f"{r['id']} {r['title']}", r["status"], message, text,
+                                  observed.get((d, var, r["id"]), "")))
+            for fam in r.get("families") or []:
+                w = fam.get("worst")
+                msg = (f"{fam['failed']} of {fam['checked']} failed; worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} "
+                       f"beta={w['beta']} expected {w['expected']} got {w['got']}" if w else "")
+                statuses.append(_case(suite, classname, f"{r['id']} {r['title']} [{fam['family']}]",
+                                      fam["status"], msg, msg))
+        counts = {"tests": len(statuses), "failures": statuses.count("fail"),
+                  "skipped": statuses.count("not-applicable")}
+        for k, n in counts.items():
+            suite.set(k, str(n))
+            total[k] += n
+        suite.set("errors", "0")
+    for k, n in total.items():
+        root.set(k, str(n))
+    root.set("errors", "0")
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

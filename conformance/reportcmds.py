@@ -1,5 +1,103 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""``sl1conf report | gate | compare``: render, gate on and compare ``report.json`` files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+__all__ = ["register"]
+
+
+def _load(common, path):
+    from .reportwrite import ReportError, load_report
+
+    try:
+        return load_report(path)
+    except ReportError as exc:
+        raise common.UsageError(str(exc)) from None
+
+
+def _cmd_report(args, common) -> int:
+    from .reportwrite import FORMATS, ReportError, write_report
+
+    report = _load(common, args.dir)
+    formats = args.format or [f for f in FORMATS if f != "json"]
+    out = Path(args.out) if args.out else Path(report["_path"]).parent
+    try:
+        written = write_report(report, out, formats)
+    except ReportError as exc:
+        raise common.UsageError(str(exc)) from None
+    for path in written:
+        print(f"wrote {path}")
+    return common.EXIT_OK
+
+
+def _cmd_gate(args, common) -> int:
+    from .gate import gate, label
+
+    new, old = _load(common, args.new), _load(common, args.baseline)
+    result = gate(new, old)
+    print(f"gate: {label(new)} ({new.get('created', '?')}) against the baseline {label(old)} "
+          f"({old.get('created', '?')})")
+    for line in result.lines():
+        print(f"  {line}")
+    if result.regressions:
+        print(f"gate: FAIL, {len(result.regressions)} regression{'s' * (len(result.regressions) != 1)}")
+        return common.EXIT_FAIL
+    print("gate: PASS, no regression")
+    return common.EXIT_OK
+
+
+def _cmd_compare(args, common) -> int:
+    from .gate import compare_rows
+    from .jsonfiles import write_atomic
+
+    reports = [_load(common, p) for p in args.reports]
+    header, rows = compare_rows(reports)
+    if args.format == "csv":
+        buf = io.StringIO()
+        csv.writer(buf, lineterminator="\n").writerows([header, *rows])
+        text = buf.getvalue()
+    elif args.format == "html":
+        from .reporthtml import render_table_page
+
+        text = render_table_page("sl1conf: reports side by side", header, rows)
+    else:
+        from .reportmd import markdown_table
+
+        text = markdown_table(header, rows) + "\n"
+    if args.out:
+        out = Path(args.out)
+        if out.is_dir():
+            raise common.UsageError(f"--out {out} is a folder; give a file name")
+        if not out.parent.is_dir():
+            raise common.UsageError(f"--out {out}: no folder {out.parent}")
+        write_atomic(out, text)
+        print(f"wrote {out}")
+    else:
+        sys.stdout.write(text)
+    return common.EXIT_OK
 
 
 def register(sub, common) -> None:
-    """Add this module's subcommands to the ``sl1conf`` parser (see cli.build_parser)."""
+    """Add ``report``, ``gate`` and ``compare`` to the ``sl1conf`` parser."""
+    p = sub.add_parser("report", help="render report.md, report.html and junit.xml again from report.json",
+                       description="Renders from report.json alone, so reports can be redone later or elsewhere.")
+    p.add_argument("dir", help="a report folder (or its report.json)")
+    p.add_argument("--format", choices=("html", "md", "junit"), action="append",
+                   help="html, md or junit (repeatable; default all three)")
+    p.add_argument("--out", help="folder to write into (default: the report's own folder)")
+    p.set_defaults(run=lambda args: _cmd_report(args, common))
+
+    p = sub.add_parser("gate", help="exit 1 if NEW regressed against the baseline report, else 0")
+    p.add_argument("new", metavar="NEW", help="the new report.json (or its folder)")
+    p.add_argument("--baseline", required=True, metavar="OLD", help="the baseline report.json (or its folder)")
+    p.set_defaults(run=lambda args: _cmd_gate(args, common))
+
+    p = sub.add_parser("compare", help="one table of several reports side by side")
+    p.add_argument("reports", nargs="+", metavar="REPORT", help="report.json files (or their folders)")
+    p.add_argument("--format", choices=("md", "html", "csv"), default="md", help="md (default), html or csv")
+    p.add_argument("--out", help="file to write (default: standard output)")
+    p.set_defaults(run=lambda args: _cmd_compare(args, common))

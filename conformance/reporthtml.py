@@ -1,1 +1,111 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""``report.html``: one self-contained page (inline CSS and SVG, no script, no network).
+
+Same order as the Markdown: verdict, failures with their worst input and reproduction
+commands, then the plots, then the full table and the rest. Every text from the report
+is escaped; nothing is fetched, so the file opens anywhere, offline, and can be mailed.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+from .reportplots import all_plots
+from .reportview import View, sections, view
+
+__all__ = ["render_html", "render_table_page"]
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;max-width:1100px;
+color:#1b1b1b;padding:0 16px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
+h3{font-size:15px;margin:14px 0 6px}
+.verdict{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-weight:700}
+.pass{background:#2e7d32} .fail{background:#c62828} .waived{background:#ef6c00} .recorded{background:#1565c0}
+.not-applicable{background:#9e9e9e}
+.failure{border:2px solid #c62828;border-radius:6px;padding:8px 14px;margin:10px 0;background:#fff6f6}
+.statement{color:#555;font-style:italic}
+pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12.5px;white-space:pre-wrap;word-break:break-all}
+code{font-size:12.5px}
+table{border-collapse:collapse;font-size:13px;margin:6px 0} th,td{border:1px solid #ddd;padding:3px 8px;
+text-align:left;vertical-align:top} th{background:#f4f4f4}
+td.status span{padding:0 6px;border-radius:3px;color:#fff}
+figure{margin:12px 0} figcaption{color:#555;font-size:13px} figure svg{max-width:100%;height:auto}
+"""
+
+
+def _badge(status: str) -> str:
+    return f'<span class="verdict {escape(status)}">{escape(status.upper())}</span>'
+
+
+def _table(header: list, rows: list, raw_cols=()) -> str:
+    head = "".join(f"<th>{escape(str(h))}</th>" for h in header)
+    body = []
+    for row in rows:
+        cells = []
+        for i, c in enumerate(row):
+            text = "" if c is None else str(c)
+            cells.append(f"<td>{text if i in raw_cols else escape(text)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _element(e: dict) -> str:
+    distance = "NaN against a number" if e["ulp"] == "nan-mismatch" else f"{e['ulp']} ULP"
+    rows = [[name, e[f"{name}_decimal"], f"<code>{escape(e[name])}</code>"]
+            for name in ("dy", "x1", "x2", "beta", "expected", "got")]
+    return (f"<p>Worst input: case {escape(str(e['case']))}, element {e['element']}: "
+            f"<b>{escape(distance)}</b></p>" + _table(["", "decimal", "bits"], rows, raw_cols=(2,)))
+
+
+def render_html(report: dict) -> str:
+    v: View = view(report)
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             f"<title>{escape(v.verdict.upper())}: {escape(v.title)}</title>", f"<style>{_CSS}</style></head><body>",
+             f"<h1>{_badge(v.verdict)} {escape(v.title)}</h1>",
+             "<p>" + escape(", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"]))
+             + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>"]
+    if v.failures:
+        parts.append(f"<h2>Failures ({len(v.failures)})</h2>")
+        for f in v.failures:
+            parts.append('<div class="failure">'
+                         f"<h3>{escape(f.id)} {escape(f.title)}: {escape(f.dtype)} {escape(f.variant)}, "
+                         f"{f.failed} of {f.checked} failed</h3>"
+                         f'<p class="statement">{escape(f.statement)}</p>')
+            if f.worst:
+                parts.append(_element(f.worst))
+            elif f.detail:
+                parts.append(f"<p>First failure: {escape(f.detail)}</p>")
+            parts.append("<p>Reproduce:</p><pre>" + escape("\n".join(f.commands)) + "</pre></div>")
+    else:
+        parts.append("<p>Every required requirement holds on every run.</p>")
+    plots = all_plots(report)
+    if plots:
+        parts.append("<h2>Plots</h2>")
+        for caption, svg in plots:
+            parts.append(f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>")
+    parts.append("<h2>Requirements</h2>")
+    parts.append(_table(["run", "id", "requirement", "kind", "status", "checked", "failed", "worst ULP"],
+                        [[escape(f"{r.dtype} {r.variant}"), escape(r.id), escape(r.title), escape(r.kind),
+                          f'<span class="verdict {escape(r.status)}">{escape(r.status)}</span>',
+                          r.checked, r.failed, escape(str(r.worst_ulp if r.worst_ulp is not None else ""))]
+                         for r in v.rows], raw_cols=(0, 1, 2, 3, 4, 7)))
+    for heading, note, header, rows in sections(v):
+        parts.append(f"<h2>{escape(heading)}</h2>" + (f"<p>{escape(note)}</p>" if note else ""))
+        parts.append(_table(header, rows))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def render_table_page(title: str, header: list, rows: list) -> str:
+    """A self-contained page holding one table (``sl1conf compare --format html``)."""
+    def cell(text):
+        t = str(text)
+        status = "fail" if t.startswith("FAIL") else "pass" if t in ("PASS", "pass") else ""
+        return f'<span class="verdict {status}">{escape(t)}</span>' if status else escape(t)
+
+    return "\n".join(["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+                      f"<title>{escape(title)}</title><style>{_CSS}</style></head><body>",
+                      f"<h1>{escape(title)}</h1>",
+                      _table(header, [[cell(c) for c in row] for row in rows],
+                             raw_cols=range(len(header))),
+                      "</body></html>"]) + "\n"

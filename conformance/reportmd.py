@@ -1,1 +1,61 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""``report.md``: the report as a code review or a merge request shows it.
+
+Order is what a reader needs first: the verdict, then each failing requirement with its
+worst input and the commands that reproduce it, and only then the full table (failures
+first), the worst error of every run, what was observed where the manual is silent, and
+the identity of what was tested.
+"""
+
+from __future__ import annotations
+
+from .reportview import View, sections, view
+
+__all__ = ["render_markdown", "markdown_table"]
+
+
+def _cell(value) -> str:
+    return "" if value is None else str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(header: list, rows: list) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _element(e: dict) -> list:
+    lines = [f"- input: dy = {e['dy_decimal']} (`{e['dy']}`), x1 = {e['x1_decimal']} (`{e['x1']}`), "
+             f"x2 = {e['x2_decimal']} (`{e['x2']}`), beta = {e['beta_decimal']} (`{e['beta']}`); "
+             f"case {e['case']}, element {e['element']}",
+             f"- expected `{e['expected']}` ({e['expected_decimal']}), got `{e['got']}` ({e['got_decimal']}): "
+             f"{e['ulp']} ULP" if e["ulp"] != "nan-mismatch" else
+             f"- expected `{e['expected']}` ({e['expected_decimal']}), got `{e['got']}` ({e['got_decimal']}): "
+             f"NaN against a number"]
+    return lines
+
+
+def render_markdown(report: dict) -> str:
+    v: View = view(report)
+    out = [f"# {v.verdict.upper()}: {v.title}", ""]
+    runs = ", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"])
+    out += [f"{runs}. Suite sl1conf {report['suite_version']}, {report.get('created', '')}.", ""]
+    if v.failures:
+        out += [f"## Failures ({len(v.failures)})", ""]
+        for f in v.failures:
+            out += [f"### {f.id} {f.title}: {f.dtype} {f.variant}, {f.failed} of {f.checked} failed", "",
+                    f"> {f.statement}", ""]
+            if f.worst:
+                out += ["Worst input:", *_element(f.worst), ""]
+            elif f.detail:
+                out += [f"First failure: {f.detail}", ""]
+            out += ["Reproduce:", "", "```sh", *f.commands, "```", ""]
+    else:
+        out += ["Every required requirement holds on every run.", ""]
+    out += ["## Requirements", "",
+            markdown_table(["run", "id", "requirement", "kind", "status", "checked", "failed", "worst ULP"],
+                           [[f"{r.dtype} {r.variant}", r.id, r.title, r.kind,
+                             f"**{r.status.upper()}**" if r.status == "fail" else r.status,
+                             r.checked, r.failed, r.worst_ulp] for r in v.rows]), ""]
+    for heading, note, header, rows in sections(v):
+        out += [f"## {heading}", ""] + ([note, ""] if note else []) + [markdown_table(header, rows), ""]
+    return "\n".join(out)

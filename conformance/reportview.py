@@ -1,1 +1,190 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""What a reader of a report needs, computed once for every format (Markdown, HTML, JUnit).
+
+The renderers only lay out what this module derives from ``report.json``: the failing
+requirements first, each with its worst input in decimal and hex, the expected and actual
+bits, and the one-line commands that reproduce it; then the full table; then what was
+observed where the documentation leaves the behaviour open; then who was tested where.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sl1conf.reference import formats as F
+
+__all__ = ["Failure", "Row", "View", "view", "sections", "decimal", "explain_command", "certify_command",
+           "STATUS_ORDER", "OPEN_REQUIREMENTS"]
+
+STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
+OPEN_REQUIREMENTS = ("R06", "R16", "R17")
+"""Where the requirement's report records behaviour the manual leaves open (flushing,
+beta <= 0 and other acceptable answers, the evaluation model matched)."""
+
+
+def decimal(dtype: str, hex_bits: str) -> str:
+    """A pattern of the report (``0x3c00``) as its shortest decimal in its own format (``1.0``)."""
+    fmt = F.format_by_name(dtype)
+    value = F.from_bits(fmt, np.array([int(hex_bits, 16)], fmt.uint))[0]
+    return str(value)
+
+
+def _q(text: str) -> str:
+    return shlex.quote(str(text))
+
+
+def explain_command(dtype: str, element: dict) -> str:
+    """``sl1conf explain`` for one element: the exact diff, branch, result and every model's bits."""
+    return (f"sl1conf explain --dtype {dtype} --dy {element['dy']} --x1 {element['x1']} "
+            f"--x2 {element['x2']} --beta {element['beta']}")
+
+
+def certify_command(report: dict, dtype: str, variant: str, only: list) -> str:
+    """``sl1conf certify`` rerunning one requirement (and case) on the same implementation and vectors."""
+    inv = report.get("invocation") or {}
+    impl = inv.get("impl") or report["implementation"]["adapter"]
+    prof = report["profile"]
+    where = (f"--platform {_q(inv['platform'])}" if inv.get("platform")
+             else f"--profile {_q(inv.get('profile') or prof['path'])}")
+    parts = ["sl1conf certify --impl", _q(impl), where, "--dtype", dtype, "--variant", variant]
+    vectors = (report.get("vectors") or {}).get(dtype, {}).get("source", "")
+    if inv.get("vectors") and not vectors.startswith("generated"):
+        parts += ["--vectors", _q(vectors)]
+    if report.get("quick"):
+        parts.append("--quick")
+    parts += ["--only", ",".join(only), "--out", _q(f"/tmp/sl1conf-{'-'.join(only)}")]
+    return " ".join(parts)
+
+
+@dataclass
+class Failure:
+    """One failing requirement of one run, with everything needed to see and reproduce it."""
+
+    dtype: str
+    variant: str
+    id: str
+    title: str
+    statement: str
+    checked: int
+    failed: int
+    worst: "dict | None"  # the element, with "x1_decimal" etc. added
+    detail: str  # for requirements about calls, not elements (the first example's detail)
+    commands: list = field(default_factory=list)
+
+
+@dataclass
+class Row:
+    dtype: str
+    variant: str
+    id: str
+    title: str
+    kind: str
+    status: str
+    checked: "int | None"
+    failed: "int | None"
+    worst_ulp: "int | str | None"
+
+
+@dataclass
+class View:
+    report: dict
+    title: str
+    verdict: str
+    failures: list  # Failure, in catalog order per run
+    rows: list  # Row, every requirement of every run
+    observed: list  # (dtype, variant, id, title, observation text)
+    identity: list  # (label, value)
+    errors: list  # (dtype, variant, max ULP, nan mismatches, worst element or None)
+
+
+def _with_decimals(dtype: str, element: dict) -> dict:
+    out = dict(element)
+    for key in ("dy", "x1", "x2", "beta", "expected", "got"):
+        if key in element:
+            out[f"{key}_decimal"] = decimal(dtype, element[key])
+    return out
+
+
+def _observation(req: dict) -> str:
+    obs = req.get("observed")
+    if isinstance(obs, dict):
+        return "; ".join(f"{fam}: " + ", ".join(f"{k} x{v}" for k, v in answers.items())
+                         for fam, answers in obs.items()) or "nothing to record"
+    if isinstance(obs, list):
+        return ", ".join(obs) or "none"
+    return str(obs) if obs is not None else ""
+
+
+def view(report: dict) -> View:
+    impl = report["implementation"]
+    inv = report.get("invocation") or {}
+    name = inv.get("impl") or impl["adapter"]
+    title = f"{name} on {report['profile']['name']}"
+    failures, rows, observed, errors = [], [], [], []
+    for run in report["runs"]:
+        d, v = run["dtype"], run["variant"]
+        err = run.get("errors")
+        if err:
+            worst = err.get("worst")
+            errors.append((d, v, err["max_ulp"], err["nan_mismatches"],
+                           _with_decimals(d, worst) if worst else None))
+        for r in run["requirements"]:
+            worst = r.get("worst")
+            rows.append(Row(d, v, r["id"], r["title"], r["kind"], r["status"], r.get("checked"),
+                            r.get("failed"), worst.get("ulp") if worst else None))
+            if r["id"] in OPEN_REQUIREMENTS and r.get("observed") is not None:
+                observed.append((d, v, r["id"], r["title"], _observation(r)))
+            if r["status"] != "fail":
+                continue
+            examples = r.get("examples") or []
+            f = Failure(d, v, r["id"], r["title"], r["statement"], r.get("checked", 0), r.get("failed", 0),
+                        _with_decimals(d, worst) if worst else None,
+                        "" if worst else (examples[0].get("detail", "") if examples else ""))
+            case = (worst or (examples[0] if examples else {})).get("case")
+            f.commands.append(certify_command(report, d, v, [r["id"]] + ([case] if case else [])))
+            if worst:
+                f.commands.append(explain_command(d, worst))
+            failures.append(f)
+    rows.sort(key=lambda r: STATUS_ORDER.index(r.status) if r.status in STATUS_ORDER else 0)
+    host = report.get("host") or {}
+    identity = [("implementation", name)]
+    for key, label in (("library", "library"), ("sha256", "library SHA-256"), ("symbols", "symbols"),
+                       ("model", "model"), ("isa", "ISA"), ("device", "device"), ("torch", "torch")):
+        if key in impl:
+            value = impl[key]
+            identity.append((label, ", ".join(value) if isinstance(value, list) else str(value)))
+    prof = report["profile"]
+    identity += [("profile", f"{prof['name']}: {prof['title']}"), ("profile file", prof["path"]),
+                 ("profile SHA-256", prof["sha256"])]
+    for dtype, vs in (report.get("vectors") or {}).items():
+        identity.append((f"vectors {dtype}", f"{vs.get('id', '')} ({vs['source']}; {vs['elements']} elements; "
+                                             f"manifest SHA-256 {vs['manifest_sha256']})"))
+    identity += [("suite", f"sl1conf {report['suite_version']}"), ("date", report.get("created", "unknown")),
+                 ("host", ", ".join(f"{k} {v}" for k, v in host.items()) or "unknown")]
+    if report.get("quick"):
+        identity.append(("scope", "--quick: edge families only"))
+    if report.get("only"):
+        identity.append(("scope", "--only " + ",".join(report["only"])))
+    return View(report, title, report["verdict"], failures, rows, observed, identity, errors)
+
+
+def sections(v: View) -> list:
+    """The sections after the requirement table: (heading, note, header, rows), for every format."""
+    out = []
+    if v.errors:
+        out.append(("Largest error of each run",
+                    "Over every element judged, accepted or not, in ULPs from the correctly rounded result.",
+                    ["run", "max ULP", "NaN mismatches", "at input (dy, x1, x2, beta)", "expected", "got"],
+                    [[f"{d} {var}", m, n, f"{w['dy']}, {w['x1']}, {w['x2']}, {w['beta']} (case {w['case']})"
+                      if w else "", w["expected"] if w else "", w["got"] if w else ""]
+                     for d, var, m, n, w in v.errors]))
+    if v.observed:
+        out.append(("Observed where the manual is silent", "", ["run", "id", "what", "observed"],
+                    [[f"{d} {var}", rid, title, text] for d, var, rid, title, text in v.observed]))
+    if v.report.get("waivers"):
+        out.append(("Waivers", "", ["waiver", "matched", "reason"],
+                    [[w["id"], w["matched"], w["reason"]] for w in v.report["waivers"]]))
+    out.append(("What was tested", "", ["", ""], [[k, val] for k, val in v.identity]))
+    return out

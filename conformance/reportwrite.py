@@ -1,1 +1,79 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""Reading a ``report.json`` back and writing every format of a report into its folder.
+
+``report.json`` is the source of truth; ``report.md``, ``report.html`` and ``junit.xml``
+are renderings of it alone, so ``sl1conf report DIR`` can redo them later or elsewhere.
+Reports are checked against the committed schema when read and before they are written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .jsonfiles import read_checked, write_atomic
+from .jsonfiles import validate as check
+
+__all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "load_report", "write_report", "validate"]
+
+SCHEMA_VERSION = 1
+SCHEMA_FILE = "report.schema.json"
+
+
+class ReportError(Exception):
+    """An unusable report file or folder: one line naming it and the problem."""
+
+
+def _json(report: dict) -> str:
+    return json.dumps(report, indent=1) + "\n"
+
+
+def _markdown(report: dict) -> str:
+    from .reportmd import render_markdown
+
+    return render_markdown(report)
+
+
+def _html(report: dict) -> str:
+    from .reporthtml import render_html
+
+    return render_html(report)
+
+
+def _junit(report: dict) -> str:
+    from .junit import render_junit
+
+    return render_junit(report)
+
+
+FORMATS = {"json": ("report.json", _json), "md": ("report.md", _markdown),
+           "html": ("report.html", _html), "junit": ("junit.xml", _junit)}
+"""format name -> (file name in the report folder, renderer)"""
+
+
+def validate(report: dict) -> None:
+    """ReportError unless ``report`` matches the committed schema."""
+    check(report, SCHEMA_FILE, ReportError, "report")
+
+
+def load_report(path) -> dict:
+    """A report from its folder or its ``report.json``, checked against the schema."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "report.json"
+    elif not path.exists():
+        raise ReportError(f"{path}: no such report folder or file")
+    report = read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError)
+    report.setdefault("_path", str(path))
+    return report
+
+
+def write_report(report: dict, out, formats=tuple(FORMATS)) -> list:
+    """Write the formats asked for (all by default) into folder ``out``; each file atomically."""
+    report = {k: v for k, v in report.items() if not k.startswith("_")}
+    validate(report)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"{out} exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    rendered = [(out / FORMATS[f][0], FORMATS[f][1](report)) for f in formats]  # all or nothing
+    return [write_atomic(path, text) for path, text in rendered]

@@ -37,6 +37,8 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import models_for
 
+from . import jsonfiles
+from .jsonfiles import read_checked
 from .vectorcases import Family, VectorCase
 
 __all__ = ["SCHEMA_VERSION", "VectorSetError", "VectorSet", "write", "load", "verify"]
@@ -52,7 +54,7 @@ class VectorSetError(Exception):
 
 def schema() -> dict:
     """The manifest's JSON Schema (conformance/schemas/vector-manifest.schema.json)."""
-    return json.loads((Path(__file__).with_name("schemas") / "vector-manifest.schema.json").read_text())
+    return jsonfiles.schema("vector-manifest.schema.json")
 
 
 def columns_for(fmt: F.Format) -> list[str]:
@@ -237,26 +239,11 @@ class VectorSet:
 
 def load(path) -> VectorSet:
     """Load and check a vector set: schema, versions, checksums, sizes. VectorSetError otherwise."""
-    import jsonschema
-
     root = Path(path)
     mpath = root / "manifest.json"
     if not root.is_dir():
         raise VectorSetError(f"{root}: no such vector set folder")
-    try:
-        manifest = json.loads(mpath.read_text())
-    except FileNotFoundError:
-        raise VectorSetError(f"{mpath}: missing") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise VectorSetError(f"{mpath}: not valid JSON ({exc})") from None
-    version = manifest.get("schema_version") if isinstance(manifest, dict) else None
-    if version != SCHEMA_VERSION:
-        raise VectorSetError(f"{mpath}: unknown schema version {version!r} (this sl1conf reads {SCHEMA_VERSION})")
-    try:
-        jsonschema.validate(manifest, schema())
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
-        raise VectorSetError(f"{mpath}: does not match the schema at {where}: {exc.message}") from None
+    manifest = read_checked(mpath, "vector-manifest.schema.json", SCHEMA_VERSION, VectorSetError)
     fmt = F.format_by_name(manifest["dtype"])
     arrays = {}
     for name, meta in manifest["files"].items():

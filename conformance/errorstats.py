@@ -1,0 +1,91 @@
+"""How far a run's results are from the correctly rounded ones: the data behind the plots.
+
+The largest errors (overall and per bin) leave out the elements accepted only as
+exceptions, bit for bit an accepted model's or an alternative's result beyond the ULP
+budget (an fp16 model that overflows, a documented alternative for beta <= 0): those are
+judged by identity, not by distance, and are counted apart as ``excepted``.
+
+A report must be re-renderable from ``report.json`` alone, so the distributions the
+plots show are stored in it, compactly: per family, a histogram of ULP distances
+(bucketed); and against ``r = (x1 - x2) / beta`` (where the branch boundary lives, at
+r = +-1), per bin of r the number of elements, how many are not exact, and the largest
+ULP distance. ULP distances are those of :func:`formats.ulp_distance` (NaN as a class;
+a NaN against a number is a "nan" mismatch, never a distance). ``r`` is computed in
+binary64 from the exact inputs; it is only a plot coordinate, so its rounding is harmless.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sl1conf.reference import formats as F
+
+__all__ = ["BUCKETS", "RATIO_EDGES", "bucket_of", "ErrorStats"]
+
+BUCKETS = ("0", "1", "2", "3", "4", "5-8", "9-64", "65+", "nan")
+"""ULP-distance buckets of the per-family histograms ("nan": one side NaN, the other not)."""
+_UPPER = np.array([0, 1, 2, 3, 4, 8, 64])  # inclusive upper ends of the numeric buckets but the last
+RATIO_EDGES = [round(-4 + 0.1 * i, 10) for i in range(81)]
+"""Bins of (x1 - x2) / beta from -4 to 4 (0.1 wide); elements outside are counted apart."""
+
+
+def bucket_of(dist: np.ndarray) -> np.ndarray:
+    """Index into BUCKETS for each ULP distance."""
+    idx = np.searchsorted(_UPPER, np.minimum(dist, 1 << 62), side="left")
+    return np.where(dist == F.NAN_MISMATCH, len(BUCKETS) - 1, idx)
+
+
+class ErrorStats:
+    """Accumulates one run's distances; :meth:`entry` is the report's ``errors`` object."""
+
+    def __init__(self):
+        self.hist: dict[str, np.ndarray] = {}
+        nbins = len(RATIO_EDGES) - 1
+        self.elements = np.zeros(nbins, np.int64)
+        self.inexact = np.zeros(nbins, np.int64)
+        self.max_ulp = np.zeros(nbins, np.int64)
+        self.outside = 0  # r outside the edges, or not a number (beta 0, inf, NaN inputs)
+        self.worst_ulp, self.worst_at, self.nan_mismatches, self.excepted = 0, None, 0, 0
+
+    def add(self, family: str, fmt: F.Format, dist: np.ndarray, x1, x2, beta, where, excepted=None) -> None:
+        """``dist``: the distances of one case's written elements; ``x1``, ``x2`` its inputs
+        (bit patterns) and ``beta`` its scalar; ``where`` identifies the case for :attr:`worst_at`.
+        ``excepted``: elements accepted only as an exception (an accepted model's or an
+        alternative's exact bits, beyond the ULP budget); they count in the histogram but
+        not in the largest errors, which would otherwise say nothing about accuracy."""
+        if not dist.size:
+            return
+        counts = np.bincount(bucket_of(dist), minlength=len(BUCKETS))
+        self.hist[family] = self.hist.get(family, 0) + counts
+        real = dist != F.NAN_MISMATCH
+        self.nan_mismatches += int((~real & ~(excepted if excepted is not None else False)).sum())
+        if excepted is not None:
+            self.excepted += int(excepted.sum())
+            real = real & ~excepted
+        if real.any():
+            k = int(np.argmax(np.where(real, dist, -1)))
+            if int(dist[k]) > self.worst_ulp:
+                self.worst_ulp, self.worst_at = int(dist[k]), (where, k)
+        with np.errstate(all="ignore"):
+            a = F.from_bits(fmt, x1[:dist.size]).astype(np.float64)
+            b = F.from_bits(fmt, x2[:dist.size]).astype(np.float64)
+            r = (a - b) / float(F.from_bits(fmt, np.array([beta], fmt.uint))[0])
+        inside = np.isfinite(r) & (r >= RATIO_EDGES[0]) & (r < RATIO_EDGES[-1])
+        self.outside += int((~inside).sum())
+        bins = np.clip(np.searchsorted(RATIO_EDGES, r[inside], side="right") - 1, 0, len(self.elements) - 1)
+        d = dist[inside]
+        np.add.at(self.elements, bins, 1)
+        np.add.at(self.inexact, bins, (d != 0).astype(np.int64))
+        np.maximum.at(self.max_ulp, bins, np.where(real[inside], d, 0))
+
+    def entry(self, worst: "dict | None") -> dict:
+        """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`."""
+        out = {"max_ulp": self.worst_ulp, "nan_mismatches": self.nan_mismatches, "excepted": self.excepted,
+               "buckets": list(BUCKETS),
+               "ulp_histogram": {f: [int(n) for n in c] for f, c in self.hist.items()},
+               "by_ratio": {"edges": RATIO_EDGES, "elements": self.elements.tolist(),
+                            "inexact": self.inexact.tolist(), "max_ulp": self.max_ulp.tolist(),
+                            "outside": self.outside}}
+        if worst is not None:
+            out["worst"] = worst
+        return out

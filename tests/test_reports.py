@@ -1,0 +1,323 @@
+"""Reports: schema, Markdown, HTML (offline, with plots), JUnit, re-rendering, gate and compare.
+
+The reports judged here are real ones: the Cython kernel (passes), the recipmul-fp16 model
+(a native-half order that overflows: fails R01 R02 R03 R06, see test_certify) and the sample
+library with a defect that writes past the end (fails R10 and R13, no element to show).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import shlex
+import xml.etree.ElementTree as ET
+from html.parser import HTMLParser
+from pathlib import Path
+
+import jsonschema
+import numpy as np
+import pytest
+
+from sl1conf.conformance import errorstats
+from sl1conf.conformance.cli import main
+from sl1conf.conformance.junit import render_junit
+from sl1conf.conformance.reportmd import render_markdown
+from sl1conf.reference import formats as F
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = json.loads((ROOT / "conformance" / "schemas" / "report.schema.json").read_text())
+FILES = ("report.json", "report.md", "report.html", "junit.xml")
+
+
+def _certify(out: Path, *argv) -> int:
+    return main(["certify", *argv, "--quick", "--out", str(out)])
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reports")
+    codes = {
+        "pass": _certify(root / "pass", "--impl", "builtin:kernel", "--platform", "ieee"),
+        "fail": _certify(root / "fail", "--impl", "builtin:model:recipmul-fp16", "--platform", "ieee",
+                         "--dtype", "fp16"),
+        "memory": _certify(root / "memory", "--impl", "builtin:sample:WRITE_PAST_END", "--platform", "ft78ne",
+                           "--dtype", "fp32", "--variant", "p"),
+    }
+    assert codes == {"pass": 0, "fail": 1, "memory": 1}
+    return root
+
+
+def load(root: Path, name: str) -> dict:
+    return json.loads((root / name / "report.json").read_text())
+
+
+# --- report.json and its schema ---------------------------------------------------------------
+
+def test_certify_writes_every_format_and_each_json_matches_the_schema(reports):
+    for name in ("pass", "fail", "memory"):
+        assert sorted(p.name for p in (reports / name).iterdir()) == sorted(FILES)
+        jsonschema.validate(load(reports, name), SCHEMA)
+
+
+def test_the_report_identifies_what_was_tested(reports):
+    r = load(reports, "memory")
+    impl = r["implementation"]
+    assert re.fullmatch(r"[0-9a-f]{64}", impl["sha256"]) and Path(impl["library"]).is_file()
+    assert "fp_smoothl1lossgrad_p" in impl["symbols"]
+    assert re.fullmatch(r"[0-9a-f]{64}", r["profile"]["sha256"]) and r["profile"]["name"] == "ft78ne"
+    assert r["invocation"]["impl"] == "builtin:sample:WRITE_PAST_END"
+    assert r["vectors"]["fp32"]["id"].startswith("fp32-seed2026-")
+    assert r["created"][:4].isdigit() and r["host"]["python"]
+
+
+def test_the_schema_rejects_what_it_should():
+    validator = jsonschema.Draft202012Validator(SCHEMA)
+    validator.check_schema(SCHEMA)
+    assert not validator.is_valid({"schema": "sl1conf-report"})
+
+
+@pytest.mark.parametrize("mutate, words", [
+    (lambda r: r["runs"][0]["requirements"][0].update(status="maybe"), "does not match the schema"),
+    (lambda r: r.pop("created"), "'created' is a required property"),
+    (lambda r: r.update(schema_version=99), "unknown schema version 99"),
+])
+def test_report_rejects_a_corrupt_report_in_one_line(reports, tmp_path, capsys, mutate, words):
+    r = load(reports, "pass")
+    mutate(r)
+    (tmp_path / "report.json").write_text(json.dumps(r))
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]  # nothing half-written
+
+
+def test_largest_error_leaves_out_exceptions_and_names_its_input(reports):
+    """The kernel (divmul-fp16) is at most 2 ULP from the correctly rounded result wherever it is
+    not excepted; the worst element it names must really be that far (checked with formats)."""
+    for run in load(reports, "pass")["runs"]:
+        e = run["errors"]
+        assert e["max_ulp"] <= 2 and e["nan_mismatches"] == 0 and e["excepted"] > 0
+        w = e["worst"]
+        fmt = F.format_by_name(run["dtype"])
+        assert int(F.ulp_distance(fmt, np.array(int(w["expected"], 16)), np.array(int(w["got"], 16)))) == e["max_ulp"]
+        assert sum(sum(h) for h in e["ulp_histogram"].values()) == sum(e["by_ratio"]["elements"]) + e["by_ratio"]["outside"]
+
+
+def test_error_buckets_by_hand():
+    dist = np.array([0, 1, 2, 3, 4, 5, 8, 9, 64, 65, 10**9, F.NAN_MISMATCH], np.int64)
+    names = [errorstats.BUCKETS[i] for i in errorstats.bucket_of(dist)]
+    assert names == ["0", "1", "2", "3", "4", "5-8", "5-8", "9-64", "9-64", "65+", "65+", "nan"]
+
+
+def test_ratio_bins_by_hand():
+    """x1 - x2 = 0.5 with beta = 1 falls in the bin [0.5, 0.6); 1.0 in [1.0, 1.1); beta 0 outside."""
+    fmt = F.FP16
+    s = errorstats.ErrorStats()
+    bits = lambda *v: F.to_bits(fmt, np.array(v, np.float16))  # noqa: E731
+    s.add("f", fmt, np.array([0, 3], np.int64), bits(0.5, 1.0), bits(0.0, 0.0), int(bits(1.0)[0]), 0)
+    s.add("f", fmt, np.array([7], np.int64), bits(1.0), bits(0.0), int(bits(0.0)[0]), 1)
+    e = s.entry(None)["by_ratio"]
+    edges = e["edges"]
+    assert e["elements"][edges.index(0.5)] == 1 and e["elements"][edges.index(1.0)] == 1
+    assert e["max_ulp"][edges.index(1.0)] == 3 and e["inexact"][edges.index(0.5)] == 0
+    assert e["outside"] == 1 and s.worst_ulp == 7 and s.worst_at == (1, 0)
+
+
+# --- what a reader sees -------------------------------------------------------------------------
+
+def _first_pass_row(text: str) -> int:
+    m = re.search(r"\| (pass|not-applicable) \||>pass<", text)
+    return m.start() if m else len(text)
+
+
+@pytest.mark.parametrize("name, fname", [("fail", "report.md"), ("fail", "report.html"),
+                                         ("memory", "report.md"), ("memory", "report.html")])
+def test_failures_come_before_any_passing_row(reports, name, fname):
+    """The failing requirement, its worst input (in hex) and its reproduction command are all
+    above the first passing row, so nobody scrolls past passing rows to find them."""
+    r = load(reports, name)
+    text = (reports / name / fname).read_text()
+    limit = _first_pass_row(text)
+    for run in r["runs"]:
+        for q in run["requirements"]:
+            if q["status"] != "fail":
+                continue
+            assert 0 <= text.find(f"{q['id']} {q['title']}") < limit
+            if "worst" in q:
+                assert 0 <= text.find(q["worst"]["got"]) < limit
+                assert 0 <= text.find(f"--only {q['id']},{q['worst']['case']}") < limit
+                assert 0 <= text.find(f"--x1 {q['worst']['x1']}") < limit
+            else:
+                assert 0 <= text.find(f"--only {q['id']}") < limit
+
+
+def test_the_reproduction_commands_reproduce(reports, tmp_path, capsys):
+    r = load(reports, "fail")
+    text = (reports / "fail" / "report.md").read_text()
+    req = next(q for q in r["runs"][0]["requirements"] if q["id"] == "R02")
+    w = req["worst"]
+    commands = re.findall(r"^sl1conf .*$", text, re.M)
+    again = next(c for c in commands if f"--only R02,{w['case']}" in c)
+    argv = shlex.split(again)[1:]
+    argv[argv.index("--out") + 1] = str(tmp_path / "again")
+    capsys.readouterr()
+    assert main(argv) == 1
+    rerun = json.loads((tmp_path / "again" / "report.json").read_text())
+    [run] = rerun["runs"]
+    assert [q["id"] for q in run["requirements"]] == ["R02"] and run["requirements"][0]["worst"] == w
+    explain = next(c for c in commands if c.startswith("sl1conf explain") and f"--x1 {w['x1']}" in c)
+    assert main(shlex.split(explain)[1:]) == 0
+    assert w["expected"] in capsys.readouterr().out
+
+
+class _Refs(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags, self.refs = [], []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.refs += [v for k, v in attrs if k in ("src", "href", "xlink:href", "action", "data") and v]
+
+
+@pytest.mark.parametrize("name", ["pass", "fail"])
+def test_html_is_self_contained_and_has_its_plots(reports, name):
+    html = (reports / name / "report.html").read_text()
+    p = _Refs()
+    p.feed(html)
+    assert "script" not in p.tags and "link" not in p.tags and "img" not in p.tags and "iframe" not in p.tags
+    assert all(ref.startswith("#") for ref in p.refs), p.refs  # only in-page references (SVG clip paths)
+    assert "@import" not in html and not re.search(r"url\((?!#)", html)
+    runs = load(reports, name)["runs"]
+    assert p.tags.count("svg") == 2 + len(runs)  # matrix, error against diff/beta, one histogram per run
+    assert "requirement status per run" in html and "error against diff / beta" in html
+    for run in runs:
+        assert f"{run['dtype']} {run['variant']}: ULP error per family" in html
+
+
+def test_junit_parses_and_counts(reports):
+    for name in ("pass", "fail", "memory"):
+        r = load(reports, name)
+        root = ET.parse(reports / name / "junit.xml").getroot()
+        assert root.tag == "testsuites"
+        cases = root.findall(".//testcase")
+        failures = root.findall(".//testcase/failure")
+        assert int(root.get("tests")) == len(cases) and int(root.get("failures")) == len(failures)
+        failing = {(run["dtype"], run["variant"], q["id"]) for run in r["runs"] for q in run["requirements"]
+                   if q["status"] == "fail"}
+        top = [tc for tc in cases if "[" not in tc.get("name") and tc.find("failure") is not None]
+        assert len(top) == len(failing)
+        assert len(root.findall(".//testcase/skipped")) >= sum(
+            q["status"] == "not-applicable" for run in r["runs"] for q in run["requirements"])
+    root = ET.parse(reports / "fail" / "junit.xml").getroot()
+    r02 = next(tc for tc in root.iter("testcase") if tc.get("name") == "R02 boundary")
+    worst = next(q for q in load(reports, "fail")["runs"][0]["requirements"] if q["id"] == "R02")["worst"]
+    assert worst["x1"] in r02.find("failure").get("message")
+    assert "sl1conf certify" in r02.find("failure").text
+
+
+def test_report_renders_from_report_json_alone(reports, tmp_path, capsys):
+    src = reports / "fail"
+    (tmp_path / "report.json").write_bytes((src / "report.json").read_bytes())
+    assert main(["report", str(tmp_path)]) == 0
+    for f in FILES[1:]:
+        assert (tmp_path / f).read_text() == (src / f).read_text(), f
+    other = tmp_path / "only-md"
+    assert main(["report", str(tmp_path / "report.json"), "--format", "md", "--out", str(other)]) == 0
+    assert [p.name for p in other.iterdir()] == ["report.md"]
+
+
+# --- gate and compare ---------------------------------------------------------------------------
+
+def _write(tmp_path, name, report) -> str:
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(report))
+    return str(path)
+
+
+def test_gate_passes_an_unchanged_report(reports, capsys):
+    assert main(["gate", str(reports / "pass"), "--baseline", str(reports / "pass")]) == 0
+    assert "no regression" in capsys.readouterr().out
+
+
+def test_gate_stops_a_planted_regression(reports, tmp_path, capsys):
+    old = load(reports, "pass")
+    new = copy.deepcopy(old)
+    req = new["runs"][1]["requirements"][3]  # R04 of the second run: passed, now fails
+    req.update(status="fail", failed=1)
+    assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 1
+    out = capsys.readouterr().out
+    run = new["runs"][1]
+    assert f"REGRESSION {run['dtype']} {run['variant']} R04 {req['title']}: pass -> FAIL" in out
+    assert out.count("REGRESSION") == 1
+
+
+def test_gate_stops_a_larger_worst_error_and_a_missing_run(reports, tmp_path, capsys):
+    old = load(reports, "pass")
+    new = copy.deepcopy(old)
+    new["runs"][0]["errors"]["max_ulp"] += 1
+    del new["runs"][-1]
+    assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 1
+    out = capsys.readouterr().out
+    assert "largest error grew" in out and "the run is missing" in out
+
+
+def test_gate_lets_improvements_through(reports, capsys):
+    """Baseline: the failing model; new: the kernel on the same fp16 runs. Only improvements."""
+    assert main(["gate", str(reports / "pass"), "--baseline", str(reports / "fail")]) == 0
+    out = capsys.readouterr().out
+    assert "improved" in out and "REGRESSION" not in out
+
+
+def test_gate_on_real_reports_finds_the_regression(reports, capsys):
+    assert main(["gate", str(reports / "fail"), "--baseline", str(reports / "pass")]) == 1
+    out = capsys.readouterr().out
+    assert "R02 boundary: pass -> FAIL" in out
+
+
+@pytest.mark.parametrize("argv", [["gate", "/nonexistent", "--baseline", "/nonexistent"],
+                                  ["gate", "X"], ["compare"], ["report", "/nonexistent/dir"]])
+def test_bad_usage_is_one_line_and_exit_2(argv, capsys):
+    assert main(argv) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_compare_puts_reports_side_by_side(reports, tmp_path, capsys):
+    names = ["pass", "fail", "memory"]
+    assert main(["compare", *(str(reports / n) for n in names)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert header[1:] == ["builtin:kernel on ieee", "builtin:model:recipmul-fp16 on ieee",
+                          "builtin:sample:WRITE_PAST_END on ft78ne"]
+    rows = {row[0]: row[1:] for row in ([c.strip() for c in ln.strip("|").split("|")] for ln in lines[2:])}
+    assert rows["verdict"] == ["PASS", "FAIL", "FAIL"]
+    assert rows["R02 boundary"][:2] == ["pass", "FAIL"]
+    assert rows["R10 no-write-outside"][2] == "FAIL" and rows["R10 no-write-outside"][0] == "n/a"
+    out = tmp_path / "matrix.html"
+    assert main(["compare", *(str(reports / n) for n in names), "--format", "html", "--out", str(out)]) == 0
+    assert "<table>" in out.read_text()
+
+
+# --- the committed reports ----------------------------------------------------------------------
+
+COMMITTED = sorted(p.parent for p in (ROOT / "reports").glob("*/report.json"))
+
+
+def test_the_committed_reports_cover_every_implementation_and_profile():
+    names = {p.name for p in COMMITTED}
+    for impl in ("kernel", "sample", "torch-cpu"):
+        for platform in ("ieee", "ft78ne", "mt7004"):
+            assert f"{impl}-{platform}" in names
+    index = (ROOT / "reports" / "README.md").read_text()
+    for p in COMMITTED:
+        assert f"]({p.name}/report.md)" in index
+
+
+@pytest.mark.parametrize("folder", COMMITTED, ids=lambda p: p.name)
+def test_each_committed_report_is_valid_and_its_renderings_are_current(folder):
+    report = json.loads((folder / "report.json").read_text())
+    jsonschema.validate(report, SCHEMA)
+    assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
+    assert (folder / "report.md").read_text() == render_markdown(report)
+    assert (folder / "junit.xml").read_text() == render_junit(report)
