@@ -28,7 +28,7 @@ def _case(suite, classname: str, name: str, status: str, message: str = "", text
 
 def render_junit(report: dict) -> str:
     v = view(report)
-    failures = {(f.dtype, f.variant, f.id): f for f in v.failures}
+    failures = {(f.dtype, var, f.id): f for f in v.failures for var in f.variants}
     observed = {(d, var, rid): text for d, var, rid, _, text in v.observed}
     root = ET.Element("testsuites", name=f"sl1conf: {v.title}")
     total = {"tests": 0, "failures": 0, "skipped": 0}

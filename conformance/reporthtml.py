@@ -24,7 +24,7 @@ h3{font-size:15px;margin:14px 0 6px}
 .not-applicable{background:#9e9e9e}
 .failure{border:2px solid #c62828;border-radius:6px;padding:8px 14px;margin:10px 0;background:#fff6f6}
 .statement{color:#555;font-style:italic}
-pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12.5px;white-space:pre-wrap;word-break:break-all}
+pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12.5px;white-space:pre-wrap;overflow-wrap:anywhere}
 code{font-size:12.5px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0} th,td{border:1px solid #ddd;padding:3px 8px;
 text-align:left;vertical-align:top} th{background:#f4f4f4}
@@ -51,10 +51,11 @@ def _table(header: list, rows: list, raw_cols=()) -> str:
 
 def _element(e: dict) -> str:
     distance = "NaN against a number" if e["ulp"] == "nan-mismatch" else f"{e['ulp']} ULP"
-    rows = [[name, e[f"{name}_decimal"], f"<code>{escape(e[name])}</code>"]
-            for name in ("dy", "x1", "x2", "beta", "expected", "got")]
+    names = ("dy", "x1", "x2", "beta", "expected", "got")
+    rows = [["decimal", *(escape(e[f"{n}_decimal"]) for n in names)],
+            ["bits", *(f"<code>{escape(e[n])}</code>" for n in names)]]
     return (f"<p>Worst input: case {escape(str(e['case']))}, element {e['element']}: "
-            f"<b>{escape(distance)}</b></p>" + _table(["", "decimal", "bits"], rows, raw_cols=(2,)))
+            f"<b>{escape(distance)}</b></p>" + _table(["", *names], rows, raw_cols=range(1, 7)))
 
 
 def render_html(report: dict) -> str:
@@ -68,7 +69,7 @@ def render_html(report: dict) -> str:
         parts.append(f"<h2>Failures ({len(v.failures)})</h2>")
         for f in v.failures:
             parts.append('<div class="failure">'
-                         f"<h3>{escape(f.id)} {escape(f.title)}: {escape(f.dtype)} {escape(f.variant)}, "
+                         f"<h3>{escape(f.id)} {escape(f.title)}: {escape(f.where)}, "
                          f"{f.failed} of {f.checked} failed</h3>"
                          f'<p class="statement">{escape(f.statement)}</p>')
             if f.worst:

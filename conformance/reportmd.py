@@ -42,7 +42,7 @@ def render_markdown(report: dict) -> str:
     if v.failures:
         out += [f"## Failures ({len(v.failures)})", ""]
         for f in v.failures:
-            out += [f"### {f.id} {f.title}: {f.dtype} {f.variant}, {f.failed} of {f.checked} failed", "",
+            out += [f"### {f.id} {f.title}: {f.where}, {f.failed} of {f.checked} failed", "",
                     f"> {f.statement}", ""]
             if f.worst:
                 out += ["Worst input:", *_element(f.worst), ""]

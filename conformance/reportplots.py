@@ -114,8 +114,13 @@ def ratio_svg(runs: list) -> str:
     ax.set_ylabel("largest ULP error in the bin", fontsize=8)
     ax2.set_ylabel("share of elements not exact", fontsize=8)
     ax2.set_ylim(0, 1.05)
+    from matplotlib.ticker import FuncFormatter
+
+    top = max(max(max(r["errors"]["by_ratio"]["max_ulp"] or [0]) for r in runs), 4)
     ax.set_yscale("symlog", linthresh=4)  # 0..4 ULP linear (the budgets), larger errors compressed
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, top * 1.4)
+    ax.set_yticks([t for t in (0, 1, 2, 3, 4, *(10 ** k for k in range(1, 10))) if t <= top * 1.4])
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
     lines = ax.get_legend_handles_labels()
     lines2 = ax2.get_legend_handles_labels()
     ax.legend(lines[0] + lines2[0], lines[1] + lines2[1], fontsize=7, loc="upper left")

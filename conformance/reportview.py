@@ -72,6 +72,11 @@ class Failure:
     worst: "dict | None"  # the element, with "x1_decimal" etc. added
     detail: str  # for requirements about calls, not elements (the first example's detail)
     commands: list = field(default_factory=list)
+    variants: list = field(default_factory=list)  # the variants failing the same way (first: the one run)
+
+    @property
+    def where(self) -> str:
+        return f"{self.dtype} {' and '.join(self.variants)}"
 
 
 @dataclass
@@ -92,7 +97,7 @@ class View:
     report: dict
     title: str
     verdict: str
-    failures: list  # Failure, in catalog order per run
+    failures: list  # Failure, in catalog order per run; variants failing alike share one
     rows: list  # Row, every requirement of every run
     observed: list  # (dtype, variant, id, title, observation text)
     identity: list  # (label, value)
@@ -146,6 +151,12 @@ def view(report: dict) -> View:
             f.commands.append(certify_command(report, d, v, [r["id"]] + ([case] if case else [])))
             if worst:
                 f.commands.append(explain_command(d, worst))
+            same = next((g for g in failures if (g.dtype, g.id, g.worst, g.detail, g.failed, g.checked)
+                         == (f.dtype, f.id, f.worst, f.detail, f.failed, f.checked)), None)
+            if same is not None:  # the other variant failing the same way: one block, not two
+                same.variants.append(v)
+                continue
+            f.variants.append(v)
             failures.append(f)
     rows.sort(key=lambda r: STATUS_ORDER.index(r.status) if r.status in STATUS_ORDER else 0)
     host = report.get("host") or {}
