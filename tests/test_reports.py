@@ -321,3 +321,23 @@ def test_each_committed_report_is_valid_and_its_renderings_are_current(folder):
     assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
     assert (folder / "report.md").read_text() == render_markdown(report)
     assert (folder / "junit.xml").read_text() == render_junit(report)
+
+
+# --- observed behaviour ---------------------------------------------------------------------------
+
+def _observed(report, rid):
+    return [q["observed"] for run in report["runs"] for q in run["requirements"] if q["id"] == rid]
+
+
+def test_observations_name_the_open_questions(reports, tmp_path):
+    """R16 files acceptable cases under the question they ask (beta = 0, beta < 0, core_mask = 0);
+    R06 tells flushing from gradual underflow, and the flush-to-zero oracle is seen flushing."""
+    r16 = _observed(load(reports, "pass"), "R16")
+    assert all({"beta = 0", "beta < 0"} <= set(o) for o in r16)
+    assert any("core_mask = 0" in o for o in r16)
+    assert all(not o.startswith("flush-to-zero") for o in _observed(load(reports, "pass"), "R06"))
+    # (it fails R02/R03 there: reading subnormal inputs as zeros moves boundaries; R06 is what counts)
+    assert _certify(tmp_path / "ftz", "--impl", "builtin:oracle-ftz", "--platform", "mt7004", "--dtype", "fp32",
+                    "--variant", "p") in (0, 1)
+    [r06] = _observed(json.loads((tmp_path / "ftz" / "report.json").read_text()), "R06")
+    assert r06.startswith("flush-to-zero")
