@@ -107,7 +107,7 @@ from sl1conf.reference.formats import Format
 __all__ = [
     "FamilySpec", "FAMILIES", "FAMILY_NAMES", "family_by_name", "generate",
     "VECTOR_WIDTHS", "MAX_TABLE_LENGTH", "required_lengths", "COMPACT_LENGTHS", "CORE_MASKS", "LARGE_LENGTH",
-    "ALTERNATIVE_NOTES",
+    "ALTERNATIVE_NOTES", "finish_case",
 ]
 
 VECTOR_WIDTHS = (4, 8, 16, 32, 64)
@@ -443,6 +443,11 @@ def _finish(fmt: Format, case: VectorCase) -> VectorCase:
                          "self-test demands nothing written")
     case.flags = tuple(dict.fromkeys(flags))
     return case
+
+
+finish_case = _finish
+"""Public name of the rules every vector case goes through (flags, acceptable alternatives):
+the fuzzer's saved cases get them as the generated families' do."""
 
 
 def _case(fmt: Format, dy, x1, x2, beta: int, flags, **kw) -> VectorCase:

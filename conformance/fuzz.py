@@ -1,1 +1,426 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""Fuzzing campaigns: numpy-random batches, each a pure function of (seed, batch index).
+
+Why batches by seed: batch ``k`` is drawn from ``SeedSequence(seed, spawn_key=(k,))`` (the
+``k``-th child of the campaign's seed), so any batch is replayed from two numbers, shards
+(``--shard I/N``) own disjoint batch indices, and local processes, a Dask cluster or N CI
+jobs all cover exactly the same work for the same seed.
+
+Why the checks are certify's: every element is judged by ``engine.judge_elements`` (the
+correctly rounded result within the profile's ULP budget, an accepted model, an open
+alternative, flush-to-zero where allowed), only after the fast oracle says it is not the
+correctly rounded result bit for bit, so an honest implementation costs one oracle call per
+batch. Crashes, hangs, memory the call should not touch, core_mask dependence and repeated
+calls that differ are findings too. Findings are deduplicated by :func:`key` (what failed,
+where and on what kind of value), so a systematic defect yields a handful of findings.
+"""
+
+from __future__ import annotations
+
+import atexit
+import concurrent.futures as cf
+import dataclasses
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+
+from sl1conf.adapters.base import Adapter, Case, Outcome
+from sl1conf.reference import fast_oracle
+from sl1conf.reference import formats as F
+from sl1conf.reference.models import accepted_models
+
+from .engine import judge_elements
+from .profiles import Profile
+from .sampling import hard_batch, random_batch
+from .shards import Shard, parse_shard
+
+__all__ = ["Campaign", "Finding", "BatchResult", "Result", "batch_seed", "make_batch", "check_cases",
+           "run_batch", "run", "key_text", "SHORT"]
+
+BATCH_ELEMENTS = 1 << 16
+"""Elements of a batch's long case, per dtype and variant (a little less: the tail varies)."""
+TAIL_LENGTHS = range(1, 18)
+"""Every batch holds one case of each of these lengths: tails of every vector width up to 16."""
+EXTRA_LENGTHS = 4  # and this many random lengths from 18 to 1100
+HARD_FP32 = 1100  # longest fp32 case drawn from sampling.hard_batch
+SHORT = 64
+"""Cases up to this length are 'short': they get the core_mask and determinism checks, and
+failures on them are keyed apart from failures on long cases (length-dependent defects)."""
+
+
+@dataclass(frozen=True)
+class Campaign:
+    """What a campaign is; everything a batch depends on, so a batch is replayable."""
+
+    impl: str
+    platform: str
+    dtypes: tuple
+    variants: tuple
+    seed: int
+    batch_elements: int = BATCH_ELEMENTS
+    batches: Optional[int] = None  # batches of the whole campaign (all shards); None: run for `seconds`
+    seconds: Optional[float] = None
+    shard: str = "1/1"
+
+    @property
+    def shard_range(self) -> Shard:
+        return parse_shard(self.shard)
+
+    def identity(self) -> dict:
+        """What two outputs must share to be parts of one campaign (all but the shard index)."""
+        d = dataclasses.asdict(self)
+        d.pop("shard"), d.pop("seconds")
+        d["dtypes"], d["variants"] = list(self.dtypes), list(self.variants)
+        d["shards"] = self.shard_range.count
+        return d
+
+    def to_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "dtypes": list(self.dtypes), "variants": list(self.variants)}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Campaign":
+        fields = {f.name for f in dataclasses.fields(cls)}
+        d = {k: v for k, v in d.items() if k in fields}
+        return cls(**{**d, "dtypes": tuple(d["dtypes"]), "variants": tuple(d["variants"])})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One failure on one case of a batch: ``kind`` is element, crash, timeout, error, memory,
+    inputs-changed, core-mask or determinism; ``element`` the first failing element."""
+
+    kind: str
+    case: int
+    key: tuple
+    element: Optional[int] = None
+    detail: str = ""
+    batch: Optional[int] = None
+
+
+@dataclass
+class BatchResult:
+    batch: int
+    elements: int
+    cases: int
+    findings: list
+    seconds: float
+
+
+@dataclass
+class Result:
+    """A campaign's outcome: what ran and the first finding of every key (lowest batch first)."""
+
+    batches: list = field(default_factory=list)
+    elements: int = 0
+    cases: int = 0
+    findings: int = 0  # every finding, before deduplication
+    first: dict = field(default_factory=dict)  # key -> Finding
+    seconds: float = 0.0
+
+    def add(self, r: BatchResult) -> None:
+        self.batches.append(r.batch)
+        self.elements += r.elements
+        self.cases += r.cases
+        self.findings += len(r.findings)
+        for f in r.findings:
+            old = self.first.get(f.key)
+            if old is None or (f.batch, f.case) < (old.batch, old.case):
+                self.first[f.key] = f
+
+    @property
+    def rate(self) -> float:
+        return self.elements / self.seconds if self.seconds > 0 else 0.0
+
+    def distinct(self) -> list:
+        """The first finding of each key, in the order they were found (batch, case)."""
+        return sorted(self.first.values(), key=lambda f: (f.batch, f.case, f.element or 0, f.key))
+
+
+# ------------------------------------------------------------------ batches by seed
+
+def batch_seed(seed: int, k: int) -> np.random.SeedSequence:
+    """Batch ``k``'s seed: the ``k``-th child of ``SeedSequence(seed)`` (``spawn_key=(k,)``)."""
+    return np.random.SeedSequence(seed, spawn_key=(k,))
+
+
+def _draw(fmt: F.Format, n: int, rng: np.random.Generator):
+    """Boundary-weighted inputs: sampling's mixtures, hard ties, or the hypothesis strategies'
+    decoding of random bytes (specials, +-beta, overflow, underflow)."""
+    from .strategies import decode_batch
+
+    u = rng.random()
+    if u < 0.2:
+        return decode_batch(fmt.name, rng.bytes(8 + n * (6 + 3 * fmt.dtype.itemsize)))
+    # hard ties send most fp32 elements to the exact (slow) fallback: short cases only there
+    b = hard_batch(fmt, n, rng) if u < 0.45 and (fmt is F.FP16 or n <= HARD_FP32) else random_batch(fmt, n, rng)
+    return b.dy, b.x1, b.x2, b.beta
+
+
+def make_batch(campaign: Campaign, profile: Profile, k: int) -> list[Case]:
+    """Batch ``k``: for every dtype and variant, one long case, one of each tail length and a
+    few random lengths; shared-variant cases under random core masks of the profile's cores."""
+    rng = np.random.default_rng(batch_seed(campaign.seed, k))
+    full, cases = profile.core_mask, []
+    for dtype in campaign.dtypes:
+        fmt = F.format_by_name(dtype)
+        for variant in campaign.variants:
+            long_n = max(1, campaign.batch_elements - int(rng.integers(0, 64)))
+            extra = rng.integers(18, 1100, EXTRA_LENGTHS)
+            for n in (long_n, *TAIL_LENGTHS, *extra.tolist()):
+                dy, x1, x2, beta = _draw(fmt, int(n), rng)
+                mask = full
+                if variant == "s" and rng.random() < 0.5:
+                    mask = int(rng.integers(1, full + 1))
+                cases.append(Case(dtype, dy, x1, x2, beta, variant=variant, core_mask=mask,
+                                  id=f"{k}.{len(cases)}"))
+    return cases
+
+
+# ------------------------------------------------------------------ checking
+
+def twin_mask(case: Case, full: int) -> Optional[int]:
+    """The other core_mask a short shared-variant case is run under (None: nothing to compare)."""
+    other = full if case.core_mask != full else full & -full
+    return None if other == case.core_mask else other
+
+
+def _classes(fmt: F.Format, case: Case, idx: np.ndarray) -> list[tuple]:
+    """(branch, value kind) of elements: what a failure is keyed by beside its kind."""
+    _, x1, x2, beta = case.floats()
+    with np.errstate(all="ignore"):  # signalling NaNs raise "invalid" when widened
+        d = x1[idx].astype(np.float64) - x2[idx].astype(np.float64)
+        beta = float(beta)
+    branch = np.where(np.isnan(d) | np.isnan(beta), "nan", np.where(d > beta, "gt", np.where(d < -beta, "lt", "mid")))
+    bits = [a[idx] for a in (case.dy, case.x1, case.x2)]
+    special = np.logical_or.reduce([(b & fmt.exp_mask) == fmt.exp_mask for b in bits])
+    sub = np.logical_or.reduce([((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0) for b in bits])
+    zero = np.logical_or.reduce([(b & ~np.array(fmt.sign_mask, fmt.uint)) == 0 for b in bits])
+    kind = np.where(special, "special", np.where(sub, "subnormal", np.where(zero, "zero", "normal")))
+    return list(zip(branch.tolist(), kind.tolist()))
+
+
+def _beta_class(fmt: F.Format, beta: int) -> str:
+    cls, sign = F.classify(fmt, beta)
+    return ("-" if sign else "+") + cls.value
+
+
+def key(kind: str, case: Case, *extra) -> tuple:
+    """The deduplication key: kind, dtype, variant, short or long, then value classes."""
+    return (kind, case.dtype, case.variant, "short" if case.n <= SHORT else "long", *extra)
+
+
+def key_text(k: tuple) -> str:
+    return "/".join(map(str, k))
+
+
+def judge_call(profile: Profile, case: Case, got: np.ndarray) -> np.ndarray:
+    """Accepted elements of ``got`` (the written elements): certify's judgement, evaluated only
+    where the result is not the correctly rounded one, and the open alternatives (the vector
+    families' rules) only for what is still not accepted."""
+    from .families import finish_case  # the rules that give vector cases their alternatives
+    from .vectorcases import VectorCase
+
+    fmt, w = case.format, case.elements_written
+    dy, x1, x2, beta = case.floats()
+    args = (dy[:w], x1[:w], x2[:w])
+    oracle = fast_oracle.smoothl1lossgrad(*args, beta).view(fmt.uint)
+    ok = F.same_result(fmt, got, oracle)
+    idx = np.flatnonzero(~ok)
+    if not idx.size:
+        return ok
+
+    def judged(at, alternatives=None):
+        sub = [a[at] for a in args]
+        models = {m.name: np.asarray(m(*sub, beta), fmt.dtype).view(fmt.uint) for m in accepted_models(fmt)}
+        ftz = fast_oracle.smoothl1lossgrad(*sub, beta, flush_subnormals=True).view(fmt.uint)
+        return judge_elements(fmt, profile, got[at], oracle[at], ftz, models, alternatives).ok
+
+    ok[idx] = judged(idx)
+    rest = np.flatnonzero(~ok)
+    if rest.size:
+        # alternatives of the whole call where it is short (as its saved vector case will have them)
+        at = np.arange(w) if w <= 4096 else rest
+        vc = finish_case(fmt, VectorCase(case.dy[at], case.x1[at], case.x2[at], case.beta, variant=case.variant,
+                                     core_mask=case.core_mask))
+        pos = np.searchsorted(at, rest)
+        ok[rest] = judged(rest, {name: alt[pos] for name, alt in vc.alternatives.items()})
+    return ok
+
+
+def _call_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Finding]:
+    if o.status == "unsupported":
+        return []
+    if o.status != "ok":
+        return [Finding(o.status, i, key(o.status, case), detail=o.detail)]
+    out = []
+    if o.wrote_outside or o.fault:
+        out.append(Finding("memory", i, key("memory", case), detail=o.fault or "wrote next to an array"))
+    if o.inputs_changed:
+        out.append(Finding("inputs-changed", i, key("inputs-changed", case),
+                           detail=f"changed {', '.join(o.inputs_changed)}"))
+    w = case.elements_written
+    if not np.array_equal(o.out[w:], case.initial_out()[w:]):
+        out.append(Finding("memory", i, key("memory", case), detail="wrote past length in dx1"))
+    ok = judge_call(profile, case, o.out[:w])
+    bad = np.flatnonzero(~ok)
+    if bad.size:
+        fmt = case.format
+        beta_class = _beta_class(fmt, case.beta)
+        seen = {}
+        for e, cls in zip(bad.tolist(), _classes(fmt, case, bad)):
+            seen.setdefault(cls, e)
+        for cls, e in seen.items():
+            out.append(Finding("element", i, key("element", case, *cls, beta_class), element=e,
+                               detail=f"{int(bad.size)} of {w} elements not accepted"))
+    return out
+
+
+def check_cases(adapter: Adapter, profile: Profile, cases: list[Case]) -> list[Finding]:
+    """Every finding on ``cases``: each call judged, short shared-variant calls run again under
+    another core_mask (the same bits expected), the first short call run twice (determinism)."""
+    extra, twins = [], {}
+    for i, c in enumerate(cases):
+        m = twin_mask(c, profile.core_mask) if c.variant == "s" and c.n <= SHORT else None
+        if m is not None:
+            twins[i] = len(cases) + len(extra)
+            extra.append(dataclasses.replace(c, core_mask=m))
+    repeat = next((i for i, c in enumerate(cases) if c.n <= SHORT), None)
+    if repeat is not None:
+        extra.append(cases[repeat])
+    outcomes = adapter.run([*cases, *extra])
+    findings = []
+    for i, (c, o) in enumerate(zip(cases, outcomes)):
+        findings += _call_findings(profile, i, c, o)
+    fmt_of = lambda i: cases[i].format  # noqa: E731
+    for i, j in twins.items():
+        a, b = outcomes[i], outcomes[j]
+        if a.status == b.status == "ok" and not F.same_result(fmt_of(i), a.out, b.out).all():
+            findings.append(Finding("core-mask", i, key("core-mask", cases[i]),
+                                    detail=f"core_mask {cases[i].core_mask:#x} and {extra[j - len(cases)].core_mask:#x} "
+                                           "give different bits"))
+    if repeat is not None:
+        a, b = outcomes[repeat], outcomes[-1]
+        if a.status == b.status == "ok" and not np.array_equal(a.out, b.out):
+            findings.append(Finding("determinism", repeat, key("determinism", cases[repeat]),
+                                    detail="a repeated call gave different bits"))
+    return findings
+
+
+def run_batch(campaign: Campaign, profile: Profile, adapter: Adapter, k: int) -> BatchResult:
+    """Draw batch ``k``, check it, keep the first finding of each key."""
+    t0 = time.perf_counter()
+    cases = make_batch(campaign, profile, k)
+    first = {}
+    for f in check_cases(adapter, profile, cases):
+        first.setdefault(f.key, dataclasses.replace(f, batch=k))
+    return BatchResult(k, sum(c.n for c in cases), len(cases), list(first.values()), time.perf_counter() - t0)
+
+
+# ------------------------------------------------------------------ driving
+
+_CACHE: dict = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _close_cached() -> None:
+    with _CACHE_LOCK:
+        for adapter, _ in _CACHE.values():
+            adapter.close()
+        _CACHE.clear()
+
+
+atexit.register(_close_cached)
+
+
+def batch_task(campaign: Campaign, k: int) -> BatchResult:
+    """One batch in a worker (a local process or a Dask worker's thread): the adapter and the
+    profile are loaded once per process and thread, and kept."""
+    from sl1conf.adapters import load
+
+    from .profiles import load_profile
+
+    slot = (campaign.impl, campaign.platform, threading.get_ident())
+    with _CACHE_LOCK:
+        got = _CACHE.get(slot)
+    if got is None:
+        got = (load(campaign.impl), load_profile(campaign.platform))
+        with _CACHE_LOCK:
+            _CACHE[slot] = got
+    adapter, profile = got
+    return run_batch(campaign, profile, adapter, k)
+
+
+def batch_indices(campaign: Campaign):
+    """The batch indices this shard runs, in order (endless when the campaign runs for a time)."""
+    shard = campaign.shard_range
+    if campaign.batches is not None:
+        return iter(shard.items(0, campaign.batches))
+    return (k for k in itertools.count(shard.index - 1, shard.count))
+
+
+def run(campaign: Campaign, *, adapter: "Adapter | None" = None, profile: "Profile | None" = None,
+        executor: "cf.Executor | None" = None, in_flight: int = 2,
+        progress: "Callable[[Result], None] | None" = None) -> Result:
+    """Run the campaign's batches: in this process with ``adapter`` and ``profile``, or through
+    ``executor`` (a spawn process pool, a Dask client's executor) with ``in_flight`` batches
+    submitted at a time. Stops after ``campaign.batches`` or ``campaign.seconds``."""
+    result, t0 = Result(), time.perf_counter()
+    deadline = t0 + campaign.seconds if campaign.seconds is not None else None
+    more = lambda: deadline is None or time.perf_counter() < deadline  # noqa: E731
+    todo = batch_indices(campaign)
+
+    def done(r: BatchResult) -> None:
+        result.add(r)
+        result.seconds = time.perf_counter() - t0
+        if progress:
+            progress(result)
+
+    if executor is None:
+        for k in todo:
+            if not more():
+                break
+            done(run_batch(campaign, profile, adapter, k))
+    else:
+        pending = set()
+        try:
+            while True:
+                while len(pending) < in_flight and more():
+                    k = next(todo, None)
+                    if k is None:
+                        break
+                    pending.add(executor.submit(batch_task, campaign, k))
+                if not pending:
+                    break
+                finished, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                for fut in finished:
+                    done(fut.result())
+        finally:
+            for fut in pending:
+                fut.cancel()
+    result.seconds = time.perf_counter() - t0
+    result.batches.sort()
+    return result
+
+
+# ------------------------------------------------------------------ shrinking a finding
+
+def same_failure(adapter: Adapter, profile: Profile, finding: Finding) -> Callable[[Case], Optional[Finding]]:
+    """The shrinker's predicate: a finding of the same kind on the case (for a wrong result,
+    on the same branch of the formula), or None."""
+    def fails(case: Case) -> Optional[Finding]:
+        for f in check_cases(adapter, profile, [case]):
+            if f.kind == finding.kind and (f.kind != "element" or f.key[4] == finding.key[4]):
+                return f
+        return None
+    return fails
+
+
+def shrink(campaign: Campaign, profile: Profile, adapter: Adapter, finding: Finding) -> tuple[Case, Finding]:
+    """The smallest call that still fails as ``finding`` did (its batch drawn again from its seed)."""
+    from .minimize import minimize
+
+    case = make_batch(campaign, profile, finding.batch)[finding.case]
+    return minimize(case, finding, same_failure(adapter, profile, finding), finding.element)

@@ -1,5 +1,495 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""``sl1conf fuzz``: run a campaign, merge shards' outputs, replay one batch.
+
+An output folder holds ``summary.json`` (the campaign, the batches run, elements, failures,
+throughput, the implementation) and, per dtype with failures, ``vectors-<dtype>/``: the
+minimized failures as a vector set in the standard format, which ``sl1conf certify
+--vectors`` runs. Writes are atomic (vector sets first, the summary last); a folder is
+reused only if it is empty or a previous output of the same campaign, other folders need
+``--force`` (and then only our own files are replaced). docs/fuzzing.md is the user's guide.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import secrets
+import shlex
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from sl1conf.reference import fast_oracle
+from sl1conf.reference import formats as F
+
+from . import fuzz as Z
+
+SCHEMA = "sl1conf-fuzz"
+SCHEMA_VERSION = 1
+REGRESSIONS = (100, "fuzz-regressions", "Failures found by sl1conf fuzz, each minimized to the shortest call "
+                                        "and the simplest values that still fail.")
+CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data under two core masks gives "
+                                "different bits (compared by certify's R09).")
+MAX_CASES = 20
+
+__all__ = ["register"]
+
+
+class _Error(Exception):
+    """One line for the user (turned into cli.UsageError)."""
 
 
 def register(sub, common) -> None:
-    """Add this module's subcommands to the ``sl1conf`` parser (see cli.build_parser)."""
+    """Add ``sl1conf fuzz`` (with the actions merge and replay) to the parser."""
+    p = sub.add_parser(
+        "fuzz", help="fuzz an implementation; save every failure as a minimized regression vector",
+        description="sl1conf fuzz --impl SPEC --platform NAME --out DIR: a campaign. "
+                    "sl1conf fuzz merge DIR... --out DIR: one summary of shards' outputs. "
+                    "sl1conf fuzz replay DIR --batch K: run one recorded batch again. See docs/fuzzing.md.")
+    p.add_argument("action", nargs="?", choices=("merge", "replay"), help="merge or replay (default: a campaign)")
+    p.add_argument("dirs", nargs="*", metavar="DIR", help="fuzz output folders (merge, replay)")
+    p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (replay: default the campaign's)")
+    p.add_argument("--platform", metavar="NAME", help="ieee, ft78ne, mt7004 or a profile .toml file")
+    p.add_argument("--dtype", type=common.dtype, action="append", help="fp16 or fp32 (default: all in common)")
+    p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
+    p.add_argument("--seconds", type=float, help="run for this long (default 60 unless --elements)")
+    p.add_argument("--elements", type=int, help="check about this many elements (all shards together)")
+    p.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    p.add_argument("--seed", type=common.seed, help="campaign seed (default: a fresh one, printed and recorded)")
+    p.add_argument("--shard", metavar="I/N", default="1/1", help="run shard I of N (default 1/1)")
+    p.add_argument("--batch-elements", type=int, default=Z.BATCH_ELEMENTS,
+                   help=f"elements of each batch's long case (default {Z.BATCH_ELEMENTS})")
+    p.add_argument("--max-cases", type=int, default=MAX_CASES,
+                   help=f"most failures minimized and saved (default {MAX_CASES})")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run the batches on this Dask scheduler")
+    p.add_argument("--batch", type=int, help="replay: the batch index to run again")
+    p.add_argument("--out", help="output folder (campaign, merge)")
+    p.add_argument("--force", action="store_true", help="write into a non-empty folder that is not this campaign's")
+
+    def run(args) -> int:
+        try:
+            if args.action == "merge":
+                return _merge(args, common)
+            if args.action == "replay":
+                return _replay(args, common)
+            return _campaign(args, common)
+        except _Error as exc:
+            raise common.UsageError(str(exc)) from None
+
+    p.set_defaults(run=run)
+
+
+# ------------------------------------------------------------------ argument checks
+
+def _only(args, allowed: set, action: str) -> None:
+    given = {"impl", "platform", "dtype", "variant", "seconds", "elements", "seed", "scheduler", "batch", "out"}
+    extra = sorted(n for n in given - allowed if getattr(args, n) is not None)
+    defaults = {"workers": 1, "shard": "1/1", "batch_elements": Z.BATCH_ELEMENTS, "max_cases": MAX_CASES,
+                "force": False}
+    extra += sorted(n for n, d in defaults.items() if n not in allowed and getattr(args, n) != d)
+    if extra:
+        raise _Error(f"{action} does not take --{extra[0].replace('_', '-')}")
+
+
+def _positive(name: str, value, minimum=1) -> None:
+    if value is not None and not value >= minimum:
+        raise _Error(f"--{name} must be at least {minimum}, not {value}")
+
+
+def _campaign_from(args, adapter, profile) -> Z.Campaign:
+    if args.seconds is not None and args.elements is not None:
+        raise _Error("give --seconds or --elements, not both")
+    if args.seconds is not None and not (args.seconds > 0 and math.isfinite(args.seconds)):
+        raise _Error(f"--seconds must be a positive number, not {args.seconds}")
+    for name in ("elements", "workers", "batch_elements"):
+        _positive(name.replace("_", "-"), getattr(args, name))
+    _positive("max-cases", args.max_cases, 0)
+    try:
+        Z.parse_shard(args.shard)
+    except ValueError as exc:
+        raise _Error(f"--shard: {exc}") from None
+    dtypes = [d.name for d in args.dtype] if args.dtype else list(profile.dtypes)
+    for d in dtypes:
+        if d not in profile.dtypes:
+            raise _Error(f"profile {profile.name} has no {d} (it documents {', '.join(profile.dtypes)})")
+    dtypes = [d for d in dict.fromkeys(dtypes) if d in adapter.dtypes]
+    variants = [v for v in dict.fromkeys(args.variant or profile.variants) if v in adapter.variants]
+    if not dtypes or not variants:
+        raise _Error(f"{adapter.name} offers {', '.join(adapter.dtypes)} ({', '.join(adapter.variants)}); "
+                     f"profile {profile.name} wants {', '.join(profile.dtypes)}: nothing to fuzz")
+    batches = seconds = None
+    if args.elements is not None:
+        batches = max(1, math.ceil(args.elements / (args.batch_elements * len(dtypes) * len(variants))))
+    else:
+        seconds = 60.0 if args.seconds is None else args.seconds
+    seed = args.seed if args.seed is not None else secrets.randbits(32)
+    return Z.Campaign(args.impl, args.platform, tuple(dtypes), tuple(variants), seed, args.batch_elements,
+                      batches, seconds, args.shard)
+
+
+def _load(impl: str, platform: str):
+    from sl1conf.adapters import AdapterError, load
+
+    from .profiles import ProfileError, load_profile
+
+    try:
+        profile = load_profile(platform)
+    except ProfileError as exc:
+        raise _Error(f"--platform {platform}: {exc}") from None
+    try:
+        return load(impl), profile
+    except AdapterError as exc:
+        raise _Error(f"--impl {impl}: {exc}") from None
+
+
+# ------------------------------------------------------------------ the output folder
+
+def _read_summary(folder: Path) -> dict:
+    if not folder.is_dir():
+        raise _Error(f"{folder}: no such folder")
+    try:
+        doc = json.loads((folder / "summary.json").read_text())
+    except FileNotFoundError:
+        raise _Error(f"{folder}: not a sl1conf fuzz output (no summary.json)") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise _Error(f"{folder / 'summary.json'}: not valid JSON ({exc})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise _Error(f"{folder / 'summary.json'}: not a sl1conf fuzz summary")
+    if doc.get("schema_version") != SCHEMA_VERSION:
+        raise _Error(f"{folder / 'summary.json'}: unknown schema version {doc.get('schema_version')!r} "
+                     f"(this sl1conf reads {SCHEMA_VERSION})")
+    return doc
+
+
+def _claim(out: Path, identity: dict, shards: list, force: bool) -> "dict | None":
+    """Check ``out`` may be written; the previous summary there (same campaign), if any."""
+    if out.exists() and not out.is_dir():
+        raise _Error(f"--out {out} exists and is not a folder")
+    if not out.exists() or not any(out.iterdir()):
+        return None
+    try:
+        old = _read_summary(out)
+    except (_Error, OSError, ValueError):
+        old = None
+    if old is not None and old["identity"] == identity and old["shards"] == shards:
+        return old
+    if not force:
+        raise _Error(f"--out {out} is not empty and not an output of this campaign: choose another folder "
+                     "or pass --force")
+    return old
+
+
+def _vector_case(case, kind: str):
+    from .families import finish_case  # flags and open alternatives, as every vector case gets them
+    from .vectorcases import VectorCase
+
+    fmt = case.format
+    vc = VectorCase(case.dy.copy(), case.x1.copy(), case.x2.copy(), int(case.beta), variant=case.variant,
+                    core_mask=int(case.core_mask), flags=("fuzz", f"fuzz-{kind}"))
+    return finish_case(fmt, vc)
+
+
+def _write_sets(out: Path, seed: int, cases_by_dtype: dict, old: "dict | None") -> dict:
+    """``vectors-<dtype>`` for each dtype's (family spec, VectorCase) list; stale ones removed."""
+    from .vectorcases import Family
+    from .vectorset import VectorSetError, _replaceable, write
+
+    written = {}
+    for dtype, items in cases_by_dtype.items():
+        families = {}
+        for spec, vc in items:
+            families.setdefault(spec, Family(spec[0], spec[1], spec[2], ("fuzz",))).cases.append(vc)
+        order = sorted(families.values(), key=lambda f: f.id != REGRESSIONS[0])
+        try:
+            write(out / f"vectors-{dtype}", dtype, order, seed=seed, force=True)
+        except VectorSetError as exc:
+            raise _Error(str(exc)) from None
+        written[dtype] = f"vectors-{dtype}"
+    for dtype, name in ((old or {}).get("vectors") or {}).items():
+        stale = out / name
+        if dtype not in written and stale.is_dir() and _replaceable(stale):
+            shutil.rmtree(stale)
+    return written
+
+
+def _case_ids(items: list) -> list:
+    """The ids ``vectorset.write`` gives ``items`` (regressions first, then core masks)."""
+    ids, counts = [], {}
+    order = sorted(range(len(items)), key=lambda i: items[i][0][0] != REGRESSIONS[0])
+    for i in order:
+        fid = items[i][0][0]
+        ids.append((i, f"{fid}.{counts.get(fid, 0)}"))
+        counts[fid] = counts.get(fid, 0) + 1
+    return [cid for _, cid in sorted(ids)]
+
+
+def _commands(summary: dict, out: Path) -> list:
+    camp = summary["campaign"]
+    return [shlex.join(["sl1conf", "certify", "--impl", camp["impl"], "--platform", camp["platform"],
+                        "--dtype", dtype, "--vectors", str(out / name), "--out", str(out / f"report-{dtype}")])
+            for dtype, name in summary["vectors"].items()]
+
+
+def _explain(dtype: str, entry: dict) -> str:
+    return shlex.join(["sl1conf", "explain", "--dtype", dtype, "--dy", entry["dy"], "--x1", entry["x1"],
+                       "--x2", entry["x2"], "--beta", entry["beta"]])
+
+
+def _save(out: Path, summary: dict, saved: list, old) -> None:
+    """Write the vector sets, then the summary (the commit point), and print the reproducers."""
+    from .jsonfiles import write_atomic
+
+    by_dtype = {}
+    for entry, items in saved:
+        by_dtype.setdefault(entry["dtype"], []).append((entry, items))
+    sets = {}
+    for dtype, pairs in by_dtype.items():
+        flat = [(spec, vc) for _, items in pairs for spec, vc in items]
+        ids = iter(_case_ids(flat))
+        for entry, items in pairs:
+            entry["cases"] = [next(ids) for _ in items]
+        sets[dtype] = flat
+    out.mkdir(parents=True, exist_ok=True)
+    summary["vectors"] = _write_sets(out, summary["campaign"]["seed"], sets, old)
+    summary["saved"] = [entry for entry, _ in saved]
+    summary["certify"] = _commands(summary, out)
+    write_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    _print(summary, out)
+
+
+def _print(summary: dict, out: Path) -> None:
+    f = summary["failures"]
+    print(f"fuzz {summary['implementation']['adapter']} on {summary['profile']['name']}: "
+          f"{summary['elements']:,} elements in {summary['batches']['count']} batches "
+          f"({summary['elements_per_second'] / 1e6:.2f} M elements/s), seed {summary['campaign']['seed']}, "
+          f"shard(s) {', '.join(summary['shards'])}: {f['distinct']} distinct failure(s) ({f['findings']} findings), "
+          f"{len(summary['saved'])} saved")
+    for i, e in enumerate(summary["saved"], 1):
+        where = f"batch {e['found']['batch']}, case {e['found']['case']}" + (
+            f", element {e['found']['element']}" if e["found"]["element"] is not None else "")
+        what = f"got {e['got']}, expected {e['expected']}" if "got" in e else e["detail"]
+        print(f"  [{i}] {e['kind']} ({e['dtype']} {e['variant']}, length {e['length']}): {what} (found in {where}; "
+              f"vectors-{e['dtype']} case {', '.join(e['cases'])})")
+        if "dy" in e:
+            print(f"      {_explain(e['dtype'], e)}")
+        if e.get("replay"):
+            print(f"      {e['replay']}")
+    for cmd in summary["certify"]:
+        print(f"  certify: {cmd}")
+    print(f"summary: {out / 'summary.json'}")
+
+
+# ------------------------------------------------------------------ a campaign
+
+def _progress():
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    last = [0.0]
+
+    def show(r: Z.Result) -> None:
+        now = time.monotonic()
+        if now - last[0] >= 0.2:
+            last[0] = now
+            print(f"\r\033[Kfuzz: {r.elements:,} elements, {len(r.first)} failures, "
+                  f"{r.rate / 1e6:.2f} M elements/s, {r.seconds:.0f} s", end="", file=sys.stderr, flush=True)
+
+    return show, lambda: print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+
+def _execute(campaign, adapter, profile, workers: int, scheduler):
+    show, clear = _progress()
+    try:
+        if scheduler:
+            from .distributed import DaskError, dask_executor
+
+            try:
+                with dask_executor(scheduler) as (executor, threads):
+                    return Z.run(campaign, executor=executor, in_flight=2 * threads, progress=show)
+            except DaskError as exc:
+                raise _Error(str(exc)) from None
+        if workers > 1:
+            import concurrent.futures as cf
+            import multiprocessing
+
+            with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+                return Z.run(campaign, executor=pool, in_flight=2 * workers, progress=show)
+        return Z.run(campaign, adapter=adapter, profile=profile, progress=show)
+    finally:
+        clear()
+
+
+def _ranges(ks) -> list:
+    """Sorted batch indices as [start, stop, step] ranges."""
+    out = []
+    for k in sorted(ks):
+        if out and (out[-1][3] == 1 or k - out[-1][1] == out[-1][2]):
+            run = out[-1]
+            run[2] = k - run[1] if run[3] == 1 else run[2]
+            run[1], run[3] = k, run[3] + 1
+        else:
+            out.append([k, k, 1, 1])  # first, last, step, count
+    return [[a, b + c, c] for a, b, c, _ in out]
+
+
+def _expand(ranges) -> list:
+    return [k for a, b, c in ranges for k in range(a, b, c)]
+
+
+def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path) -> list:
+    """(summary entry, [(family spec, VectorCase)]) per distinct minimized failure."""
+    saved, seen = [], set()
+    for f in result.distinct():
+        if len(saved) >= max_cases:
+            break
+        case, g = Z.shrink(campaign, profile, adapter, f)
+        fmt = case.format
+        content = (case.dtype, case.variant, case.core_mask, case.beta, case.dy.tobytes(), case.x1.tobytes(),
+                   case.x2.tobytes())
+        final = (*g.key[:3], case.n, *g.key[4:])
+        if content in seen or final in seen:
+            continue
+        seen |= {content, final}
+        entry = {"kind": g.kind, "key": Z.key_text(f.key), "detail": g.detail, "dtype": case.dtype,
+                 "variant": case.variant, "core_mask": f"{case.core_mask:#x}", "length": case.n,
+                 "element": g.element, "found": {"batch": f.batch, "case": f.case, "element": f.element},
+                 "replay": shlex.join(["sl1conf", "fuzz", "replay", str(out), "--batch", str(f.batch)])}
+        if g.element is not None:
+            k = g.element
+            o = adapter.run([case])[0]
+            want = fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in case.floats()[:3]), case.floats()[3])
+            entry.update({name: F.hex_bits(fmt, getattr(case, name)[k]) for name in ("dy", "x1", "x2")})
+            entry["beta"] = F.hex_bits(fmt, case.beta)
+            entry["expected"] = F.hex_bits(fmt, want.view(fmt.uint)[0])
+            if o.status == "ok":
+                entry["got"] = F.hex_bits(fmt, o.out[k])
+        items = [(REGRESSIONS, _vector_case(case, g.kind))]
+        if g.kind == "core-mask":
+            twin = dataclasses.replace(case, core_mask=Z.twin_mask(case, profile.core_mask))
+            items = [(CORE_MASKS, _vector_case(case, g.kind)), (CORE_MASKS, _vector_case(twin, g.kind))]
+        saved.append((entry, items))
+    return saved
+
+
+def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
+    from sl1conf import __version__
+
+    from .hostinfo import describe_host
+
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "suite_version": __version__,
+            "campaign": campaign.to_dict(), "identity": campaign.identity(), "shards": [campaign.shard],
+            "batch_seed": "numpy.random.SeedSequence(seed, spawn_key=(batch,))",
+            "batches": {"count": len(result.batches), "ranges": _ranges(result.batches)},
+            "elements": result.elements, "cases": result.cases, "seconds": round(result.seconds, 3),
+            "elements_per_second": round(result.rate), "workers": workers, "scheduler": scheduler,
+            "failures": {"distinct": len(result.first), "findings": result.findings,
+                         "keys": sorted(Z.key_text(k) for k in result.first)},
+            "implementation": adapter.describe(), "profile": profile.summary(), "host": describe_host()}
+
+
+def _campaign(args, common) -> int:
+    _only(args, {"impl", "platform", "dtype", "variant", "seconds", "elements", "workers", "seed", "shard",
+                 "batch_elements", "max_cases", "scheduler", "out", "force"}, "a campaign")
+    if args.dirs:
+        raise _Error(f"unexpected folder {args.dirs[0]}: a campaign writes to --out (merge and replay take folders)")
+    for name in ("impl", "platform", "out"):
+        if getattr(args, name) is None:
+            raise _Error(f"a campaign needs --{name}")
+    if args.scheduler and args.workers != 1:
+        raise _Error("--workers is for local runs; a Dask cluster (--scheduler) has its own workers")
+    adapter, profile = _load(args.impl, args.platform)
+    with adapter:
+        campaign = _campaign_from(args, adapter, profile)
+        out = Path(args.out)
+        old = _claim(out, campaign.identity(), [campaign.shard], args.force)
+        print(f"fuzz: seed {campaign.seed}, shard {campaign.shard}, "
+              + (f"{campaign.batches} batches in all" if campaign.batches else f"{campaign.seconds:g} s"),
+              file=sys.stderr)
+        result = _execute(campaign, adapter, profile, args.workers, args.scheduler)
+        summary = _summary(campaign, profile, adapter, result, args.workers, args.scheduler)
+        saved = _minimized(campaign, profile, adapter, result, args.max_cases, out)
+        _save(out, summary, saved, old)
+    return common.EXIT_FAIL if result.first else common.EXIT_OK
+
+
+# ------------------------------------------------------------------ merge
+
+def _merge(args, common) -> int:
+    from .vectorset import VectorSetError, load
+
+    _only(args, {"out", "force"}, "merge")
+    if not args.dirs or args.out is None:
+        raise _Error("merge needs the folders to merge and --out DIR")
+    parts = [(Path(d), _read_summary(Path(d))) for d in args.dirs]
+    first = parts[0][1]
+    shards, batches = [], set()
+    for folder, s in parts:
+        if s["identity"] != first["identity"]:
+            diff = sorted(k for k in s["identity"] if s["identity"][k] != first["identity"].get(k))
+            raise _Error(f"{folder} is another campaign than {parts[0][0]} (differs in {', '.join(diff)})")
+        if set(s["shards"]) & set(shards):
+            raise _Error(f"{folder}: shard {sorted(set(s['shards']) & set(shards))[0]} is merged twice")
+        mine = set(_expand(s["batches"]["ranges"]))
+        if mine & batches:
+            raise _Error(f"{folder}: batch {min(mine & batches)} was run by two of the outputs")
+        shards += s["shards"]
+        batches |= mine
+    out = Path(args.out)
+    old = _claim(out, first["identity"], sorted(shards), args.force)
+    saved, seen = [], set()
+    for folder, s in parts:
+        sets = {}
+        for e in s["saved"]:
+            dtype = e["dtype"]
+            if dtype not in sets:
+                try:
+                    sets[dtype] = load(folder / s["vectors"][dtype])
+                except VectorSetError as exc:
+                    raise _Error(str(exc)) from None
+            vs = sets[dtype]
+            rows = {r["id"]: r for r in vs.manifest["cases"]}
+            items = []
+            for cid in e["cases"]:
+                row = rows[cid]
+                fam = vs.family(row["family"])
+                items.append(((fam["id"], fam["name"], fam["description"]), vs.case(row)))
+            content = tuple((spec, vc.variant, vc.core_mask, vc.beta, vc.dy.tobytes(), vc.x1.tobytes(),
+                             vc.x2.tobytes()) for spec, vc in items)
+            if content not in seen:
+                seen.add(content)
+                saved.append((dict(e), items))
+    parts_seconds = [s["seconds"] for _, s in parts]
+    keys = {k for _, s in parts for k in s["failures"]["keys"]}
+    elements = sum(s["elements"] for _, s in parts)
+    summary = {**first, "shards": sorted(shards), "merged_from": [str(f) for f, _ in parts],
+               "batches": {"count": len(batches), "ranges": _ranges(batches)},
+               "elements": elements, "cases": sum(s["cases"] for _, s in parts),
+               "seconds": max(parts_seconds),
+               "elements_per_second": sum(s["elements_per_second"] for _, s in parts),
+               "failures": {"distinct": len(keys), "findings": sum(s["failures"]["findings"] for _, s in parts),
+                            "keys": sorted(keys)}}
+    summary.pop("saved", None)
+    _save(out, summary, saved, old)
+    return common.EXIT_FAIL if summary["failures"]["findings"] else common.EXIT_OK
+
+
+# ------------------------------------------------------------------ replay
+
+def _replay(args, common) -> int:
+    _only(args, {"impl", "batch"}, "replay")
+    if len(args.dirs) != 1 or args.batch is None:
+        raise _Error("replay needs one fuzz output folder and --batch K")
+    _positive("batch", args.batch, 0)
+    s = _read_summary(Path(args.dirs[0]))
+    campaign = Z.Campaign.from_dict(s["campaign"])
+    adapter, profile = _load(args.impl or campaign.impl, campaign.platform)
+    with adapter:
+        cases = Z.make_batch(campaign, profile, args.batch)
+        findings = Z.check_cases(adapter, profile, cases)
+    print(f"batch {args.batch} of seed {campaign.seed}: {len(cases)} cases, {sum(c.n for c in cases):,} elements, "
+          f"{len(findings)} finding(s)")
+    for f in findings:
+        c = cases[f.case]
+        print(f"  {f.kind} case {f.case} ({c.dtype} {c.variant}, length {c.n}"
+              + (f", element {f.element}" if f.element is not None else "") + f"): {f.detail}")
+    return common.EXIT_FAIL if findings else common.EXIT_OK

@@ -35,6 +35,14 @@ Design (docs/ci-examples.md says it for users):
   entry: the statement, the counts, the worst input in hex, up to five examples with
   their ``sl1conf explain`` commands, and the ``sl1conf certify`` command for the run.
 * Bad option values are a ``pytest.UsageError`` (one line, exit status 4).
+* ``--sl1-fuzz`` adds the property test, one item per run (``sl1conf::fuzz::fp32-p``):
+  hypothesis draws whole calls (``strategies.calls``: bit patterns weighted toward
+  +-beta, overflow, underflow and special values, 1 to 64 elements) and every one must
+  pass ``fuzz.check_cases`` (certify's judgement of every element, memory, core_mask and
+  determinism). A failure shrinks to the shortest, simplest call and is printed as a
+  reproducer. ``--sl1-fuzz-examples N`` (default 200), ``--sl1-hypothesis-db DIR`` (the
+  example database, shared safely by pytest-xdist workers, and used even with a seed) and
+  hypothesis' own ``--hypothesis-seed`` make runs reproducible. ``-k fuzz`` runs the property alone.
 """
 
 from __future__ import annotations
@@ -46,7 +54,8 @@ __all__ = ["pytest_addoption", "pytest_configure", "pytest_unconfigure"]
 PLUGIN_NAME = "sl1conf-conformance"
 ROOT = "sl1conf"  # the collector's name, first part of every node id
 _OPTIONS = ("sl1_impl", "sl1_platform", "sl1_profile", "sl1_dtype", "sl1_variant", "sl1_vectors",
-            "sl1_quick", "sl1_waivers")
+            "sl1_quick", "sl1_waivers", "sl1_fuzz", "sl1_fuzz_examples", "sl1_hypothesis_db")
+FUZZ_EXAMPLES = 200
 
 
 def pytest_addoption(parser):
@@ -65,6 +74,12 @@ def pytest_addoption(parser):
                      "generated)")
     g.addoption("--sl1-quick", action="store_true", help="edge families only, no random ones")
     g.addoption("--sl1-waivers", metavar="FILE", help="known failures to waive, with reasons (TOML)")
+    g.addoption("--sl1-fuzz", action="store_true",
+                help="add the hypothesis property test (sl1conf::fuzz::<dtype>-<variant>); -k fuzz runs it alone")
+    g.addoption("--sl1-fuzz-examples", type=int, metavar="N",
+                help=f"examples per property item (default {FUZZ_EXAMPLES})")
+    g.addoption("--sl1-hypothesis-db", metavar="DIR",
+                help="hypothesis example database folder for the property (default: hypothesis' setting)")
 
 
 def pytest_configure(config):
@@ -170,6 +185,15 @@ class _Conformance:
             return [f.name for f in FAM.FAMILIES if dtype in f.dtypes and not f.large]
 
         self.families = {d: family_names(d) for d in dtypes}
+        self.fuzz = bool(opt.sl1_fuzz)
+        self.fuzz_examples = FUZZ_EXAMPLES if opt.sl1_fuzz_examples is None else opt.sl1_fuzz_examples
+        if self.fuzz_examples < 1:
+            self.close()
+            raise pytest.UsageError(f"--sl1-fuzz-examples must be at least 1, not {self.fuzz_examples}")
+        if (opt.sl1_fuzz_examples is not None or opt.sl1_hypothesis_db) and not self.fuzz:
+            self.close()
+            raise pytest.UsageError("--sl1-fuzz-examples and --sl1-hypothesis-db go with --sl1-fuzz")
+        self.hypothesis_db = opt.sl1_hypothesis_db
         self.results = {}  # (dtype, variant) -> run dict or _CertifyError
 
         controller = getattr(opt, "dist", "no") != "no" and not hasattr(config, "workerinput")
@@ -304,7 +328,8 @@ class _Suite(pytest.Collector):
         self.plugin = plugin
 
     def collect(self):
-        return [_Run.from_parent(self, name=f"{d}-{v}", dtype=d, variant=v) for d, v in self.plugin.runs]
+        runs = [_Run.from_parent(self, name=f"{d}-{v}", dtype=d, variant=v) for d, v in self.plugin.runs]
+        return runs + ([_Fuzz.from_parent(self, name="fuzz")] if self.plugin.fuzz else [])
 
 
 class _Run(pytest.Collector):
@@ -420,3 +445,102 @@ def _example(ex: dict) -> str:
 
 def _explain(dtype: str, ex: dict) -> str:
     return f"sl1conf explain --dtype {dtype} --dy {ex['dy']} --x1 {ex['x1']} --x2 {ex['x2']} --beta {ex['beta']}"
+
+
+# --------------------------------------------------------------------------
+# The property: sl1conf / fuzz / <dtype>-<variant>
+# --------------------------------------------------------------------------
+
+
+class _PropertyFailed(Exception):
+    """A drawn call failed a check (the reproducer is written once, for the shrunk call)."""
+
+    def __init__(self, case, findings):
+        super().__init__(f"{findings[0].kind}: {findings[0].detail}")
+        self.case, self.findings = case, findings
+
+
+class _Fuzz(pytest.Collector):
+    def collect(self):
+        return [PropertyItem.from_parent(self, name=f"{d}-{v}", dtype=d, variant=v) for d, v in self.parent.plugin.runs]
+
+
+class PropertyItem(pytest.Item):
+    """Every call hypothesis draws for one (dtype, variant) passes every fuzzing check."""
+
+    def __init__(self, *, dtype, variant, **kw):
+        super().__init__(**kw)
+        self.dtype, self.variant, self.plugin = dtype, variant, self.parent.parent.plugin
+
+    def reportinfo(self):
+        return self.path, None, f"{self.dtype} {self.variant}: property (hypothesis) of {self.plugin.spec}"
+
+    def runtest(self):
+        from hypothesis import HealthCheck, given, settings
+
+        from . import fuzz
+        from .strategies import calls
+
+        plugin = self.plugin
+        if plugin.adapter is None:
+            from sl1conf.adapters import load
+
+            plugin.adapter = load(plugin.spec)
+        adapter, profile = plugin.adapter, plugin.profile
+        extra = {}
+        if plugin.hypothesis_db:
+            from hypothesis.database import DirectoryBasedExampleDatabase
+
+            extra["database"] = DirectoryBasedExampleDatabase(plugin.hypothesis_db)
+
+        @settings(max_examples=plugin.fuzz_examples, deadline=None, report_multiple_bugs=False,
+                  suppress_health_check=list(HealthCheck), **extra)
+        @given(calls(self.dtype, self.variant, profile.core_mask))
+        def prop(case):
+            findings = fuzz.check_cases(adapter, profile, [case])
+            if findings:
+                raise _PropertyFailed(case, findings)
+
+        key = f"sl1conf-property\0{self.nodeid}\0{plugin.spec}\0{profile.name}".encode()
+        prop.hypothesis.inner_test._hypothesis_internal_add_digest = key  # one database key per item
+        if plugin.hypothesis_db:  # a database asked for is used even under --hypothesis-seed
+            import hashlib
+
+            prop._hypothesis_internal_database_key = hashlib.sha384(key).digest()
+        prop()
+
+    def _reproducer(self, case, findings) -> str:
+        """The call hypothesis shrank to, minimized further (shortest array, simplest values)."""
+        from sl1conf.reference import fast_oracle
+        from sl1conf.reference import formats as F
+
+        from . import fuzz
+        from .minimize import minimize
+
+        f = findings[0]
+        case, f = minimize(case, f, fuzz.same_failure(self.plugin.adapter, self.plugin.profile, f), f.element)
+        fmt = case.format
+        hx = lambda b: F.hex_bits(fmt, b)  # noqa: E731
+        lines = [f"property failed for {self.plugin.spec} ({self.dtype} variant {self.variant} on "
+                 f"{self.plugin.profile.name}): {f.kind}: {f.detail}",
+                 f"  minimal call: length {case.n}, beta {hx(case.beta)}" + (
+                     f", core_mask {case.core_mask:#x}" if case.variant == "s" else "")]
+        for k in range(min(case.n, 8)):
+            lines.append(f"  [{k}] dy={hx(case.dy[k])} x1={hx(case.x1[k])} x2={hx(case.x2[k])}")
+        if f.element is not None:
+            k = f.element
+            dy, x1, x2, beta = case.floats()
+            got = self.plugin.adapter.run([case])[0]
+            want = fast_oracle.smoothl1lossgrad(dy[k:k + 1], x1[k:k + 1], x2[k:k + 1], beta).view(fmt.uint)[0]
+            if got.status == "ok":
+                lines.append(f"  element {k}: got {hx(got.out[k])}, expected {hx(want)}")
+            lines.append("  " + _explain(self.dtype, {"dy": hx(case.dy[k]), "x1": hx(case.x1[k]),
+                                                       "x2": hx(case.x2[k]), "beta": hx(case.beta)}))
+        return "\n".join(lines)
+
+    def repr_failure(self, excinfo, style=None):
+        exc = excinfo.value
+        if isinstance(exc, _PropertyFailed):
+            notes = [n for n in getattr(exc, "__notes__", []) if "seed" in n or "reproduce_failure" in n]
+            return "\n".join([self._reproducer(exc.case, exc.findings), *notes])
+        return super().repr_failure(excinfo, style=style)
