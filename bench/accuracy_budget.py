@@ -22,6 +22,9 @@ Sweeps (deterministic for a seed):
   fp16-x1-all   every fp16 x1 pattern x 64 x2 values (binades, near +-beta, specials)
                 x 8 betas x 7 dy values
   fp16-dy-all   every fp16 dy pattern x 64 (x1, x2) pairs in and around the middle line x 8 betas
+  fp16-pairs    every (x1, x2) pair whose exact diff lies within 64 fp16 steps of +-beta, for two
+                (beta, dy): the ``sl1conf sweep`` subset around-beta:64 (--quick: 8). The 2^32-pair
+                sweeps of each model, without the classes, are in docs/sweeps.md.
   fp32-binades  x1 over many binades x x2 on or near x1 -+ t*beta, 11 betas x 10 dy values
   fp32-adversarial  consecutive x1 significands x x2 offsets that make x1 - x2 round by
                 nearly half an ulp x betas whose reciprocal rounds by nearly half an ulp x
@@ -46,6 +49,7 @@ import numpy as np
 
 from sl1conf.conformance.hostinfo import describe_host
 from sl1conf.conformance.sampling import hard_batch, random_batch
+from sl1conf.conformance.sweep import BLOCK, parse_subset
 from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import ACCEPTED, get_model
@@ -345,6 +349,21 @@ def sweep_fp16_dy_all(rng, betas, pairs):
         yield np.tile(dy_all, pairs), np.repeat(x1p, dy_all.size), np.repeat(x2p, dy_all.size), beta_bits
 
 
+PAIRS16 = (("0.1", bits_of(FP16, 0.1), "1+2^-10", 0x3C01),
+           ("1/3", bits_of(FP16, 1 / 3), "1000", bits_of(FP16, 1000.0)))
+"""(beta, dy) of the exhaustive pair sweep: neither beta nor dy a power of two, so every rounding
+step of every model is active; dy = 1000 (significand 1.95) puts results near the top of a binade."""
+
+
+def sweep_fp16_pairs(pairs, subset_text: str):
+    """Every (x1, x2) pair of a ``sl1conf sweep`` subset, a block at a time, for each (beta, dy)."""
+    for _, beta_bits, _, dy_bits in pairs:
+        subset = parse_subset(subset_text, beta_bits)
+        for lo in range(0, subset.size, BLOCK):
+            x1, x2 = subset.pairs(lo, min(lo + BLOCK, subset.size))
+            yield np.full(x1.size, dy_bits, np.uint16), x1, x2, beta_bits
+
+
 # --------------------------------------------------------------------------------------
 # fp32 sweeps
 
@@ -609,7 +628,11 @@ def render(meta: dict, summary: dict, sweeps: list, profiles: list) -> str:
             f"{sw['fallbacks']:,} | {sw['seconds']:.1f} |")
     add("")
     add("The fp16 sweeps are exhaustive in one input at a time (every one of the 65,536 patterns of "
-        "x1, of x2, or of dy, NaNs and infinities included) against fixed grids of the others; the fp16 oracle "
+        "x1, of x2, or of dy, NaNs and infinities included) against fixed grids of the others, and "
+        "fp16-pairs in two at once: every (x1, x2) pair near the branch boundaries for a fixed (beta, dy), "
+        "enumerated by `sl1conf sweep`; docs/sweeps.md sweeps every accepted model over all 2^32 "
+        "pairs with `sl1conf sweep` (no classes there; the worst element of each is classified with "
+        "this page's classes); the fp16 oracle "
         "is the binary64 `muldiv` evaluation, which is correctly rounded for fp16 data "
         "(`reference/fast_oracle.py`). fp32 cannot be swept exhaustively; its sweeps aim at the places "
         "where the analysis says the worst cases are. Elements whose binary64 filter cannot decide the "
@@ -705,6 +728,9 @@ def render(meta: dict, summary: dict, sweeps: list, profiles: list) -> str:
             f"ordinary elements ({', '.join(f'`{m}`' for m in worst)}). A smaller budget would fail an "
             f"accepted model's own ordinary results; a larger one is not needed by any of them. "
             f"NaN or infinity mismatches on ordinary elements: {s['ordinary_nan_inf_mismatches']}.")
+    add("")
+    add("Exhaustively: docs/sweeps.md runs `sl1conf sweep` over every one of the 2^32 fp16 (x1, x2) "
+        "pairs of each accepted model for two (beta, dy) and records the worst error found there.")
     add("")
     add("Where the accepted models go beyond the budget, on elements that are not ordinary (class: "
         "largest distance; `sign flip`: the result has the opposite sign; NaN / inf: they also return "
@@ -917,6 +943,12 @@ def main(argv=None) -> int:
               f"beta, x1 = x2 + t beta rounded: t = +-1, |t| < 1, 1 < |t| < 1.1) x betas "
               f"{{{', '.join(n for n, _ in betas16b)}}}",
               sweep_fp16_dy_all(rng, betas16b, pairs))
+    k = 8 if q else 64
+    run.sweep("fp16-pairs", "fp16",
+              f"every (x1, x2) pair whose exact x1 - x2 lies within {k} fp16 steps of +-beta "
+              f"(`sl1conf sweep --subset around-beta:{k}`) x (beta, dy) "
+              + ", ".join(f"({b}, {d})" for b, _, d, _ in PAIRS16),
+              sweep_fp16_pairs(PAIRS16, f"around-beta:{k}"))
 
     betas32 = [BETAS32[i] for i in (0, 2, 5, 7, 10)] if q else BETAS32
     n_bin = 16384 if q else 262144

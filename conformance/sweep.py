@@ -1,1 +1,520 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""Exhaustive fp16 sweeps: every (x1, x2) pair of a subset, for one beta and dy, against the oracle.
+
+fp16 has 2^16 patterns, so for one (beta, dy) all 2^32 (x1, x2) pairs can be checked:
+no sampling, and no argument about coverage. The pairs of a subset are numbered and
+cut into blocks of :data:`BLOCK` elements (for ``all``: 16 x2 values times every x1,
+4096 blocks). A block is one adapter call (big arrays, so an in-process kernel runs
+at memory speed), one task of the worker pool, the unit of ``--shard I/N`` (block k
+belongs to shard k % N + 1) and of checkpointing: the state (which blocks are done,
+their merged :class:`Tally`) is rewritten atomically after every block, so an
+interrupted sweep resumes where it stopped. A tally is sums and order-independent
+choices (the worst element: largest distance, ties to the lowest pair number), so
+resumed, parallel and merged sweeps give the same result as one uninterrupted run.
+
+Elements are judged as ``engine._judge`` judges them: exact (NaN as a class), within
+the profile's ULP budget (zero signs checked where the profile is strict), or bit for
+bit an accepted evaluation model (or the flush-to-zero oracle where the profile
+accepts flushing). The tally keeps the ULP histogram split by "which of those else
+does the element equal", so any profile's verdict comes from the same tally.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import multiprocessing
+import signal
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+
+from sl1conf.adapters import load
+from sl1conf.adapters.base import Case
+from sl1conf.reference import fast_oracle, kernel
+from sl1conf.reference import formats as F
+from sl1conf.reference.models import accepted_models
+
+from .export import _atomic_write
+from .shards import WHOLE, Shard
+
+__all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset",
+           "run_sweep", "merge_states", "load_state", "save_state", "verdict", "elapsed"]
+
+FP16 = F.FP16
+BLOCK = 1 << 20
+LARGE = 16
+BUCKETS = tuple(str(d) for d in range(LARGE)) + (f"{LARGE}+", "nan", "zero-sign")
+"""ULP distance 0..15, 16 and more, NaN against a number, +0 against -0 (0 ULP apart)."""
+NB = len(BUCKETS)
+B_NAN, B_ZERO = LARGE + 1, LARGE + 2
+ROWS = ("unmatched", "ftz", "model", "model+ftz")
+"""What else a wrong element equals: nothing, only the flush-to-zero oracle, an accepted model."""
+AROUND_BETA_K = 8
+STATE_FILE = "sweep.json"
+STATE_FORMAT = "sl1conf-sweep/1"
+
+
+class SweepError(Exception):
+    """Bad input for a sweep (a subset, a checkpoint of another sweep): one line, no traceback."""
+
+
+# --------------------------------------------------------------------------------------
+# subsets: which pairs, numbered
+
+
+@dataclass(frozen=True)
+class Subset:
+    """Pairs as runs: run r is x2[r] against table[start[r]:start[r] + count] as x1 values;
+    pair number p lies in the run r with cum[r] <= p < cum[r + 1]."""
+
+    name: str
+    table: np.ndarray  # uint16 x1 patterns
+    x2: np.ndarray  # uint16, one per run
+    start: np.ndarray  # int64, one per run
+    cum: np.ndarray  # int64, runs + 1
+
+    @property
+    def size(self) -> int:
+        return int(self.cum[-1])
+
+    def pairs(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """(x1, x2) patterns of pairs lo..hi-1."""
+        n = self.table.size
+        if self.cum[-1] == n * self.x2.size and not self.start.any():  # every run the whole table
+            r0, r1 = lo // n, -(-hi // n)
+            part = slice(lo - r0 * n, hi - r0 * n)
+            return np.tile(self.table, r1 - r0)[part], np.repeat(self.x2[r0:r1], n)[part]
+        r0 = int(np.searchsorted(self.cum, lo, "right")) - 1
+        r1 = int(np.searchsorted(self.cum, hi, "left"))
+        runs = np.arange(r0, r1)
+        lens = np.minimum(self.cum[runs + 1], hi) - np.maximum(self.cum[runs], lo)
+        rid = np.repeat(runs, lens)
+        pos = np.arange(lo, hi, dtype=np.int64) - self.cum[rid] + self.start[rid]
+        return self.table[pos], self.x2[rid]
+
+
+ALL_PATTERNS = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+
+
+def _full_runs(name: str, x2: np.ndarray) -> Subset:
+    n = ALL_PATTERNS.size
+    return Subset(name, ALL_PATTERNS, x2.astype(np.uint16), np.zeros(x2.size, np.int64),
+                  np.arange(x2.size + 1, dtype=np.int64) * n)
+
+
+def _from_ordered(o: int) -> int:
+    return o if o >= 0 else FP16.sign_mask | -o
+
+
+def around_beta(beta_bits: int, k: int) -> Subset:
+    """Every finite pair whose exact x1 - x2 lies within k fp16 steps of +|beta| or -|beta|
+    (the window [o - k, o + k] on the ordered line, clipped to the finite values).
+
+    fp16 values are multiples of 2^-24 below 2^16, so x1 - x2 and the window's ends
+    shifted by x2 are exact in binary64: for each x2 the x1 values form one contiguous
+    range of the value-sorted finite patterns per window (one range when the two
+    windows meet around zero), found by binary search.
+    """
+    if FP16.exp_mask & beta_bits == FP16.exp_mask:
+        raise SweepError(f"around-beta needs a finite beta, not {F.hex_bits(FP16, beta_bits)}")
+    finite = ALL_PATTERNS[(ALL_PATTERNS & FP16.exp_mask) != FP16.exp_mask]
+    vals = finite.view(np.float16).astype(np.float64)
+    order = np.argsort(vals, kind="stable")
+    table, vals = finite[order], vals[order]
+    o = int(F.ordered(FP16, np.array([beta_bits & ~FP16.sign_mask], np.uint16))[0])
+    top = FP16.inf_bits - 1  # the largest finite pattern, on the ordered line
+    a, b = (float(np.uint16(_from_ordered(v)).view(np.float16))
+            for v in (max(o - k, -top), min(o + k, top)))
+    windows = [(-b, b)] if a <= 0 else [(-b, -a), (a, b)]
+    v = finite.view(np.float16).astype(np.float64)  # x2 in pattern order
+    s = np.stack([np.searchsorted(vals, lo + v, "left") for lo, _ in windows], axis=1).ravel()
+    e = np.stack([np.searchsorted(vals, hi + v, "right") for _, hi in windows], axis=1).ravel()
+    x2 = np.repeat(finite, len(windows))
+    keep = e > s
+    counts = (e - s)[keep]
+    return Subset(f"around-beta:{k}", table, x2[keep], s[keep].astype(np.int64),
+                  np.concatenate([[0], np.cumsum(counts)]).astype(np.int64))
+
+
+def parse_subset(text: str, beta_bits: int) -> Subset:
+    """``all``, ``x2=V`` (every x1 for one x2) or ``around-beta[:K]``."""
+    t = text.strip().lower()
+    if t == "all":
+        return _full_runs("all", ALL_PATTERNS)
+    if t.startswith("x2="):
+        try:
+            bits, _ = F.parse_value(FP16, t[3:])
+        except ValueError as exc:
+            raise SweepError(f"subset {text!r}: {exc}") from None
+        return _full_runs(f"x2={F.hex_bits(FP16, bits)}", np.array([bits], np.uint16))
+    name, _, k = t.partition(":")
+    if name == "around-beta":
+        if k and not (k.isdigit() and int(k) <= 4096):
+            raise SweepError(f"subset {text!r}: K must be a whole number from 0 to 4096")
+        return around_beta(beta_bits, int(k) if k else AROUND_BETA_K)
+    raise SweepError(f"unknown subset {text!r}: expected all, x2=V or around-beta[:K]")
+
+
+# --------------------------------------------------------------------------------------
+# tallies
+
+
+def _example(index, x1, x2, want, got, ulp) -> dict:
+    h = lambda b: F.hex_bits(FP16, b)  # noqa: E731
+    return {"index": int(index), "x1": h(x1), "x2": h(x2), "expected": h(want), "got": h(got),
+            "ulp": "nan" if ulp == F.NAN_MISMATCH else int(ulp)}
+
+
+def _pick(a, b, key):
+    return b if a is None or (b is not None and key(b) < key(a)) else a
+
+
+def _worse(e) -> tuple:
+    return (-e["ulp"], e["index"])
+
+
+def _first(e) -> int:
+    return e["index"]
+
+
+class Tally:
+    """Counts and examples of a set of blocks; merging is order-independent."""
+
+    def __init__(self):
+        self.elements = 0
+        self.hist = np.zeros((len(ROWS), NB), np.int64)
+        self.zsign = np.zeros((len(ROWS), NB), np.int64)  # a zero on one side, the other sign
+        self.worst = [None] * len(ROWS)  # largest ULP distance (>= 1)
+        self.first_nan = [None] * len(ROWS)
+        self.first_zsign = [None] * len(ROWS)
+        self.failed = 0  # elements of calls that returned no result
+        self.failure = None  # the first such call
+
+    def merge(self, other: "Tally") -> "Tally":
+        self.elements += other.elements
+        self.hist += other.hist
+        self.zsign += other.zsign
+        self.failed += other.failed
+        self.failure = _pick(self.failure, other.failure, lambda f: f["block"])
+        for r in range(len(ROWS)):
+            self.worst[r] = _pick(self.worst[r], other.worst[r], _worse)
+            self.first_nan[r] = _pick(self.first_nan[r], other.first_nan[r], _first)
+            self.first_zsign[r] = _pick(self.first_zsign[r], other.first_zsign[r], _first)
+        return self
+
+    def add(self, lo, dy, x1, x2, beta, got, want) -> None:
+        """One block's results (bit patterns; pair numbers from ``lo``)."""
+        n = got.size
+        self.elements += n
+        bad = np.flatnonzero(got != want)
+        bad = bad[~(F.is_nan_bits(FP16, got[bad]) & F.is_nan_bits(FP16, want[bad]))]
+        self.hist[0, 0] += n - bad.size
+        if not bad.size:
+            return
+        g, w = got[bad], want[bad]
+        dist = F.ulp_distance(FP16, g, w)
+        nan = dist == F.NAN_MISMATCH
+        bucket = np.where(nan, B_NAN, np.where(dist == 0, B_ZERO, np.minimum(dist, LARGE)))
+        mag = np.uint16(~FP16.sign_mask & 0xFFFF)
+        zs = ~nan & (((g & mag) == 0) | ((w & mag) == 0)) & (((g ^ w) & FP16.sign_mask) != 0)
+        d, a, b = (v[bad].view(np.float16) for v in (dy, x1, x2))
+        beta16 = np.uint16(beta).view(np.float16)
+        model = np.zeros(bad.size, bool)
+        for m in accepted_models(FP16):
+            model |= F.same_result(FP16, g, kernel.smoothl1lossgrad(d, a, b, beta16, model=m.name).view(np.uint16))
+        ftz = F.same_result(FP16, g, fast_oracle.smoothl1lossgrad_ftz(d, a, b, beta16).view(np.uint16))
+        row = 2 * model.astype(np.int64) + ftz
+        cells = row * NB + bucket
+        self.hist += np.bincount(cells, minlength=len(ROWS) * NB).reshape(len(ROWS), NB)
+        self.zsign += np.bincount(cells[zs], minlength=len(ROWS) * NB).reshape(len(ROWS), NB)
+        ex = lambda i: _example(lo + bad[i], x1[bad[i]], x2[bad[i]], w[i], g[i], dist[i])  # noqa: E731
+        for r in range(len(ROWS)):
+            in_row = row == r
+            finite = np.where(in_row & ~nan, dist, 0)
+            if finite.any():  # argmax: the first of the largest, the lowest pair number
+                self.worst[r] = _pick(self.worst[r], ex(int(np.argmax(finite))), _worse)
+            for slot, mask in ((self.first_nan, nan), (self.first_zsign, zs)):
+                hit = np.flatnonzero(in_row & mask)
+                if hit.size:
+                    slot[r] = _pick(slot[r], ex(int(hit[0])), _first)
+
+    def fail(self, block: int, n: int, status: str, detail: str) -> None:
+        self.elements += n
+        self.failed += n
+        self.failure = _pick(self.failure, {"block": block, "status": status, "detail": detail[:500]},
+                             lambda f: f["block"])
+
+    def histogram(self) -> dict:
+        """Elements per bucket over every row; empty buckets left out (but 0)."""
+        total = self.hist.sum(axis=0)
+        return {name: int(c) for i, (name, c) in enumerate(zip(BUCKETS, total)) if c or i == 0}
+
+    def worst_overall(self):
+        w = None
+        for e in self.worst:
+            w = _pick(w, e, _worse)
+        return w
+
+    def to_json(self) -> dict:
+        rows = {}
+        for r, name in enumerate(ROWS):
+            rows[name] = {"histogram": {b: int(c) for b, c in zip(BUCKETS, self.hist[r]) if c},
+                          "zero_sign": {b: int(c) for b, c in zip(BUCKETS, self.zsign[r]) if c},
+                          "worst": self.worst[r], "first_nan": self.first_nan[r],
+                          "first_zero_sign": self.first_zsign[r]}
+        return {"elements": self.elements, "failed_elements": self.failed, "first_failure": self.failure,
+                "rows": rows}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Tally":
+        t = cls()
+        t.elements, t.failed, t.failure = data["elements"], data["failed_elements"], data["first_failure"]
+        for r, name in enumerate(ROWS):
+            row = data["rows"][name]
+            for arr, key in ((t.hist, "histogram"), (t.zsign, "zero_sign")):
+                for b, c in row[key].items():
+                    arr[r, BUCKETS.index(b)] = c
+            t.worst[r], t.first_nan[r], t.first_zsign[r] = row["worst"], row["first_nan"], row["first_zero_sign"]
+        return t
+
+
+def verdict(tally: Tally, profile) -> dict:
+    """The engine's rule over a tally: rejected are the elements beyond the profile's fp16
+    budget (NaN against a number included; a zero of the wrong sign where the profile is
+    strict) that equal no accepted model's bits (nor the flush-to-zero oracle's, where the
+    profile accepts flushing). Calls that returned nothing fail too."""
+    budget = profile.max_ulp["fp16"]
+    rows = [0] if profile.flush_to_zero == "accepted" else [0, 1]
+    beyond = [b for b in range(NB) if budget < b <= LARGE or b == B_NAN]
+    rest = [b for b in range(NB) if b not in beyond]
+    rejected = int(tally.hist[np.ix_(rows, beyond)].sum())
+    if profile.strict_zero_sign:
+        rejected += int(tally.zsign[np.ix_(rows, rest)].sum())
+    example = None
+    for r in rows:  # the worst beyond the budget, else a NaN, else a zero sign
+        w = tally.worst[r]
+        if w is not None and w["ulp"] > budget:
+            example = _pick(example, w, _worse)
+    for slots, wanted in ((tally.first_nan, True), (tally.first_zsign, profile.strict_zero_sign)):
+        for r in rows:
+            if example is None and wanted and slots[r] is not None:
+                example = slots[r]
+    return {"platform": profile.name, "budget_ulp": budget, "rejected": rejected,
+            "failed_elements": tally.failed, "example": example,
+            "pass": rejected == 0 and tally.failed == 0}
+
+
+# --------------------------------------------------------------------------------------
+# one block
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """What identifies a sweep: a checkpoint resumes only the same one."""
+
+    impl: str
+    beta: int
+    dy: int
+    subset: str = "all"
+    variant: str = "p"
+    block: int = BLOCK
+
+    def key(self, subset: Subset) -> dict:
+        h = lambda b: F.hex_bits(FP16, b)  # noqa: E731
+        return {"impl": self.impl, "dtype": "fp16", "beta": h(self.beta), "dy": h(self.dy),
+                "subset": subset.name, "variant": self.variant, "block_elements": self.block}
+
+
+class _Block:
+    """What a worker needs to run blocks: the adapter, the subset, a dy array."""
+
+    def __init__(self, config: SweepConfig, adapter=None):
+        self.config = config
+        self.subset = parse_subset(config.subset, config.beta)
+        self.adapter = adapter if adapter is not None else load(config.impl)
+        self.dy = np.full(config.block, config.dy, np.uint16)
+
+    def run(self, k: int) -> Tally:
+        c = self.config
+        lo = k * c.block
+        hi = min(lo + c.block, self.subset.size)
+        x1, x2 = self.subset.pairs(lo, hi)
+        dy = self.dy[:hi - lo]
+        tally = Tally()
+        outcome = self.adapter.run([Case("fp16", dy, x1, x2, c.beta, variant=c.variant, id=f"block {k}")])[0]
+        if outcome.status != "ok":
+            tally.fail(k, hi - lo, outcome.status, outcome.detail)
+            return tally
+        f = lambda a: a.view(np.float16)  # noqa: E731
+        want = fast_oracle.smoothl1lossgrad(f(dy), f(x1), f(x2), np.uint16(c.beta).view(np.float16))
+        tally.add(lo, dy, x1, x2, c.beta, outcome.out[:hi - lo], want.view(np.uint16))
+        return tally
+
+
+_WORKER: "_Block | None" = None
+
+
+def _init_worker(config: SweepConfig) -> None:
+    global _WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
+    _WORKER = _Block(config)
+
+
+def _work(k: int):
+    return k, _WORKER.run(k)
+
+
+@contextlib.contextmanager
+def _results(config, blocks, workers, adapter):
+    """(block, Tally) for each block, in this process or from a spawn pool (any order)."""
+    if workers == 1:
+        worker = _Block(config, adapter)
+        try:
+            yield ((k, worker.run(k)) for k in blocks)
+        finally:
+            if adapter is None:
+                worker.adapter.close()
+        return
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(workers, initializer=_init_worker, initargs=(config,)) as pool:
+        yield pool.imap_unordered(_work, blocks, chunksize=1)
+
+
+# --------------------------------------------------------------------------------------
+# state: the checkpoint and the result, one file
+
+
+def ranges(blocks) -> str:
+    """Sorted block numbers as ``0-15,32``."""
+    out, items = [], sorted(blocks)
+    i = 0
+    while i < len(items):
+        j = i
+        while j + 1 < len(items) and items[j + 1] == items[j] + 1:
+            j += 1
+        out.append(str(items[i]) if i == j else f"{items[i]}-{items[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def parse_ranges(text: str) -> set:
+    done = set()
+    for part in filter(None, text.split(",")):
+        a, _, b = part.partition("-")
+        done.update(range(int(a), int(b or a) + 1))
+    return done
+
+
+def load_state(folder) -> "dict | None":
+    """The sweep state in ``folder`` (None when there is none)."""
+    path = Path(folder) / STATE_FILE
+    if not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text())
+        if state.get("format") != STATE_FORMAT:
+            raise ValueError(f"format is {state.get('format')!r}, not {STATE_FORMAT}")
+        state["tally"] = Tally.from_json(state["tally"])
+        state["done"] = parse_ranges(state["done"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SweepError(f"{path} is not a readable sweep state ({exc})") from None
+    return state
+
+
+def save_state(folder, state: dict) -> None:
+    data = {**state, "done": ranges(state["done"]), "tally": state["tally"].to_json()}
+    _atomic_write(Path(folder) / STATE_FILE, [json.dumps(data, indent=1), "\n"])
+
+
+def check_same(state: dict, key: dict, where) -> None:
+    if state["config"] != key:
+        diff = [f"{k} {state['config'].get(k)!r} (asked {key.get(k)!r})" for k in key
+                if state["config"].get(k) != key.get(k)]
+        raise SweepError(f"{where} holds another sweep: {', '.join(diff)}; choose another folder")
+
+
+def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOLE, max_blocks=None,
+              adapter=None, progress=None) -> dict:
+    """Run (or resume) the blocks of ``shard`` not yet done; return the state.
+
+    ``adapter`` (workers == 1 only) runs an adapter object instead of loading ``config.impl``;
+    ``max_blocks`` stops after that many blocks (run again to continue); ``progress(state,
+    session)`` is called after every block.
+    """
+    subset = parse_subset(config.subset, config.beta)
+    key = config.key(subset)
+    out = Path(out)
+    state = load_state(out)
+    if state is not None:
+        check_same(state, key, out)
+    if adapter is not None and workers != 1:
+        raise ValueError("an adapter object runs in this process only (workers=1)")
+    probe = adapter if adapter is not None else load(config.impl)
+    try:
+        if "fp16" not in probe.dtypes or config.variant not in probe.variants:
+            raise SweepError(f"{probe.name} offers {'/'.join(probe.dtypes)} in variants "
+                             f"{'/'.join(probe.variants)}: no fp16 {config.variant}")
+        described = probe.describe()
+    finally:
+        if adapter is None:
+            probe.close()
+    nblocks = -(-subset.size // config.block)
+    if state is None:
+        state = {"format": STATE_FORMAT, "config": key, "pairs": subset.size, "blocks": nblocks,
+                 "done": set(), "complete": nblocks == 0, "shards": [], "adapter": described,
+                 "sessions": [], "tally": Tally()}
+    if str(shard) not in state["shards"]:
+        state["shards"].append(str(shard))
+    todo = [k for k in shard.items(0, nblocks) if k not in state["done"]]
+    if max_blocks is not None:
+        todo = todo[:max_blocks]
+    workers = max(1, min(workers, len(todo)))  # no process without a block to run
+    from .hostinfo import describe_host
+
+    session = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "shard": str(shard),
+               "workers": workers, "todo": len(todo), "blocks": 0, "elements": 0, "seconds": 0.0,
+               "host": describe_host()}
+    if todo:
+        state["sessions"].append(session)
+    t0 = time.perf_counter()
+    with _results(config, todo, workers, adapter) as results:
+        for k, tally in results:
+            state["tally"].merge(tally)
+            state["done"].add(k)
+            state["complete"] = len(state["done"]) == nblocks
+            session["blocks"] += 1
+            session["elements"] += tally.elements
+            session["seconds"] = round(time.perf_counter() - t0, 3)
+            save_state(out, state)
+            if progress:
+                progress(state, session)
+    if not todo:
+        save_state(out, state)
+    return state
+
+
+def merge_states(states: list) -> dict:
+    """One state from sweeps of disjoint blocks of the same sweep (shards)."""
+    first = states[0]
+    merged = {**first, "done": set(), "shards": [], "sessions": [], "tally": Tally()}
+    for i, s in enumerate(states):
+        check_same(s, first["config"], f"input {i + 1}")
+        overlap = merged["done"] & s["done"]
+        if overlap:
+            raise SweepError(f"input {i + 1} repeats block {min(overlap)} of an earlier input: "
+                             f"merge sweeps of disjoint shards")
+        merged["done"] |= s["done"]
+        merged["shards"] += [x for x in s["shards"] if x not in merged["shards"]]
+        merged["sessions"] += s["sessions"]
+        merged["tally"].merge(s["tally"])
+    merged["complete"] = len(merged["done"]) == first["blocks"]
+    return merged
+
+
+def elapsed(state: dict) -> float:
+    """Seconds over every session (shards run side by side add up: machine time, not wall time)."""
+    return sum(s["seconds"] for s in state["sessions"])
+

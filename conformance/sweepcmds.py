@@ -1,5 +1,208 @@
-"""Placeholder: filled in by the issue that owns it."""
+"""``sl1conf sweep``: the exhaustive fp16 sweep and the merge of its shards, on the command line.
+
+The work is :mod:`.sweep`'s; this module turns arguments into a sweep, shows progress on a
+terminal, prints the summary and writes it into OUT/sweep.json. Exit 0 when no element is
+beyond the fp16 budget of ``--platform`` (the engine's rule), 1 otherwise, 2 for bad input.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sl1conf.reference import formats as F
+
+from . import sweep as S
+
+HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
+DESCRIPTION = """Values are decimals (0.1), hex floats (0x1.8p-1) or fp16 bit patterns (0x2e66).
+Subsets: all (2^32 pairs), x2=V (every x1 for one x2), around-beta[:K] (every pair whose exact
+x1 - x2 is within K fp16 steps of +beta or -beta; K defaults to 8). Re-running the same command
+resumes from OUT/sweep.json; 'sl1conf sweep merge' combines shards. See docs/sweeps.md."""
 
 
 def register(sub, common) -> None:
     """Add this module's subcommands to the ``sl1conf`` parser (see cli.build_parser)."""
+    p = sub.add_parser("sweep", help=HELP, description=DESCRIPTION)
+    p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (as for certify)")
+    p.add_argument("--beta", metavar="V")
+    p.add_argument("--dy", metavar="V")
+    p.add_argument("--dtype", type=common.dtype, default=F.FP16, help="fp16 only (the default): fp32 has 2^64 pairs")
+    p.add_argument("--subset", default="all", help="all (default), x2=V or around-beta[:K]")
+    p.add_argument("--variant", choices=("s", "p"), default="p", help="s or p (default p)")
+    p.add_argument("--workers", type=int, help="processes (default: the CPUs available)")
+    p.add_argument("--shard", metavar="I/N", help="run only the blocks k with k %% N == I - 1")
+    p.add_argument("--platform", default="ieee", help="profile whose fp16 budget judges (default ieee)")
+    p.add_argument("--max-blocks", type=int, metavar="N", help="stop after N blocks (run again to continue)")
+    p.add_argument("--out", help="folder for sweep.json (the checkpoint and the result)")
+    actions = p.add_subparsers(dest="action", parser_class=common.parser_class)
+    m = actions.add_parser("merge", help="combine the sweep.json of shards into one")
+    m.add_argument("dirs", nargs="+", metavar="DIR")
+    m.add_argument("--out", dest="merge_out", required=True, help="folder for the merged sweep.json")
+    m.add_argument("--platform", dest="merge_platform", help="profile whose fp16 budget judges (default ieee)")
+    p.set_defaults(run=lambda args: _merge(args, common) if args.action == "merge" else _sweep(args, common))
+
+
+def _profile(name, common):
+    from .profiles import ProfileError, load_profile
+
+    try:
+        profile = load_profile(name)
+        profile.require_dtype("fp16")
+    except ProfileError as exc:
+        raise common.UsageError(str(exc)) from None
+    return profile
+
+
+def _out_folder(text, common) -> Path:
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise common.UsageError(f"--out {out} exists and is not a folder")
+    return out
+
+
+def _sweep(args, common) -> int:
+    from sl1conf.adapters import AdapterError
+
+    from .shards import WHOLE, parse_shard
+
+    missing = [o for o in ("impl", "beta", "dy", "out") if getattr(args, o) is None]
+    if missing:
+        raise common.UsageError(f"sweep needs {', '.join('--' + o for o in missing)}")
+    if args.dtype.name != "fp16":
+        raise common.UsageError(f"sweep covers fp16 only, not {args.dtype.name}: fp32 has 2^64 pairs "
+                                "(use sl1conf fuzz or sl1conf certify for fp32)")
+    values = {}
+    for name in ("beta", "dy"):
+        try:
+            values[name], _ = F.parse_value(F.FP16, getattr(args, name))
+        except ValueError as exc:
+            raise common.UsageError(f"--{name}: {exc}") from None
+    try:
+        shard = parse_shard(args.shard) if args.shard else WHOLE
+    except ValueError as exc:
+        raise common.UsageError(f"--shard: {exc}") from None
+    for opt in ("workers", "max_blocks"):
+        if getattr(args, opt) is not None and getattr(args, opt) < 1:
+            raise common.UsageError(f"--{opt.replace('_', '-')} must be at least 1")
+    profile = _profile(args.platform, common)
+    out = _out_folder(args.out, common)
+    from sl1conf.reference import kernel
+
+    workers = args.workers or kernel.default_threads()
+    config = S.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant)
+    show = _progress() if sys.stderr.isatty() else None
+    try:
+        state = S.run_sweep(config, out, workers=workers, shard=shard, max_blocks=args.max_blocks,
+                            progress=show)
+    except S.SweepError as exc:
+        raise common.UsageError(str(exc)) from None
+    except AdapterError as exc:
+        raise common.UsageError(f"--impl {args.impl}: {exc}") from None
+    finally:
+        if show:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+    pending = len(shard.items(0, state["blocks"])) - sum(1 for k in state["done"] if shard.owns(k))
+    return _finish(state, profile, out, common, f"partial: {pending} blocks of this shard still to run; run "
+                   "the same command again to continue" if pending else "")
+
+
+def _merge(args, common) -> int:
+    out = _out_folder(args.merge_out, common)
+    dirs = [Path(d) for d in args.dirs]
+    if any(d.resolve() == out.resolve() for d in dirs):
+        raise common.UsageError(f"--out {out} is one of the inputs: merge into another folder")
+    profile = _profile(args.merge_platform or "ieee", common)
+    try:
+        states = []
+        for d in dirs:
+            state = S.load_state(d)
+            if state is None:
+                raise S.SweepError(f"{d} holds no {S.STATE_FILE}")
+            states.append(state)
+        merged = S.merge_states(states)
+        old = S.load_state(out)
+        if old is not None:
+            S.check_same(old, merged["config"], out)
+            if not old["done"] <= merged["done"]:
+                raise S.SweepError(f"{out} holds blocks the inputs do not: merge into another folder")
+    except S.SweepError as exc:
+        raise common.UsageError(str(exc)) from None
+    missing = merged["blocks"] - len(merged["done"])
+    note = f"incomplete: {missing} blocks are in none of the inputs" if missing else ""
+    code = _finish(merged, profile, out, common, note)
+    return common.EXIT_FAIL if missing else code  # a merge that misses blocks has not checked them
+
+
+def _finish(state, profile, out, common, note: str = "") -> int:
+    """Print the summary, write it into OUT/sweep.json, and choose the exit status."""
+    tally = state["tally"]
+    seconds = S.elapsed(state)
+    state["summary"] = {
+        "elements": tally.elements, "seconds": round(seconds, 2),
+        "elements_per_second": round(tally.elements / seconds) if seconds else None,
+        "histogram": tally.histogram(), "worst": tally.worst_overall(),
+        "verdict": S.verdict(tally, profile)}
+    S.save_state(out, state)
+    for line in summary_lines(state, note):
+        print(line)
+    print(f"summary: {Path(out) / S.STATE_FILE}")
+    return common.EXIT_OK if state["summary"]["verdict"]["pass"] else common.EXIT_FAIL
+
+
+def _value(hex_text: str) -> str:
+    return f"{hex_text} ({float(np.uint16(int(hex_text, 16)).view(np.float16)):.6g})"
+
+
+def summary_lines(state: dict, note: str = "") -> list:
+    """The human summary of a state with its ``summary`` (also what docs/sweeps.md quotes)."""
+    c, s, v = state["config"], state["summary"], state["summary"]["verdict"]
+    rate = f", {s['elements_per_second'] / 1e6:.1f} M elements/s" if s["elements_per_second"] else ""
+    done = "complete" if state["complete"] else f"{len(state['done'])} of {state['blocks']} blocks"
+    lines = [f"sweep of {c['impl']}: fp16 {c['variant']}, beta {_value(c['beta'])}, dy {_value(c['dy'])}, "
+             f"subset {c['subset']}",
+             f"{s['elements']:,} of {state['pairs']:,} pairs ({done}) in {s['seconds']:.1f} s{rate}",
+             "  ULP distance  elements"]
+    lines += [f"  {b:<12}  {n:>14,}" for b, n in s["histogram"].items()]
+    w = s["worst"]
+    if w is None:
+        lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)")
+    else:
+        lines.append(f"worst: {w['ulp']} ULP at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
+                     f"{w['expected']}, got {w['got']}")
+        lines.append(f"  sl1conf explain --dtype fp16 --dy {c['dy']} --x1 {w['x1']} --x2 {w['x2']} "
+                     f"--beta {c['beta']}")
+    lines.append(f"beyond the {v['platform']} fp16 budget ({v['budget_ulp']} ULP) and no accepted "
+                 f"model's bits: {v['rejected']:,} elements"
+                 + (f"; calls without a result: {v['failed_elements']:,} elements" if v["failed_elements"] else ""))
+    if v["example"] is not None and v["example"] != w:
+        e = v["example"]
+        lines.append(f"  for example x1 {e['x1']}, x2 {e['x2']}: expected {e['expected']}, got {e['got']} "
+                     f"({e['ulp']} ULP)")
+    if note:
+        lines.append(note)
+    lines.append(f"verdict: {'PASS' if v['pass'] else 'FAIL'}" + ("" if state["complete"] else
+                                                                   " (so far: not every block is done)"))
+    return lines
+
+
+def _progress():
+    """A callback that redraws one status line on stderr, at most a few times a second."""
+    last = [0.0]
+
+    def show(state, session):
+        now = time.monotonic()
+        if now - last[0] < 0.25 and len(state["done"]) < state["blocks"]:
+            return
+        last[0] = now
+        rate = session["elements"] / session["seconds"] if session["seconds"] else 0.0
+        left = (session["todo"] - session["blocks"]) * (session["seconds"] / session["blocks"])
+        w = state["tally"].worst_overall()
+        print(f"\r\033[Ksweep: {len(state['done'])}/{state['blocks']} blocks, {rate / 1e6:.1f} M elements/s, "
+              f"ETA {int(left // 60)}m{int(left % 60):02d}s, worst so far {w['ulp'] if w else 0} ULP",
+              end="", file=sys.stderr, flush=True)
+
+    return show

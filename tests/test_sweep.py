@@ -1,0 +1,280 @@
+"""Exhaustive fp16 sweeps: histograms against an independent numpy computation, a planted
+defect, resume, shards and merge, the around-beta enumeration, and the command line."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sl1conf.adapters.base import Adapter, Outcome
+from sl1conf.adapters.builtin import KernelAdapter
+from sl1conf.conformance import sweep as S
+from sl1conf.conformance.cli import main
+from sl1conf.conformance.profiles import load_profile
+from sl1conf.conformance.shards import Shard
+
+BETA, DY = 0x2E66, 0x3C01  # 0.1 (inexact: every rounding of the spec order is active), 1 + 2^-10
+SMALL = 4096  # block size for the API tests: 16 blocks per x2=V subset
+
+
+def sweep(tmp_path, name, impl="builtin:kernel", beta=BETA, dy=DY, subset="x2=0x0001", **kw):
+    config = S.SweepConfig(impl, beta, dy, subset, block=SMALL)
+    return S.run_sweep(config, tmp_path / name, **kw)
+
+
+# --------------------------------------------------------------------------------------
+# an independent computation: numpy float16 arithmetic and a hand-made ULP distance
+
+
+def ordered(bits):
+    b = bits.astype(np.int64)
+    return np.where(b & 0x8000, -(b & 0x7FFF), b & 0x7FFF)
+
+
+def numpy_histogram(x1, x2, beta, dy):
+    """divmul-fp16 by numpy float16 operations, against (diff * dy) / beta in binary64
+    rounded once to fp16 (correctly rounded: reference/fast_oracle.py)."""
+    h = lambda b: np.asarray(b, np.uint16).view(np.float16)  # noqa: E731
+    a, b, d, bt = h(x1), h(x2), h(np.full(x1.size, dy)), h(beta)
+    with np.errstate(all="ignore"):
+        diff = a - b
+        got = np.where(diff > bt, d, np.where(diff < -bt, -d, (diff / bt) * d)).astype(np.float16)
+        e = a.astype(np.float64) - b.astype(np.float64)
+        d64, b64 = d.astype(np.float64), np.float64(bt)
+        want = np.where(e > b64, d64, np.where(e < -b64, -d64, (e * d64) / b64)).astype(np.float16)
+    g, w = got.view(np.uint16), want.view(np.uint16)
+    gn, wn = np.isnan(got), np.isnan(want)
+    dist = np.abs(ordered(g) - ordered(w))
+    names = np.where(gn & wn, "0", np.where(gn | wn, "nan", np.where(
+        (dist == 0) & (g != w), "zero-sign", np.minimum(dist, 16).astype(str))))
+    names = np.where(names == "16", "16+", names)
+    keys, counts = np.unique(names, return_counts=True)
+    hist = {str(k): int(c) for k, c in zip(keys, counts)}
+    finite = np.where(gn | wn, -1, dist)
+    return hist, int(finite.max()), int(np.argmax(finite))
+
+
+@pytest.mark.parametrize("x2,beta,dy", [(0x0001, BETA, DY), (0x3C00, BETA, DY), (0xFC00, BETA, DY),
+                                         (0x0001, 0x63D0, 0x63D0), (0x8123, 0x4000, 0xFBFF)])
+def test_histogram_matches_numpy_float16(tmp_path, x2, beta, dy):
+    state = sweep(tmp_path, "s", impl="builtin:model:divmul-fp16", subset=f"x2={x2:#06x}", beta=beta, dy=dy)
+    x1 = np.arange(1 << 16).astype(np.uint16)
+    hist, worst, at = numpy_histogram(x1, np.full(x1.size, x2, np.uint16), beta, dy)
+    tally = state["tally"]
+    assert state["complete"] and state["blocks"] == 16 and tally.elements == 1 << 16
+    assert tally.histogram() == {"0": 0, **hist}
+    w = tally.worst_overall()
+    if worst == 0:
+        assert w is None
+    else:
+        assert (w["ulp"], w["index"], int(w["x1"], 16), int(w["x2"], 16)) == (worst, at, at, x2)
+
+
+def test_kernel_exact_where_no_step_rounds(tmp_path):
+    # beta = dy = 1 and x2 = 0: diff = x1 exactly, diff / 1 * 1 exactly: the spec order is exact.
+    state = sweep(tmp_path, "a", beta=0x3C00, dy=0x3C00, subset="x2=0")
+    assert state["tally"].histogram() == {"0": 1 << 16} and state["tally"].worst_overall() is None
+    # muldiv in binary64 is the oracle's own evaluation: exact for any beta, dy, x2
+    state = sweep(tmp_path, "b", impl="builtin:kernel:muldiv-fp64", subset="x2=0x0001")
+    assert state["tally"].histogram() == {"0": 1 << 16}
+
+
+# --------------------------------------------------------------------------------------
+# a planted defect
+
+
+class Planted(Adapter):
+    """The exact kernel, wrong on purpose: x1 0x3555 three steps up, x1 0x3100 one step down,
+    the zero of x1 == x2 with the wrong sign, x1 0x2000 NaN."""
+
+    name = "planted"
+    dtypes = ("fp16",)
+
+    def __init__(self):
+        self.inner = KernelAdapter("muldiv-fp64")
+
+    def _run_one(self, case):
+        out = self.inner.run([case])[0].out.copy()
+        out[case.x1 == 0x3555] += np.uint16(3)
+        out[case.x1 == 0x3100] -= np.uint16(1)
+        out[case.x1 == case.x2] ^= np.uint16(0x8000)
+        out[case.x1 == 0x2000] = 0x7E00
+        return Outcome("ok", out=out)
+
+
+def test_planted_defect_in_histogram_and_verdict(tmp_path):
+    x2, dy = 0x3000, 0xBC00  # dy = -1: x1 == x2 gives -0
+    state = sweep(tmp_path, "p", beta=BETA, dy=dy, subset=f"x2={x2:#x}", adapter=Planted())
+    tally = state["tally"]
+    assert tally.histogram() == {"0": (1 << 16) - 4, "1": 1, "3": 1, "nan": 1, "zero-sign": 1}
+    w = tally.worst_overall()
+    assert (w["ulp"], w["x1"], w["x2"], w["index"]) == (3, "0x3555", "0x3000", 0x3555)
+    assert int(w["got"], 16) == int(w["expected"], 16) + 3
+    strict = S.verdict(tally, load_profile("ieee"))
+    assert strict["rejected"] == 3 and not strict["pass"]  # 3 ULP, NaN, -0 as +0
+    assert strict["example"] == w
+    lax = S.verdict(tally, load_profile("mt7004"))  # the sign of zero not checked
+    assert lax["rejected"] == 2
+
+
+def test_accepted_model_beyond_budget_is_not_rejected(tmp_path):
+    # beta = dy = 1000: divmul-fp16's subnormal diff / beta is 500 ULP off, yet it is an accepted model
+    state = sweep(tmp_path, "m", impl="builtin:kernel", beta=0x63D0, dy=0x63D0, subset="x2=0x0001")
+    tally = state["tally"]
+    assert tally.worst_overall()["ulp"] > 2
+    assert S.verdict(tally, load_profile("ieee"))["rejected"] == 0
+
+
+# --------------------------------------------------------------------------------------
+# resume, shards, merge
+
+
+def test_resume_after_interruption_equals_one_run(tmp_path):
+    whole = sweep(tmp_path, "whole")
+    partial = sweep(tmp_path, "resumed", max_blocks=5)
+    assert len(partial["done"]) == 5 and not partial["complete"]
+
+    def stop(state, session):
+        if session["blocks"] == 4:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        sweep(tmp_path, "resumed", progress=stop)
+    assert len(S.load_state(tmp_path / "resumed")["done"]) == 9  # saved before the interruption
+    resumed = sweep(tmp_path, "resumed")
+    assert resumed["complete"] and len(resumed["sessions"]) == 3
+    assert resumed["tally"].to_json() == whole["tally"].to_json()
+    assert S.load_state(tmp_path / "resumed")["tally"].to_json() == whole["tally"].to_json()
+
+
+def test_shards_and_merge_equal_one_run(tmp_path):
+    whole = sweep(tmp_path, "whole")
+    parts = [sweep(tmp_path, f"shard{i}", shard=Shard(i, 3)) for i in (1, 2, 3)]
+    assert [sorted(p["done"]) for p in parts] == [list(range(i, 16, 3)) for i in range(3)]
+    merged = S.merge_states([S.load_state(tmp_path / f"shard{i}") for i in (3, 1, 2)])
+    assert merged["complete"] and merged["tally"].to_json() == whole["tally"].to_json()
+    with pytest.raises(S.SweepError, match="repeats block"):
+        S.merge_states([parts[0], parts[0]])
+
+
+# --------------------------------------------------------------------------------------
+# around-beta: exactly the pairs it claims
+
+
+def window(beta, k):
+    """The ends of the k-step windows around +|beta| and -|beta|, stepping with nextafter."""
+    top, out = np.float16(65504), []
+    for centre in (abs(np.uint16(beta).view(np.float16)), -abs(np.uint16(beta).view(np.float16))):
+        lo = hi = np.float16(centre)
+        for _ in range(k):
+            with np.errstate(over="ignore"):
+                lo = max(np.nextafter(lo, np.float16(-np.inf)), -top)
+                hi = min(np.nextafter(hi, np.float16(np.inf)), top)
+        out.append((float(lo), float(hi)))
+    return out
+
+
+@pytest.mark.parametrize("beta,k", [(BETA, 3), (0x3C00, 0), (0x0001, 2), (0x7BFF, 2)])
+def test_around_beta_enumerates_exactly_its_pairs(beta, k):
+    subset = S.parse_subset(f"around-beta:{k}", beta)
+    x1, x2 = subset.pairs(0, subset.size)
+    wins = window(beta, k)
+
+    def inside(a, b):
+        with np.errstate(invalid="ignore"):  # inf - inf
+            d = a.view(np.float16).astype(np.float64) - b.view(np.float16).astype(np.float64)
+        return np.logical_or.reduce([(lo <= d) & (d <= hi) for lo, hi in wins])
+
+    assert inside(x1, x2).all()
+    keys = x1.astype(np.int64) << 16 | x2
+    assert np.unique(keys).size == keys.size
+    every = np.arange(1 << 16).astype(np.uint16)
+    finite = every[(every & 0x7C00) != 0x7C00]
+    rng = np.random.default_rng(8)
+    sample = np.concatenate([[0, 0x8000, beta, beta | 0x8000, 0x7BFF, 0xFBFF, 0x0001],
+                             rng.choice(finite, 300)]).astype(np.uint16)
+    for v in sample:
+        brute = finite[inside(finite, np.full(finite.size, v, np.uint16))]
+        assert sorted(brute) == sorted(x1[x2 == v]), hex(v)
+    assert not inside(every, np.full(every.size, 0x7C00, np.uint16)).any()  # infinite x2: nothing
+
+
+def test_block_pairs_cover_the_subset_once():
+    subset = S.parse_subset("all", BETA)
+    x1, x2 = subset.pairs(3 * (1 << 20) - 5, 3 * (1 << 20) + 7)
+    p = np.arange(3 * (1 << 20) - 5, 3 * (1 << 20) + 7)
+    assert (x1 == p & 0xFFFF).all() and (x2 == p >> 16).all()
+    subset = S.parse_subset("around-beta:5", 0x3C00)
+    a = subset.pairs(0, subset.size)
+    b = [subset.pairs(lo, min(lo + 1000, subset.size)) for lo in range(0, subset.size, 1000)]
+    assert all((np.concatenate([part[i] for part in b]) == a[i]).all() for i in (0, 1))
+
+
+# --------------------------------------------------------------------------------------
+# the command line
+
+
+def cli(capsys, *argv):
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_sweep_workers_shards_merge(tmp_path, capsys):
+    args = ["sweep", "--impl", "builtin:kernel", "--beta", "1", "--dy", "0.7", "--subset", "around-beta:4"]
+    code, first, err = cli(capsys, *args, "--workers", 2, "--out", tmp_path / "one")
+    assert code == 0 and err == "" and "verdict: PASS" in first
+    one = json.loads((tmp_path / "one" / "sweep.json").read_text())
+    assert one["blocks"] == 2 and one["complete"] and one["summary"]["verdict"]["pass"]
+    for i in (1, 2):
+        code, out, _ = cli(capsys, *args, "--workers", 1, "--shard", f"{i}/2", "--out", tmp_path / f"s{i}")
+        assert code == 0 and "verdict: PASS (so far" in out
+    code, out, _ = cli(capsys, "sweep", "merge", tmp_path / "s1", "--out", tmp_path / "half")
+    assert code == 1 and "incomplete: 1 blocks are in none of the inputs" in out
+    code, out, _ = cli(capsys, "sweep", "merge", tmp_path / "s1", tmp_path / "s2", "--out", tmp_path / "m")
+    merged = json.loads((tmp_path / "m" / "sweep.json").read_text())
+    assert code == 0 and merged["complete"]
+    assert merged["tally"] == one["tally"] and merged["summary"]["histogram"] == one["summary"]["histogram"]
+    code, out, _ = cli(capsys, *args, "--out", tmp_path / "one")  # all done: the summary again
+    assert code == 0 and out == first
+
+
+def test_cli_fails_beyond_budget(tmp_path, capsys):
+    # muldiv-fp16 is not an accepted model: with beta = dy = 1000 its diff * dy overflows
+    # to infinity where the result is finite
+    code, out, _ = cli(capsys, "sweep", "--impl", "builtin:kernel:muldiv-fp16", "--beta", "1000",
+                       "--dy", "1000", "--subset", "x2=0", "--out", tmp_path / "f")
+    assert code == 1 and "verdict: FAIL" in out
+
+
+def test_cli_errors_exit_2_and_keep_the_checkpoint(tmp_path, capsys):
+    out = tmp_path / "o"
+    base = ["sweep", "--impl", "builtin:kernel", "--beta", "0.1", "--dy", "1", "--subset", "x2=0x3c00"]
+    assert cli(capsys, *base, "--out", out)[0] == 0
+    saved = (out / "sweep.json").read_bytes()
+    (tmp_path / "file").write_text("x")
+    bad = [
+        (["sweep", "--impl", "builtin:kernel", "--beta", "1"], "needs --dy, --out"),
+        ([*base, "--shard", "3/2", "--out", out], "--shard"),
+        ([*base, "--beta", "0x3f800000", "--out", out], "does not fit a 16-bit fp16"),
+        ([*base, "--dtype", "fp32", "--out", out], "fp16 only"),
+        ([*base, "--impl", "nope:x", "--out", tmp_path / "n"], "unknown implementation"),
+        ([*base, "--out", tmp_path / "file"], "not a folder"),
+        ([*base, "--dy", "2", "--out", out], "holds another sweep: dy"),
+        ([*base, "--subset", "x2=2", "--out", out], "holds another sweep: subset"),
+        ([*base, "--subset", "around-beta:x", "--out", out], "K must be"),
+        ([*base, "--subset", "odd", "--out", out], "unknown subset"),
+        ([*base, "--beta", "inf", "--subset", "around-beta", "--out", tmp_path / "n"], "finite beta"),
+        ([*base, "--platform", "ft78ne", "--out", out], "no fp16"),
+        ([*base, "--workers", "0", "--out", out], "--workers must be at least 1"),
+        (["sweep", "merge", tmp_path / "none", "--out", tmp_path / "m"], "holds no sweep.json"),
+        (["sweep", "merge", out, out, "--out", tmp_path / "m"], "repeats block"),
+        (["sweep", "merge", out, "--out", out], "one of the inputs"),
+    ]
+    for argv, message in bad:
+        code, stdout, err = cli(capsys, *argv)
+        assert code == 2 and err.startswith("sl1conf: error: ") and message in err, (argv, err)
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert (out / "sweep.json").read_bytes() == saved
