@@ -114,9 +114,9 @@ def _cmd_certify(args) -> int:
             profile.require_dtype(d.name)
     except ProfileError as exc:
         raise UsageError(str(exc)) from None
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder")
+    from .jsonfiles import writable_folder
+
+    out = writable_folder(args.out, UsageError)  # before the run, not after it
     from .waivers import WaiverError, apply_waivers, load_waivers
 
     try:
@@ -151,7 +151,7 @@ def _cmd_certify(args) -> int:
     from .reportwrite import FORMATS, ReportError, write_report
 
     try:
-        write_report(report, out, ["json", *(args.format or ["md", "html", "junit"])])
+        write_report(report, out, ["json", *(args.format or ["md", "html", "junit"])], replace_all=True)
     except ReportError as exc:
         raise UsageError(str(exc)) from None
     for run in report["runs"]:

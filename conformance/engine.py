@@ -476,7 +476,8 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             for run in mine.values():
                 run.pop("_outputs", None)
     if only_cases and only_cases - seen_cases:
-        raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - seen_cases))} in the vectors")
+        raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - seen_cases))} in the vectors"
+                             + (" (--quick generates the edge families only)" if quick and not vectors else ""))
     if only_reqs:
         for run in runs:
             run["requirements"] = [r for r in run["requirements"] if r["id"] in only_reqs]

@@ -44,6 +44,7 @@ class ErrorStats:
         self.elements = np.zeros(nbins, np.int64)
         self.inexact = np.zeros(nbins, np.int64)
         self.max_ulp = np.zeros(nbins, np.int64)
+        self.nan = np.zeros(nbins, np.int64)  # NaN against a number (not excepted): no distance to plot
         self.outside = 0  # r outside the edges, or not a number (beta 0, inf, NaN inputs)
         self.worst_ulp, self.worst_at, self.nan_mismatches, self.excepted = 0, None, 0, 0
 
@@ -77,6 +78,8 @@ class ErrorStats:
         np.add.at(self.elements, bins, 1)
         np.add.at(self.inexact, bins, (d != 0).astype(np.int64))
         np.maximum.at(self.max_ulp, bins, np.where(real[inside], d, 0))
+        ex = excepted[inside] if excepted is not None else np.zeros(d.shape, bool)
+        np.add.at(self.nan, bins, ((d == F.NAN_MISMATCH) & ~ex).astype(np.int64))
 
     def entry(self, worst: "dict | None") -> dict:
         """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`."""
@@ -85,6 +88,7 @@ class ErrorStats:
                "ulp_histogram": {f: [int(n) for n in c] for f, c in self.hist.items()},
                "by_ratio": {"edges": RATIO_EDGES, "elements": self.elements.tolist(),
                             "inexact": self.inexact.tolist(), "max_ulp": self.max_ulp.tolist(),
+                            "nan": self.nan.tolist(),
                             "outside": self.outside}}
         if worst is not None:
             out["worst"] = worst

@@ -7,11 +7,13 @@ jobs all cover exactly the same work for the same seed.
 
 Why the checks are certify's: every element is judged by ``engine.judge_elements`` (the
 correctly rounded result within the profile's ULP budget, an accepted model, an open
-alternative, flush-to-zero where allowed), only after the fast oracle says it is not the
-correctly rounded result bit for bit, so an honest implementation costs one oracle call per
-batch. Crashes, hangs, memory the call should not touch, core_mask dependence and repeated
-calls that differ are findings too. Findings are deduplicated by :func:`key` (what failed,
-where and on what kind of value), so a systematic defect yields a handful of findings.
+alternative, flush-to-zero where allowed), and where the exact x1 - x2 is +-beta by R02's
+stricter rule (the correctly rounded +-dy, a model or an alternative, no ULP budget), only
+after the fast oracle says it is not the correctly rounded result bit for bit, so an honest
+implementation costs one oracle call per batch. Crashes, hangs, memory the call should not
+touch, core_mask dependence and repeated calls that differ are findings too. Findings are
+deduplicated by :func:`key` (what failed, where and on what kind of value), so a systematic
+defect yields a handful of findings.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import atexit
 import concurrent.futures as cf
 import dataclasses
 import itertools
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -32,13 +35,13 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
-from .engine import judge_elements
+from .engine import _model_or_alternative, judge_elements
 from .profiles import Profile
 from .sampling import hard_batch, random_batch
 from .shards import Shard, parse_shard
 
 __all__ = ["Campaign", "Finding", "BatchResult", "Result", "batch_seed", "make_batch", "check_cases",
-           "run_batch", "run", "key_text", "SHORT"]
+           "at_boundary", "run_batch", "run", "worker_init", "key_text", "SHORT", "BOUNDARY"]
 
 BATCH_ELEMENTS = 1 << 16
 """Elements of a batch's long case, per dtype and variant (a little less: the tail varies)."""
@@ -49,6 +52,9 @@ HARD_FP32 = 1100  # longest fp32 case drawn from sampling.hard_batch
 SHORT = 64
 """Cases up to this length are 'short': they get the core_mask and determinism checks, and
 failures on them are keyed apart from failures on long cases (length-dependent defects)."""
+BOUNDARY = "boundary"
+"""The branch of a wrong result where the exact diff is +-beta (R02's rule judged it)."""
+POLL = 0.2  # seconds between looks at the stop flag while batches run elsewhere
 
 
 @dataclass(frozen=True)
@@ -119,6 +125,7 @@ class Result:
     findings: int = 0  # every finding, before deduplication
     first: dict = field(default_factory=dict)  # key -> Finding
     seconds: float = 0.0
+    interrupted: bool = False  # stopped by a signal before its batches or time were done
 
     def add(self, r: BatchResult) -> None:
         self.batches.append(r.batch)
@@ -187,13 +194,28 @@ def twin_mask(case: Case, full: int) -> Optional[int]:
     return None if other == case.core_mask else other
 
 
+def at_boundary(fmt: F.Format, x1, x2, beta: int) -> np.ndarray:
+    """Where the exact ``x1 - x2`` is +beta or -beta, for a positive finite beta (R02's
+    elements, as certify's boundary-exact family has them). Why exact: TwoSum in binary64
+    (``families._exact_diff``) is exact for fp16 and fp32, a rounded diff is not."""
+    from .families import _eq, _exact_diff
+
+    b = float(np.array([beta], fmt.uint).view(fmt.dtype)[0])
+    if not 0 < b < np.inf:
+        return np.zeros(np.shape(x1), bool)
+    s, e = _exact_diff(fmt, x1, x2)
+    return _eq(s, e, b) | _eq(s, e, -b)
+
+
 def _classes(fmt: F.Format, case: Case, idx: np.ndarray) -> list[tuple]:
     """(branch, value kind) of elements: what a failure is keyed by beside its kind."""
-    _, x1, x2, beta = case.floats()
-    with np.errstate(all="ignore"):  # signalling NaNs raise "invalid" when widened
-        d = x1[idx].astype(np.float64) - x2[idx].astype(np.float64)
-        beta = float(beta)
-    branch = np.where(np.isnan(d) | np.isnan(beta), "nan", np.where(d > beta, "gt", np.where(d < -beta, "lt", "mid")))
+    from .families import _exact_diff, _gt, _lt
+
+    s, e = _exact_diff(fmt, case.x1[idx], case.x2[idx])
+    beta = float(case.floats()[3])
+    branch = np.where(np.isnan(s) | np.isnan(beta), "nan", np.where(
+        _gt(s, e, beta), "gt", np.where(_lt(s, e, -beta), "lt", "mid")))
+    branch = np.where(at_boundary(fmt, case.x1[idx], case.x2[idx], case.beta), BOUNDARY, branch)
     bits = [a[idx] for a in (case.dy, case.x1, case.x2)]
     special = np.logical_or.reduce([(b & fmt.exp_mask) == fmt.exp_mask for b in bits])
     sub = np.logical_or.reduce([((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0) for b in bits])
@@ -219,7 +241,8 @@ def key_text(k: tuple) -> str:
 def judge_call(profile: Profile, case: Case, got: np.ndarray) -> np.ndarray:
     """Accepted elements of ``got`` (the written elements): certify's judgement, evaluated only
     where the result is not the correctly rounded one, and the open alternatives (the vector
-    families' rules) only for what is still not accepted."""
+    families' rules) only for what is still not accepted. Where the exact diff is +-beta,
+    R02's rule: the correctly rounded +-dy, a model or an alternative (no ULP budget)."""
     from .families import finish_case  # the rules that give vector cases their alternatives
     from .vectorcases import VectorCase
 
@@ -231,12 +254,14 @@ def judge_call(profile: Profile, case: Case, got: np.ndarray) -> np.ndarray:
     idx = np.flatnonzero(~ok)
     if not idx.size:
         return ok
+    boundary = at_boundary(fmt, case.x1[:w], case.x2[:w], case.beta)
 
     def judged(at, alternatives=None):
         sub = [a[at] for a in args]
         models = {m.name: np.asarray(m(*sub, beta), fmt.dtype).view(fmt.uint) for m in accepted_models(fmt)}
         ftz = fast_oracle.smoothl1lossgrad(*sub, beta, flush_subnormals=True).view(fmt.uint)
-        return judge_elements(fmt, profile, got[at], oracle[at], ftz, models, alternatives).ok
+        j = judge_elements(fmt, profile, got[at], oracle[at], ftz, models, alternatives)
+        return np.where(boundary[at], j.exact | _model_or_alternative(j), j.ok)
 
     ok[idx] = judged(idx)
     rest = np.flatnonzero(~ok)
@@ -361,15 +386,28 @@ def batch_indices(campaign: Campaign):
     return (k for k in itertools.count(shard.index - 1, shard.count))
 
 
+def worker_init() -> None:
+    """A local worker process ignores SIGINT and SIGTERM: a Ctrl-C (sent to the whole process
+    group) or a group-wide SIGTERM reaches the parent, which stops the campaign, keeps what
+    was found and ends the workers itself (SIGKILL); a worker dying mid-batch would break the
+    pool instead."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
 def run(campaign: Campaign, *, adapter: "Adapter | None" = None, profile: "Profile | None" = None,
         executor: "cf.Executor | None" = None, in_flight: int = 2,
-        progress: "Callable[[Result], None] | None" = None) -> Result:
+        progress: "Callable[[Result], None] | None" = None,
+        stop: "Callable[[], bool] | None" = None) -> Result:
     """Run the campaign's batches: in this process with ``adapter`` and ``profile``, or through
     ``executor`` (a spawn process pool, a Dask client's executor) with ``in_flight`` batches
-    submitted at a time. Stops after ``campaign.batches`` or ``campaign.seconds``."""
+    submitted at a time. Stops after ``campaign.batches`` or ``campaign.seconds``, or as soon
+    as ``stop()`` says so (a signal): then the batches in flight are abandoned, the finished
+    ones kept, and ``Result.interrupted`` is set."""
     result, t0 = Result(), time.perf_counter()
     deadline = t0 + campaign.seconds if campaign.seconds is not None else None
-    more = lambda: deadline is None or time.perf_counter() < deadline  # noqa: E731
+    stopped = stop or (lambda: False)
+    more = lambda: not stopped() and (deadline is None or time.perf_counter() < deadline)  # noqa: E731
     todo = batch_indices(campaign)
 
     def done(r: BatchResult) -> None:
@@ -386,7 +424,7 @@ def run(campaign: Campaign, *, adapter: "Adapter | None" = None, profile: "Profi
     else:
         pending = set()
         try:
-            while True:
+            while not stopped():
                 while len(pending) < in_flight and more():
                     k = next(todo, None)
                     if k is None:
@@ -394,12 +432,15 @@ def run(campaign: Campaign, *, adapter: "Adapter | None" = None, profile: "Profi
                     pending.add(executor.submit(batch_task, campaign, k))
                 if not pending:
                     break
-                finished, pending = cf.wait(pending, return_when=cf.FIRST_COMPLETED)
+                finished, pending = cf.wait(pending, timeout=POLL, return_when=cf.FIRST_COMPLETED)
                 for fut in finished:
+                    if stopped() and (fut.cancelled() or fut.exception() is not None):
+                        continue  # once stopped, a batch fails when its worker is ended
                     done(fut.result())
         finally:
             for fut in pending:
                 fut.cancel()
+    result.interrupted = stopped()
     result.seconds = time.perf_counter() - t0
     result.batches.sort()
     return result
@@ -418,9 +459,11 @@ def same_failure(adapter: Adapter, profile: Profile, finding: Finding) -> Callab
     return fails
 
 
-def shrink(campaign: Campaign, profile: Profile, adapter: Adapter, finding: Finding) -> tuple[Case, Finding]:
-    """The smallest call that still fails as ``finding`` did (its batch drawn again from its seed)."""
+def shrink(campaign: Campaign, profile: Profile, adapter: Adapter, finding: Finding,
+           give_up: "Callable[[], bool] | None" = None) -> tuple[Case, Finding]:
+    """The smallest call that still fails as ``finding`` did (its batch drawn again from its
+    seed); ``give_up()`` true ends the search early (see ``minimize``)."""
     from .minimize import minimize
 
     case = make_batch(campaign, profile, finding.batch)[finding.case]
-    return minimize(case, finding, same_failure(adapter, profile, finding), finding.element)
+    return minimize(case, finding, same_failure(adapter, profile, finding), finding.element, give_up=give_up)

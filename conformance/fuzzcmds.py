@@ -5,7 +5,10 @@ throughput, the implementation) and, per dtype with failures, ``vectors-<dtype>/
 minimized failures as a vector set in the standard format, which ``sl1conf certify
 --vectors`` runs. Writes are atomic (vector sets first, the summary last); a folder is
 reused only if it is empty or a previous output of the same campaign, other folders need
-``--force`` (and then only our own files are replaced). docs/fuzzing.md is the user's guide.
+``--force`` (and then only our own files are replaced). The folder is proved writable before
+the campaign starts, so a long run never ends in a traceback. SIGINT and SIGTERM stop a
+campaign cleanly: what was found is minimized (in bounded time), saved, and the summary
+says ``"interrupted": true``. docs/fuzzing.md is the user's guide.
 """
 
 from __future__ import annotations
@@ -13,11 +16,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import secrets
 import shlex
 import shutil
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from sl1conf.reference import fast_oracle
@@ -31,7 +38,12 @@ REGRESSIONS = (100, "fuzz-regressions", "Failures found by sl1conf fuzz, each mi
                                         "and the simplest values that still fail.")
 CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data under two core masks gives "
                                 "different bits (compared by certify's R09).")
+BOUNDARY_EXACT = (1, "boundary-exact", "Failures found by sl1conf fuzz where x1 - x2 equals +beta or -beta "
+                                       "exactly: the result must be +-dy bit for bit (checked by certify's R02).")
 MAX_CASES = 20
+INTERRUPTED_MINIMIZE_SECONDS = 10.0
+"""After SIGINT or SIGTERM, how long minimizing may go on before the rest is saved as it is."""
+EXIT_INTERRUPTED = 130
 
 __all__ = ["register"]
 
@@ -147,7 +159,7 @@ def _load(impl: str, platform: str):
 
 def _read_summary(folder: Path) -> dict:
     if not folder.is_dir():
-        raise _Error(f"{folder}: no such folder")
+        raise _Error(f"{folder}: " + ("not a folder" if folder.exists() else "no such folder"))
     try:
         doc = json.loads((folder / "summary.json").read_text())
     except FileNotFoundError:
@@ -163,10 +175,16 @@ def _read_summary(folder: Path) -> dict:
 
 
 def _claim(out: Path, identity: dict, shards: list, force: bool) -> "dict | None":
-    """Check ``out`` may be written; the previous summary there (same campaign), if any."""
+    """Check ``out`` may be written, and prove it (created, a file written and removed there)
+    before any work; the previous summary there (same campaign), if any."""
+    from .jsonfiles import writable_folder
+
     if out.exists() and not out.is_dir():
         raise _Error(f"--out {out} exists and is not a folder")
-    if not out.exists() or not any(out.iterdir()):
+    with _cannot_write(out):
+        empty = not out.exists() or not any(out.iterdir())
+        writable_folder(out, _Error)
+    if empty:
         return None
     try:
         old = _read_summary(out)
@@ -236,8 +254,23 @@ def _explain(dtype: str, entry: dict) -> str:
                        "--x2", entry["x2"], "--beta", entry["beta"]])
 
 
+@contextmanager
+def _cannot_write(out: Path):
+    """An OSError while reading or writing ``out`` becomes one line (exit 2), not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        raise _Error(f"{out}: cannot write there ({exc.strerror or exc})") from None
+
+
 def _save(out: Path, summary: dict, saved: list, old) -> None:
     """Write the vector sets, then the summary (the commit point), and print the reproducers."""
+    with _cannot_write(out):
+        _write_all(out, summary, saved, old)
+    _print(summary, out)
+
+
+def _write_all(out: Path, summary: dict, saved: list, old) -> None:
     from .jsonfiles import write_atomic
 
     by_dtype = {}
@@ -255,7 +288,6 @@ def _save(out: Path, summary: dict, saved: list, old) -> None:
     summary["saved"] = [entry for entry, _ in saved]
     summary["certify"] = _commands(summary, out)
     write_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")
-    _print(summary, out)
 
 
 def _print(summary: dict, out: Path) -> None:
@@ -263,8 +295,10 @@ def _print(summary: dict, out: Path) -> None:
     print(f"fuzz {summary['implementation']['adapter']} on {summary['profile']['name']}: "
           f"{summary['elements']:,} elements in {summary['batches']['count']} batches "
           f"({summary['elements_per_second'] / 1e6:.2f} M elements/s), seed {summary['campaign']['seed']}, "
-          f"shard(s) {', '.join(summary['shards'])}: {f['distinct']} distinct failure(s) ({f['findings']} findings), "
-          f"{len(summary['saved'])} saved")
+          f"shard(s) {', '.join(summary['shards'])}"
+          + "".join(f" ({shard} missing)" for shard in summary.get("missing_shards", []))
+          + (" (interrupted)" if summary.get("interrupted") else "")
+          + f": {f['distinct']} distinct failure(s) ({f['findings']} findings), {len(summary['saved'])} saved")
     for i, e in enumerate(summary["saved"], 1):
         where = f"batch {e['found']['batch']}, case {e['found']['case']}" + (
             f", element {e['found']['element']}" if e["found"]["element"] is not None else "")
@@ -297,7 +331,73 @@ def _progress():
     return show, lambda: print("\r\033[K", end="", file=sys.stderr, flush=True)
 
 
-def _execute(campaign, adapter, profile, workers: int, scheduler):
+class _Stop:
+    """Set by the first SIGINT or SIGTERM: the campaign stops and saves what it found, and
+    minimizing gets INTERRUPTED_MINIMIZE_SECONDS from then; a second signal interrupts at
+    once (KeyboardInterrupt: exit 130, nothing saved)."""
+
+    def __init__(self):
+        self.at = None
+
+    def __call__(self) -> bool:
+        return self.at is not None
+
+    def give_up(self) -> bool:
+        return self.at is not None and time.monotonic() > self.at + INTERRUPTED_MINIMIZE_SECONDS
+
+    def _handle(self, signum, frame) -> None:
+        if self.at is not None:
+            raise KeyboardInterrupt
+        self.at = time.monotonic()
+        text = ("\r\033[K" if sys.stderr.isatty() else "") + f"fuzz: {signal.Signals(signum).name}: stopping; " \
+            "minimizing and saving what was found (again to abandon it)\n"
+        try:
+            os.write(sys.stderr.fileno(), text.encode())  # not print: the handler may interrupt a print
+        except (OSError, ValueError):  # no file descriptor (a captured stderr)
+            print(text, end="", file=sys.stderr)
+
+
+@contextmanager
+def _stop_on_signals():
+    """A :class:`_Stop` wired to SIGINT and SIGTERM while the block runs (in the main thread;
+    elsewhere signals cannot be caught and the stop is never set)."""
+    stop = _Stop()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    old = {s: signal.signal(s, stop._handle) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+
+
+@contextmanager
+def _local_pool(workers: int, stop: _Stop):
+    """A spawn process pool whose workers ignore SIGINT and SIGTERM (``fuzz.worker_init``).
+    A campaign that ends normally lets them exit; a stopped or failed one ends them at once
+    (SIGKILL) rather than waiting for their batches, so it neither hangs nor leaves orphans."""
+    import concurrent.futures as cf
+    import multiprocessing
+
+    pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                                  initializer=Z.worker_init)
+    ended = False
+    try:
+        yield pool
+        ended = not stop()
+    finally:
+        if not ended:
+            procs = list((pool._processes or {}).values())  # no public way before Python 3.14
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                proc.kill()
+                proc.join()
+        pool.shutdown(wait=True)
+
+
+def _execute(campaign, adapter, profile, workers: int, scheduler, stop):
     show, clear = _progress()
     try:
         if scheduler:
@@ -305,16 +405,13 @@ def _execute(campaign, adapter, profile, workers: int, scheduler):
 
             try:
                 with dask_executor(scheduler) as (executor, threads):
-                    return Z.run(campaign, executor=executor, in_flight=2 * threads, progress=show)
+                    return Z.run(campaign, executor=executor, in_flight=2 * threads, progress=show, stop=stop)
             except DaskError as exc:
                 raise _Error(str(exc)) from None
         if workers > 1:
-            import concurrent.futures as cf
-            import multiprocessing
-
-            with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
-                return Z.run(campaign, executor=pool, in_flight=2 * workers, progress=show)
-        return Z.run(campaign, adapter=adapter, profile=profile, progress=show)
+            with _local_pool(workers, stop) as pool:
+                return Z.run(campaign, executor=pool, in_flight=2 * workers, progress=show, stop=stop)
+        return Z.run(campaign, adapter=adapter, profile=profile, progress=show, stop=stop)
     finally:
         clear()
 
@@ -336,13 +433,29 @@ def _expand(ranges) -> list:
     return [k for a, b, c in ranges for k in range(a, b, c)]
 
 
-def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path) -> list:
-    """(summary entry, [(family spec, VectorCase)]) per distinct minimized failure."""
+def _ranges_text(ranges) -> str:
+    return ", ".join(f"{a}" if b - a <= c else f"{a} to {b - c}" + (f" every {c}" if c > 1 else "")
+                     for a, b, c in ranges) or "none"
+
+
+def _missing_shards(identity: dict, shards: list) -> dict:
+    """Shard -> how many batches it would have run (None: a timed campaign, unknown), for the
+    shards of the campaign that no merged output holds."""
+    missing, total = {}, identity["batches"]
+    for shard in (Z.Shard(i, identity["shards"]) for i in range(1, identity["shards"] + 1)):
+        if str(shard) not in shards:
+            missing[str(shard)] = None if total is None else len(shard.items(0, total))
+    return missing
+
+
+def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, give_up=None) -> list:
+    """(summary entry, [(family spec, VectorCase)]) per distinct minimized failure: failures
+    whose minimized calls are the same (the same values) are saved once."""
     saved, seen = [], set()
     for f in result.distinct():
         if len(saved) >= max_cases:
             break
-        case, g = Z.shrink(campaign, profile, adapter, f)
+        case, g = Z.shrink(campaign, profile, adapter, f, give_up)
         fmt = case.format
         content = (case.dtype, case.variant, case.core_mask, case.beta, case.dy.tobytes(), case.x1.tobytes(),
                    case.x2.tobytes())
@@ -363,7 +476,8 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path) ->
             entry["expected"] = F.hex_bits(fmt, want.view(fmt.uint)[0])
             if o.status == "ok":
                 entry["got"] = F.hex_bits(fmt, o.out[k])
-        items = [(REGRESSIONS, _vector_case(case, g.kind))]
+        family = BOUNDARY_EXACT if g.kind == "element" and g.key[4] == Z.BOUNDARY else REGRESSIONS
+        items = [(family, _vector_case(case, g.kind))]
         if g.kind == "core-mask":
             twin = dataclasses.replace(case, core_mask=Z.twin_mask(case, profile.core_mask))
             items = [(CORE_MASKS, _vector_case(case, g.kind)), (CORE_MASKS, _vector_case(twin, g.kind))]
@@ -382,6 +496,7 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
             "batches": {"count": len(result.batches), "ranges": _ranges(result.batches)},
             "elements": result.elements, "cases": result.cases, "seconds": round(result.seconds, 3),
             "elements_per_second": round(result.rate), "workers": workers, "scheduler": scheduler,
+            "interrupted": result.interrupted,
             "failures": {"distinct": len(result.first), "findings": result.findings,
                          "keys": sorted(Z.key_text(k) for k in result.first)},
             "implementation": adapter.describe(), "profile": profile.summary(), "host": describe_host()}
@@ -405,10 +520,14 @@ def _campaign(args, common) -> int:
         print(f"fuzz: seed {campaign.seed}, shard {campaign.shard}, "
               + (f"{campaign.batches} batches in all" if campaign.batches else f"{campaign.seconds:g} s"),
               file=sys.stderr)
-        result = _execute(campaign, adapter, profile, args.workers, args.scheduler)
-        summary = _summary(campaign, profile, adapter, result, args.workers, args.scheduler)
-        saved = _minimized(campaign, profile, adapter, result, args.max_cases, out)
-        _save(out, summary, saved, old)
+        with _stop_on_signals() as stop:
+            result = _execute(campaign, adapter, profile, args.workers, args.scheduler, stop)
+            summary = _summary(campaign, profile, adapter, result, args.workers, args.scheduler)
+            saved = _minimized(campaign, profile, adapter, result, args.max_cases, out, stop.give_up)
+            _save(out, summary, saved, old)
+    if stop():
+        print("fuzz: interrupted: the summary covers the batches that finished", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return common.EXIT_FAIL if result.first else common.EXIT_OK
 
 
@@ -458,10 +577,17 @@ def _merge(args, common) -> int:
             if content not in seen:
                 seen.add(content)
                 saved.append((dict(e), items))
+    missing = _missing_shards(first["identity"], shards)
+    for shard, n in missing.items():
+        print(f"fuzz merge: warning: shard {shard} missing: "
+              + ("its batches not run (a timed campaign)" if n is None else f"{n} batches not run"), file=sys.stderr)
     parts_seconds = [s["seconds"] for _, s in parts]
     keys = {k for _, s in parts for k in s["failures"]["keys"]}
     elements = sum(s["elements"] for _, s in parts)
     summary = {**first, "shards": sorted(shards), "merged_from": [str(f) for f, _ in parts],
+               "missing_shards": sorted(missing),
+               "batches_not_run": None if None in missing.values() else sum(missing.values()),
+               "interrupted": any(s.get("interrupted") for _, s in parts),
                "batches": {"count": len(batches), "ranges": _ranges(batches)},
                "elements": elements, "cases": sum(s["cases"] for _, s in parts),
                "seconds": max(parts_seconds),
@@ -481,6 +607,9 @@ def _replay(args, common) -> int:
         raise _Error("replay needs one fuzz output folder and --batch K")
     _positive("batch", args.batch, 0)
     s = _read_summary(Path(args.dirs[0]))
+    ranges = s["batches"]["ranges"]
+    if not any(a <= args.batch < b and (args.batch - a) % c == 0 for a, b, c in ranges):
+        raise _Error(f"--batch {args.batch}: {args.dirs[0]} did not run that batch (it ran {_ranges_text(ranges)})")
     campaign = Z.Campaign.from_dict(s["campaign"])
     adapter, profile = _load(args.impl or campaign.impl, campaign.platform)
     with adapter:

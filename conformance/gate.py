@@ -59,9 +59,11 @@ def _identity_notes(new: dict, old: dict, out: GateResult) -> bool:
     common = new["vectors"].keys() & old["vectors"].keys()
     same = all(new["vectors"][d]["manifest_sha256"] == old["vectors"][d]["manifest_sha256"] for d in common)
     if not same:
-        out.notes.append("the vector sets differ, so failure counts are not compared")
+        out.notes.append("the vector sets differ, so counts and largest errors are not compared")
     if new.get("only") != old.get("only") or new.get("quick") != old.get("quick"):
-        out.notes.append("the two runs had a different scope (--quick or --only)")
+        out.notes.append("the two runs had a different scope (--quick or --only), so counts and largest "
+                         "errors are not compared")
+        same = False
     return same
 
 
@@ -91,6 +93,8 @@ def gate(new: dict, old: dict) -> GateResult:
                 out.regressions.append(f"{where} {rid} {title}: {os_} -> {ns.upper()}{counts}")
             elif os_ not in HELD and ns in HELD and os_ != "not-applicable":
                 out.improvements.append(f"{where} {rid} {title}: {os_} -> {ns}")
+            elif os_ == "fail" and ns == "waived":
+                out.notes.append(f"{where} {rid} {title}: still fails, now waived ({nreq.get('waiver', 'no reason')})")
             elif os_ == ns == "fail" and same_vectors and nreq.get("failed", 0) > oreq.get("failed", 0):
                 out.regressions.append(f"{where} {rid} {title}: still fails, with more failing elements "
                                        f"({oreq.get('failed', 0)} -> {nreq.get('failed', 0)}){_worst_text(nreq)}")
@@ -105,7 +109,11 @@ def gate(new: dict, old: dict) -> GateResult:
             if isinstance(ow, int) and isinstance(nw, int) and nw > ow and os_ == ns == "fail":
                 out.regressions.append(f"{where} {rid} {title}: worst failing error grew {ow} -> {nw} ULP")
         oerr, nerr = orun.get("errors"), nrun.get("errors")
-        if oerr and nerr:
+        if oerr and nerr and not same_vectors:
+            if (nerr["max_ulp"], nerr["nan_mismatches"]) != (oerr["max_ulp"], oerr["nan_mismatches"]):
+                out.notes.append(f"{where} largest error {oerr['max_ulp']} -> {nerr['max_ulp']} ULP, NaN against a "
+                                 f"number {oerr['nan_mismatches']} -> {nerr['nan_mismatches']} (not compared)")
+        elif oerr and nerr:
             if nerr["max_ulp"] > oerr["max_ulp"]:
                 w = nerr.get("worst") or {}
                 out.regressions.append(
@@ -134,17 +142,27 @@ def _cell(runs: list, rid: str) -> str:
     kinds = {r["status"] for r in statuses.values()}
     if kinds == {"not-applicable"}:
         return "n/a"
-    bad = [k for k, r in statuses.items() if r["status"] in ("fail", "waived")]
-    if bad:
-        status = "FAIL" if any(statuses[k]["status"] == "fail" for k in bad) else "waived"
-        return f"{status} ({', '.join(bad)})" if len(bad) < len(statuses) else status
+    parts = []
+    for status, shown in (("fail", "FAIL"), ("waived", "waived")):
+        runs = [k for k, r in statuses.items() if r["status"] == status]
+        if runs:
+            parts.append(shown if len(runs) == len(statuses) else f"{shown} ({', '.join(runs)})")
+    if parts:
+        return ", ".join(parts)
     return "recorded" if kinds <= {"recorded", "not-applicable"} else "pass"
 
 
 def compare_rows(reports: list) -> tuple:
     """(header, rows): the side-by-side matrix of several reports (one column each)."""
-    header = ["", *(label(r) for r in reports)]
-    rows = [["verdict", *(r["verdict"].upper() for r in reports)]]
+    labels = []
+    for r in reports:  # the same implementation twice (another date, scope): number the repeats
+        text = label(r)
+        labels.append(text if text not in labels else f"{text} (#{sum(x.startswith(text) for x in labels) + 1})")
+    header = ["", *labels]
+    rows = [["verdict", *(r["verdict"].upper() for r in reports)],
+            ["scope", *("; ".join((["--quick"] if r.get("quick") else []) + (
+                ["--only " + ",".join(r["only"])] if r.get("only") else [])) or "full" for r in reports)],
+            ["date", *(r.get("created", "?")[:16].replace("T", " ") for r in reports)]]
     dtypes = sorted({run["dtype"] for r in reports for run in r["runs"]})
     for d in dtypes:
         cells = []
@@ -155,10 +173,15 @@ def compare_rows(reports: list) -> tuple:
     for d in dtypes:
         cells = []
         for r in reports:
-            obs = [req.get("observed") for run in r["runs"] if run["dtype"] == d
-                   for req in run["requirements"] if req["id"] == "R17"]
-            text = ", ".join(o if isinstance(o, str) else ", ".join(o) for o in obs[:1]) or "-"
-            cells.append("none" if text.startswith("none") else text)
+            seen = {}
+            for run in r["runs"]:
+                for req in run["requirements"]:
+                    if run["dtype"] == d and req["id"] == "R17":
+                        o = req.get("observed")
+                        text = o if isinstance(o, str) else ", ".join(o)
+                        seen.setdefault("none" if text.startswith("none") else text, []).append(run["variant"])
+            cells.append("-" if not seen else next(iter(seen)) if len(seen) == 1 else
+                         "; ".join(f"{' and '.join(vs)}: {m}" for m, vs in seen.items()))
         rows.append([f"model matched {d}", *cells])
     ids = []
     for r in reports:

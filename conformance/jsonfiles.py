@@ -10,7 +10,7 @@ import tempfile
 from functools import cache
 from pathlib import Path
 
-__all__ = ["schema", "read_checked", "validate", "write_atomic"]
+__all__ = ["schema", "read_checked", "validate", "write_atomic", "writable_folder"]
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
 
@@ -69,4 +69,20 @@ def write_atomic(path, text: str) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return path
+
+
+def writable_folder(path, error: type) -> Path:
+    """Create folder ``path`` if needed and prove a file can be written in it, before any
+    long run writes there; ``error("PATH: cannot write there (why)")`` otherwise."""
+    path = Path(path)
+    try:
+        if path.exists() and not path.is_dir():
+            raise error(f"{path} exists and is not a folder")
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".sl1conf-probe.", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise error(f"{path}: cannot write there ({exc.strerror or exc})") from None
     return path

@@ -35,17 +35,20 @@ def render_junit(report: dict) -> str:
     for run in report["runs"]:
         d, var = run["dtype"], run["variant"]
         classname = f"sl1conf.{report['profile']['name']}.{d}.{var}"
-        suite = ET.SubElement(root, "testsuite", name=f"{v.title}: {d} {var}",
-                              timestamp=report.get("created", ""), hostname=(report.get("host") or {}).get("cpu", ""))
+        suite = ET.SubElement(root, "testsuite", name=f"{v.title}: {d} {var}", timestamp=report.get("created", ""))
+        props = ET.SubElement(suite, "properties")  # who was tested where (JUnit's hostname is not recorded)
+        for label, value in v.identity:
+            ET.SubElement(props, "property", name=label, value=str(value))
         statuses = []
         for r in run["requirements"]:
             f = failures.get((d, var, r["id"]))
             message = text = ""
             if f:
                 w = f.worst
-                message = (f"{f.failed} of {f.checked} failed; worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} "
+                counts = f"{r.get('failed', 0)} of {r.get('checked', 0)} failed"  # this run's own
+                message = (f"{counts}; worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} "
                            f"beta={w['beta']} expected {w['expected']} got {w['got']} ({w['ulp']} ULP)"
-                           if w else f"{f.failed} of {f.checked} failed; {f.detail}")
+                           if w else f"{counts}; {f.detail}")
                 text = f.statement + "\n\nReproduce:\n" + "\n".join(f.commands)
             statuses.append(_case(suite, classname, f"{r['id']} {r['title']}", r["status"], message, text,
                                   observed.get((d, var, r["id"]), "")))

@@ -10,8 +10,14 @@ Order: (1) the failing element alone, then in the shortest window that still fai
 the element last, as in a tail, or first); (2) chunks of the call removed, halving the
 chunk size (delta debugging), under a budget of calls; (3) the other elements replaced by
 ``dy = 1, x1 = x2 = 0`` (all at once, else one by one); (4) the failing element's x2 made 0
-with x1 the rounded diff, then its dy, beta, x2 and x1 replaced by simpler patterns (1.0, 0,
-an exponent nearer 1.0's, fewer significant bits).
+with x1 the rounded diff, then its dy, beta, x2 and x1 replaced by simpler patterns (the
+canonical values first: 1.0, 0, for beta 1.0 then the smallest subnormal; then an exponent
+nearer 1.0's, fewer significant bits). Canonical values make one defect seen with many
+betas (or values) minimize to one case, which the caller then saves once.
+
+Why ``give_up``: an interrupted campaign still saves what it found, in bounded time; once
+``give_up()`` is true, steps (2) to (4) keep what they have. Step (1) always runs: at most
+2 * MAX_WINDOW calls of at most MAX_WINDOW elements, and it turns 65,536 elements into few.
 """
 
 from __future__ import annotations
@@ -72,13 +78,17 @@ def _drop_chunks(case: Case, found, fails: Predicate):
 
 
 def simpler_patterns(fmt: F.Format, bits: int, pool=()) -> list[int]:
-    """Patterns simpler than ``bits``: those of ``pool`` (e.g. 1.0, 0) and ``bits`` with
-    fewer significant bits, simplest first; each strictly simpler, so shrinking ends."""
+    """Patterns simpler than ``bits``: those of ``pool`` (canonical values, simplest first:
+    each is simpler than any pattern not in it) and ``bits`` with an exponent nearer 1.0's
+    or fewer significant bits, simplest first; each strictly simpler, so shrinking ends."""
+    rank = {int(p): i for i, p in reversed(list(enumerate(pool)))}
+
     def cost(b):
         frac = b & fmt.frac_mask
         trailing = (frac & -frac).bit_length() - 1 if frac else fmt.frac_bits
         exp = (b & fmt.exp_mask) >> fmt.frac_bits
-        return (fmt.frac_bits - trailing, abs(exp - ((1 << (fmt.exp_bits - 1)) - 1)), b >> (fmt.bits - 1))
+        return (rank.get(b, len(pool)), fmt.frac_bits - trailing, abs(exp - ((1 << (fmt.exp_bits - 1)) - 1)),
+                b >> (fmt.bits - 1))
 
     frac = bits & fmt.frac_mask
     shorter = [bits & ~((1 << k) - 1) for k in range(fmt.frac_bits, 0, -1) if frac & ((1 << k) - 1)]
@@ -111,6 +121,17 @@ def _rounded_diff(case: Case, k: int) -> Optional[int]:
     return int(d.view(fmt.uint)[0]) if np.isfinite(d[0]) else None
 
 
+def _with_beta(case: Case, k: int, beta: int) -> Case:
+    """``case`` with another beta; an element ``k`` on the boundary as the minimizer leaves it
+    (x2 = 0, x1 = +-beta) stays there, its x1 moved with beta."""
+    cand = dataclasses.replace(case, beta=beta)
+    sign = case.format.sign_mask
+    x1 = int(case.x1[k])
+    if int(case.x2[k]) == 0 and x1 & ~sign == case.beta:
+        cand = _with(cand, k, x1=(x1 & sign) | beta)
+    return cand
+
+
 def _simplify(case: Case, found, fails: Predicate, element: Optional[int]):
     fmt = case.format
     one = int(np.array([1.0], fmt.dtype).view(fmt.uint)[0])
@@ -136,13 +157,13 @@ def _simplify(case: Case, found, fails: Predicate, element: Optional[int]):
         f = fails(cand)
         if f is not None:
             case, found = cand, f
-    pools = {"dy": (one, one | fmt.sign_mask), "beta": (one,), "x2": (0,), "x1": (0, one, one | fmt.sign_mask)}
+    pools = {"dy": (one, one | fmt.sign_mask), "beta": (one, 1), "x2": (0,), "x1": (0, one, one | fmt.sign_mask)}
     for _ in range(3):  # passes until nothing changes
         changed = False
         for name, pool in pools.items():
             now = case.beta if name == "beta" else int(getattr(case, name)[element])
             for p in simpler_patterns(fmt, now, pool):
-                cand = (dataclasses.replace(case, beta=p) if name == "beta" else _with(case, element, **{name: p}))
+                cand = (_with_beta(case, element, p) if name == "beta" else _with(case, element, **{name: p}))
                 f = fails(cand)
                 if f is not None:
                     case, found, changed = cand, f, True
@@ -152,12 +173,19 @@ def _simplify(case: Case, found, fails: Predicate, element: Optional[int]):
     return case, found
 
 
-def minimize(case: Case, found, fails: Predicate, element: Optional[int] = None):
+def minimize(case: Case, found, fails: Predicate, element: Optional[int] = None, *,
+             give_up: "Callable[[], bool] | None" = None):
     """(smallest case, its finding): ``fails(case)`` returns a finding of the same failure or
     None; ``element`` is the failing element of ``case`` (None for a failure of the whole call).
-    The finding's ``element`` attribute, where it has one, follows the element as it moves."""
+    The finding's ``element`` attribute, where it has one, follows the element as it moves.
+    Once ``give_up()`` is true, no further step is tried (the window search excepted)."""
     if element is not None:
         case, found = _shortest(case, found, fails, element)
+    if give_up is not None:
+        if give_up():
+            return case, found
+        raw = fails
+        fails = lambda c: None if give_up() else raw(c)  # noqa: E731
     case, found = _drop_chunks(case, found, fails)
     element = getattr(found, "element", None)
     return _simplify(case, found, fails, element)

@@ -74,7 +74,10 @@ def _cmd_compare(args, common) -> int:
             raise common.UsageError(f"--out {out} is a folder; give a file name")
         if not out.parent.is_dir():
             raise common.UsageError(f"--out {out}: no folder {out.parent}")
-        write_atomic(out, text)
+        try:
+            write_atomic(out, text)
+        except OSError as exc:
+            raise common.UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
         print(f"wrote {out}")
     else:
         sys.stdout.write(text)

@@ -11,6 +11,7 @@ from html import escape
 
 from .reportplots import all_plots
 from .reportview import View, sections, view
+from .reportview import all_held as _all_held
 
 __all__ = ["render_html", "render_table_page"]
 
@@ -61,16 +62,17 @@ def _element(e: dict) -> str:
 def render_html(report: dict) -> str:
     v: View = view(report)
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             f"<title>{escape(v.verdict.upper())}: {escape(v.title)}</title>", f"<style>{_CSS}</style></head><body>",
+             f"<title>{escape(v.headline)}: {escape(v.title)}</title>", f"<style>{_CSS}</style></head><body>",
              f"<h1>{_badge(v.verdict)} {escape(v.title)}</h1>",
+             *([f"<p><b>{escape(v.headline)}</b></p>"] if v.headline != v.verdict.upper() else []),
              "<p>" + escape(", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"]))
-             + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>"]
+             + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>",
+             *([f"<p>Scope: {escape(v.scope)}.</p>"] if v.scope else [])]
     if v.failures:
         parts.append(f"<h2>Failures ({len(v.failures)})</h2>")
         for f in v.failures:
             parts.append('<div class="failure">'
-                         f"<h3>{escape(f.id)} {escape(f.title)}: {escape(f.where)}, "
-                         f"{f.failed} of {f.checked} failed</h3>"
+                         f"<h3>{escape(f.id)} {escape(f.title)}: {escape(f.where)}, {escape(f.how_many)}</h3>"
                          f'<p class="statement">{escape(f.statement)}</p>')
             if f.worst:
                 parts.append(_element(f.worst))
@@ -78,7 +80,7 @@ def render_html(report: dict) -> str:
                 parts.append(f"<p>First failure: {escape(f.detail)}</p>")
             parts.append("<p>Reproduce:</p><pre>" + escape("\n".join(f.commands)) + "</pre></div>")
     else:
-        parts.append("<p>Every required requirement holds on every run.</p>")
+        parts.append(f"<p>{escape(_all_held(v))}</p>")
     plots = all_plots(report)
     if plots:
         parts.append("<h2>Plots</h2>")

@@ -9,6 +9,7 @@ the identity of what was tested.
 from __future__ import annotations
 
 from .reportview import View, sections, view
+from .reportview import all_held as _all_held
 
 __all__ = ["render_markdown", "markdown_table"]
 
@@ -36,13 +37,15 @@ def _element(e: dict) -> list:
 
 def render_markdown(report: dict) -> str:
     v: View = view(report)
-    out = [f"# {v.verdict.upper()}: {v.title}", ""]
+    out = [f"# {v.headline}: {v.title}", ""]
     runs = ", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"])
     out += [f"{runs}. Suite sl1conf {report['suite_version']}, {report.get('created', '')}.", ""]
+    if v.scope:
+        out += [f"Scope: {v.scope}.", ""]
     if v.failures:
         out += [f"## Failures ({len(v.failures)})", ""]
         for f in v.failures:
-            out += [f"### {f.id} {f.title}: {f.where}, {f.failed} of {f.checked} failed", "",
+            out += [f"### {f.id} {f.title}: {f.where}, {f.how_many}", "",
                     f"> {f.statement}", ""]
             if f.worst:
                 out += ["Worst input:", *_element(f.worst), ""]
@@ -50,7 +53,7 @@ def render_markdown(report: dict) -> str:
                 out += [f"First failure: {f.detail}", ""]
             out += ["Reproduce:", "", "```sh", *f.commands, "```", ""]
     else:
-        out += ["Every required requirement holds on every run.", ""]
+        out += [_all_held(v), ""]
     out += ["## Requirements", "",
             markdown_table(["run", "id", "requirement", "kind", "status", "checked", "failed", "worst ULP"],
                            [[f"{r.dtype} {r.variant}", r.id, r.title, r.kind,

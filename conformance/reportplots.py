@@ -98,6 +98,8 @@ def ratio_svg(runs: list) -> str:
     fig = _figure(7.5, 3.2)
     ax = fig.add_subplot()
     ax2 = ax.twinx()
+    top = max(max(max(r["errors"]["by_ratio"]["max_ulp"] or [0]) for r in runs), 4)
+    nan_label = "NaN against a number (no distance)"
     for run in runs:
         b = run["errors"]["by_ratio"]
         edges = np.array(b["edges"])
@@ -105,9 +107,16 @@ def ratio_svg(runs: list) -> str:
         n = np.array(b["elements"], float)
         keep = n > 0
         label = f"{run['dtype']} {run['variant']}"
-        ax.step(mid[keep], np.array(b["max_ulp"])[keep], where="mid", label=f"{label}: max ULP")
+        dashed = run["variant"] == "p"  # s and p usually coincide: the dashes let both show
+        colour = "C0" if run["dtype"] == "fp16" else "C3"  # one colour per dtype
+        ax.step(mid[keep], np.array(b["max_ulp"])[keep], where="mid", label=f"{label}: max ULP", color=colour,
+                linestyle=(0, (4, 3)) if dashed else "-", linewidth=1.2)
         ax2.plot(mid[keep], (np.array(b["inexact"], float)[keep] / n[keep]), linestyle=":", linewidth=1,
-                 label=f"{label}: share inexact")
+                 color=colour, alpha=0.7, label=f"{label}: share inexact")
+        nan = np.array(b.get("nan") or [0] * len(mid)) > 0
+        if nan.any():
+            ax.plot(mid[nan], np.full(nan.sum(), top * 1.2), "x", color="#c62828", label=nan_label)
+            nan_label = None  # one legend entry for all runs
     for x in (-1, 1):
         ax.axvline(x, color="#888888", linewidth=0.8)
     ax.set_xlabel("(x1 - x2) / beta   (the branch boundary is at -1 and +1)", fontsize=8)
@@ -116,7 +125,6 @@ def ratio_svg(runs: list) -> str:
     ax2.set_ylim(0, 1.05)
     from matplotlib.ticker import FuncFormatter
 
-    top = max(max(max(r["errors"]["by_ratio"]["max_ulp"] or [0]) for r in runs), 4)
     ax.set_yscale("symlog", linthresh=4)  # 0..4 ULP linear (the budgets), larger errors compressed
     ax.set_ylim(0, top * 1.4)
     ax.set_yticks([t for t in (0, 1, 2, 3, 4, *(10 ** k for k in range(1, 10))) if t <= top * 1.4])
@@ -135,8 +143,12 @@ def all_plots(report: dict) -> list:
         plots.append(("Pass/fail matrix: every requirement against every dtype and variant", matrix_svg(report)))
     with_errors = [r for r in report["runs"] if r.get("errors")]
     if with_errors:
-        plots.append(("Error against (x1 - x2) / beta: largest ULP error (steps) and share of inexact "
-                      "elements (dotted) per bin of 0.1", ratio_svg(with_errors)))
+        outside = sum(r["errors"]["by_ratio"]["outside"] for r in with_errors)
+        plots.append(("Error against (x1 - x2) / beta: largest ULP error (steps; the p variant dashed), share of "
+                      "inexact elements (dotted) and NaN against a number (x) per bin of 0.1. Not shown: "
+                      f"{outside} elements with the ratio outside -4..4 or not a number (beta 0, inf, NaN inputs), "
+                      "and elements accepted only as a model's or an alternative's exact bits.",
+                      ratio_svg(with_errors)))
     for run in with_errors:
         if run["errors"]["ulp_histogram"]:
             plots.append((f"{run['dtype']} {run['variant']}: elements per family and ULP distance",

@@ -15,7 +15,7 @@ import numpy as np
 
 from sl1conf.reference import formats as F
 
-__all__ = ["Failure", "Row", "View", "view", "sections", "decimal", "explain_command", "certify_command",
+__all__ = ["Failure", "Row", "View", "view", "sections", "all_held", "decimal", "explain_command", "certify_command",
            "STATUS_ORDER", "OPEN_REQUIREMENTS"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
@@ -54,7 +54,7 @@ def certify_command(report: dict, dtype: str, variant: str, only: list) -> str:
         parts += ["--vectors", _q(vectors)]
     if report.get("quick"):
         parts.append("--quick")
-    parts += ["--only", ",".join(only), "--out", _q(f"/tmp/sl1conf-{'-'.join(only)}")]
+    parts += ["--only", ",".join(only), "--out", _q(f"/tmp/sl1conf-{dtype}-{variant}-{'-'.join(only)}")]
     return " ".join(parts)
 
 
@@ -73,10 +73,19 @@ class Failure:
     detail: str  # for requirements about calls, not elements (the first example's detail)
     commands: list = field(default_factory=list)
     variants: list = field(default_factory=list)  # the variants failing the same way (first: the one run)
+    counts: list = field(default_factory=list)  # (failed, checked) per variant
 
     @property
     def where(self) -> str:
         return f"{self.dtype} {' and '.join(self.variants)}"
+
+    @property
+    def how_many(self) -> str:
+        """``125 of 37269 failed`` (one variant, or the same counts in each), else per variant."""
+        if len(set(self.counts)) == 1:
+            failed, checked = self.counts[0]
+            return f"{failed} of {checked} failed" + (" in each" if len(self.counts) > 1 else "")
+        return "; ".join(f"{v}: {f} of {c} failed" for v, (f, c) in zip(self.variants, self.counts))
 
 
 @dataclass
@@ -102,6 +111,27 @@ class View:
     observed: list  # (dtype, variant, id, title, observation text)
     identity: list  # (label, value)
     errors: list  # (dtype, variant, max ULP, nan mismatches, worst element or None)
+    headline: str  # the verdict with what qualifies it: waived failures, nothing checked
+    scope: str  # "" for a full run
+
+
+def _headline(report: dict) -> str:
+    """``PASS``, ``PASS (2 waived)``, ``PASS, but nothing required was checked``."""
+    reqs = [r for run in report["runs"] for r in run["requirements"]]
+    text = report["verdict"].upper()
+    waived = sum(r["status"] == "waived" for r in reqs)
+    if waived:
+        text += f" ({waived} waived)"
+    if report["verdict"] == "pass" and not any(r["kind"] == "required" and r["status"] in ("pass", "waived")
+                                               for r in reqs):
+        text += ", but nothing required was checked"
+    return text
+
+
+def _scope(report: dict) -> str:
+    """What part of the suite ran, when not all of it."""
+    return "; ".join((["--quick: edge families only"] if report.get("quick") else []) + (
+        ["--only " + ",".join(report["only"]) + ": only these requirements and cases"] if report.get("only") else []))
 
 
 def _with_decimals(dtype: str, element: dict) -> dict:
@@ -151,12 +181,14 @@ def view(report: dict) -> View:
             f.commands.append(certify_command(report, d, v, [r["id"]] + ([case] if case else [])))
             if worst:
                 f.commands.append(explain_command(d, worst))
-            same = next((g for g in failures if (g.dtype, g.id, g.worst, g.detail, g.failed, g.checked)
-                         == (f.dtype, f.id, f.worst, f.detail, f.failed, f.checked)), None)
+            same = next((g for g in failures if (g.dtype, g.id, g.worst, g.detail)
+                         == (f.dtype, f.id, f.worst, f.detail)), None)
             if same is not None:  # the other variant failing the same way: one block, not two
                 same.variants.append(v)
+                same.counts.append((f.failed, f.checked))
                 continue
             f.variants.append(v)
+            f.counts.append((f.failed, f.checked))
             failures.append(f)
     rows.sort(key=lambda r: STATUS_ORDER.index(r.status) if r.status in STATUS_ORDER else 0)
     host = report.get("host") or {}
@@ -178,7 +210,19 @@ def view(report: dict) -> View:
         identity.append(("scope", "--quick: edge families only"))
     if report.get("only"):
         identity.append(("scope", "--only " + ",".join(report["only"])))
-    return View(report, title, report["verdict"], failures, rows, observed, identity, errors)
+    return View(report, title, report["verdict"], failures, rows, observed, identity, errors, _headline(report),
+                _scope(report))
+
+
+def all_held(v: View) -> str:
+    """The line shown where the failures would be, when there are none: what it does and does not say."""
+    waived = [r for r in v.rows if r.status == "waived"]
+    if "nothing required" in v.headline:
+        return "No failure, but no required requirement was checked here (see the scope and the table)."
+    if waived:
+        return (f"No failure, and {len(waived)} requirement runs failed but are waived "
+                f"({', '.join(sorted({r.id for r in waived}))}; reasons under Waivers).")
+    return "Every required requirement holds on every run."
 
 
 def sections(v: View) -> list:

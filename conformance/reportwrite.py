@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .jsonfiles import read_checked, write_atomic
+from .jsonfiles import read_checked, writable_folder, write_atomic
 from .jsonfiles import validate as check
 
 __all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "load_report", "write_report", "validate"]
@@ -67,13 +67,23 @@ def load_report(path) -> dict:
     return report
 
 
-def write_report(report: dict, out, formats=tuple(FORMATS)) -> list:
-    """Write the formats asked for (all by default) into folder ``out``; each file atomically."""
+def write_report(report: dict, out, formats=tuple(FORMATS), *, replace_all: bool = False) -> list:
+    """Write the formats asked for (all by default) into folder ``out``, each atomically.
+
+    ``replace_all`` (a new report.json): remove the renderings not asked for, so no file of
+    an earlier run is left beside the new report (a CI job reading junit.xml would read it).
+    Re-rendering (``sl1conf report``) leaves the others alone: they render the same JSON.
+    """
     report = {k: v for k, v in report.items() if not k.startswith("_")}
     validate(report)
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ReportError(f"{out} exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
+    out = writable_folder(out, ReportError)
     rendered = [(out / FORMATS[f][0], FORMATS[f][1](report)) for f in formats]  # all or nothing
-    return [write_atomic(path, text) for path, text in rendered]
+    try:
+        written = [write_atomic(path, text) for path, text in rendered]
+        if replace_all:
+            for name, (fname, _) in FORMATS.items():
+                if name not in formats:
+                    (out / fname).unlink(missing_ok=True)
+    except OSError as exc:
+        raise ReportError(f"{out}: cannot write there ({exc.strerror or exc})") from None
+    return written

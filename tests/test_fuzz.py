@@ -2,18 +2,22 @@
 
 The planted defects live in a small C library built here (as tests/test_certify.py builds its
 own): one returns -dy where diff is just above beta, one returns dy for the last element of a
-length-13 call. What the fuzzer must find is computed here from the defect's own rule, never
-copied from the fuzzer's output.
+length-13 call; and in :class:`BoundaryNudge`, the kernel one ULP off only where the exact
+diff is +-beta (within the ULP budget: only R02's rule catches it). What the fuzzer must find
+is computed here from the defect's own rule, never copied from the fuzzer's output.
 """
 
 from __future__ import annotations
 
 import json
+import time
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
-from sl1conf.adapters.base import Case
+from sl1conf.adapters.base import Adapter, Capabilities, Case, Outcome
+from sl1conf.adapters.builtin import KernelAdapter
 from sl1conf.adapters.cbuild import build_shared
 from sl1conf.conformance import fuzz as Z
 from sl1conf.conformance.cli import main
@@ -58,17 +62,71 @@ def libs(tmp_path_factory):
     return {"near": f"ctypes:{near}", "tail": f"ctypes:{tail}"}
 
 
+def exact_boundary(case: Case) -> np.ndarray:
+    """Elements whose exact x1 - x2 is +beta or -beta (beta positive, finite): Fractions, on
+    the elements whose binary64 diff says so (an exact +-beta always rounds to itself)."""
+    _, x1, x2, beta = case.floats()
+    hit = np.zeros(case.n, bool)
+    if not 0 < float(beta) < np.inf:
+        return hit
+    b = Fraction(float(beta))
+    with np.errstate(all="ignore"):
+        near = np.flatnonzero(np.abs(x1.astype(np.float64) - x2.astype(np.float64)) == float(beta))
+    for i in near.tolist():
+        hit[i] = abs(Fraction(float(x1[i])) - Fraction(float(x2[i]))) == b
+    return hit
+
+
+class BoundaryNudge(Adapter):
+    """The kernel with the last bit of the result flipped (one ULP) where the exact diff is
+    +-beta: a boundary-only defect inside every profile's ULP budget."""
+
+    name = "planted:boundary"
+    capabilities = Capabilities(in_place=True, core_masks=None)
+
+    def __init__(self, rest: str = ""):
+        self.kernel = KernelAdapter()
+
+    def _run_one(self, case: Case) -> Outcome:
+        o = self.kernel.run([case])[0]
+        w, fmt = case.elements_written, case.format
+        out = o.out.copy()
+        nan = ((out[:w] & fmt.exp_mask) == fmt.exp_mask) & ((out[:w] & fmt.frac_mask) != 0)
+        out[:w] = np.where(exact_boundary(case)[:w] & ~nan, out[:w] ^ 1, out[:w])
+        return Outcome("ok", out=out)
+
+
+def register_planted() -> None:
+    """Make ``planted:boundary`` an implementation name (this process only)."""
+    import sl1conf.adapters as A
+
+    A._BUILTIN_PREFIXES["planted"] = BoundaryNudge
+
+
+@pytest.fixture
+def planted(monkeypatch):
+    import sl1conf.adapters as A
+
+    monkeypatch.setitem(A._BUILTIN_PREFIXES, "planted", BoundaryNudge)
+    return "planted:boundary"
+
+
 def fuzz_cli(capsys, *argv):
     code = main(["fuzz", *argv])
     out, err = capsys.readouterr()
     return code, out, err
 
 
-def certify_code(capsys, tmp_path, impl, vectors) -> int:
-    code = main(["certify", "--impl", impl, "--platform", "ieee", "--dtype", "fp32", "--vectors", str(vectors),
+def certify_code(capsys, tmp_path, impl, vectors, dtype="fp32") -> int:
+    code = main(["certify", "--impl", impl, "--platform", "ieee", "--dtype", dtype, "--vectors", str(vectors),
                  "--out", str(tmp_path / "report")])
     capsys.readouterr()
     return code
+
+
+def failed_requirements(tmp_path) -> set:
+    report = json.loads((tmp_path / "report" / "report.json").read_text())
+    return {r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"}
 
 
 # ------------------------------------------------------------------ seeds and batches
@@ -161,7 +219,98 @@ def test_minimize_shrinks_a_value_failure_to_one_simple_element():
     assert (int(small.dy[0]), int(small.x2[0]), small.beta) == (0x3F800000, 0, 0x3F800000)
 
 
+def _fp16(beta, x1=0, x2=0, dy=0x3C00, n=1):
+    return Case("fp16", np.full(n, dy, np.uint16), np.full(n, x1, np.uint16), np.full(n, x2, np.uint16), beta)
+
+
+def test_minimize_makes_beta_canonical_so_one_defect_is_saved_once():
+    """One defect seen with four subnormal betas minimizes to one case: beta the smallest
+    subnormal (1.0 does not fail); a boundary element moves with beta (x1 = beta stays)."""
+    def subnormal_beta(case):  # NaN for dy = 1, x1 = x2 = 0 and any subnormal beta
+        x = np.flatnonzero((case.x1 == 0) & (case.x2 == 0))
+        return _Found(int(x[0])) if 0 < case.beta < 0x0400 and x.size else None
+
+    results = set()
+    for beta in (0x0020, 0x0080, 0x0001, 0x0040, 0x03FF):
+        small, found = minimize(_fp16(beta, n=5), _Found(3), subnormal_beta, 3)
+        results.add((small.n, small.beta, small.dy.tobytes(), small.x1.tobytes(), small.x2.tobytes()))
+    assert results == {(1, 0x0001, b"\x00\x3c", b"\0\0", b"\0\0")}
+
+    def on_boundary(case):  # fails where x1 - x2 == beta exactly, for beta above 0.5
+        hit = np.flatnonzero(exact_boundary(case))
+        return _Found(int(hit[0])) if hit.size and case.beta > 0x3800 else None
+
+    small, _ = minimize(_fp16(0x399A, x1=0x399A, dy=0xFBFF), _Found(0), on_boundary, 0)
+    assert (small.beta, int(small.x1[0]), int(small.x2[0]), int(small.dy[0])) == (0x3C00, 0x3C00, 0, 0x3C00)
+
+
+def test_give_up_ends_minimizing_after_the_window():
+    calls = []
+
+    def fails(case):
+        calls.append(case.n)
+        return _Found(0) if case.n == 1 or case.x1[0] == 0x40000000 + 7 else None
+
+    small, _ = minimize(_case(1000), _Found(7), fails, 7, give_up=lambda: True)
+    assert small.n == 1 and small.x1[0] == 0x40000000 + 7 and len(calls) == 1  # the window only
+
+
+# ------------------------------------------------------------------ the boundary rule (R02)
+
+def test_at_boundary_is_the_exact_diff_not_a_rounded_one():
+    profile = load_profile("ieee")
+    for dtype in ("fp16", "fp32"):
+        camp = Z.Campaign("builtin:kernel", "ieee", (dtype,), ("p",), seed=3, batch_elements=2048)
+        hits = 0
+        for case in Z.make_batch(camp, profile, 0) + Z.make_batch(camp, profile, 1):
+            want = exact_boundary(case)
+            assert (Z.at_boundary(case.format, case.x1, case.x2, case.beta) == want).all()
+            hits += int(want.sum())
+        assert hits > 100  # the batches put elements on the boundary often
+    one, tiny = 0x3F800000, int(np.array([-(2.0 ** -100)], np.float32).view(np.uint32)[0])
+    # 1 - (-2^-100) rounds to 1.0 in binary64, but is not 1.0
+    assert Z.at_boundary(F.FP32, np.array([one, one], np.uint32), np.array([tiny, 0], np.uint32), one).tolist() \
+        == [False, True]
+    for beta in (0xBF800000, 0x7F800000, 0x7FC00000, 0):  # beta <= 0, inf, NaN: not R02's
+        assert not Z.at_boundary(F.FP32, np.array([beta & 0x7FFFFFFF]), np.array([0]), beta).any()
+
+
+def test_a_result_within_the_budget_but_not_dy_on_the_boundary_is_a_finding():
+    """The reviewer's case: recipmul-fp16 gives 0xfbfe for dy = 0xfbff at diff == beta."""
+    from sl1conf.adapters import load
+
+    case = _fp16(0x399A, x1=0x399A, dy=0xFBFF)
+    profile = load_profile("ieee")
+    with load("builtin:model:recipmul-fp16") as model, load("builtin:kernel") as kernel:
+        assert model.run([case])[0].out[0] == 0xFBFE
+        [f] = Z.check_cases(model, profile, [case])
+        assert f.kind == "element" and f.key[4] == Z.BOUNDARY
+        assert Z.check_cases(kernel, profile, [case]) == []
+
+
 # ------------------------------------------------------------------ planted defects, end to end
+
+def test_a_boundary_only_defect_is_found_in_seconds_and_fails_certify_r02(planted, capsys, tmp_path):
+    out = tmp_path / "boundary"
+    t0 = time.monotonic()
+    code, text, _ = fuzz_cli(capsys, "--impl", planted, "--platform", "ieee", "--variant", "p",
+                             "--batch-elements", "8192", "--elements", "16000", "--seed", "2", "--out", str(out))
+    assert code == 1 and time.monotonic() - t0 < 60, text  # seconds on an idle machine
+    saved = _summary(out)["saved"]
+    assert {e["dtype"] for e in saved} == {"fp16", "fp32"} and all("/boundary/" in e["key"] for e in saved)
+    for dtype in ("fp16", "fp32"):
+        vs = load_vectors(out / f"vectors-{dtype}")
+        assert {vs.family(r["family"])["name"] for r in vs.manifest["cases"]} == {"boundary-exact"}
+        for e in (e for e in saved if e["dtype"] == dtype):
+            row = next(r for r in vs.manifest["cases"] if r["id"] == e["cases"][0])
+            vc = vs.case(row)
+            case = Case(dtype, vc.dy, vc.x1, vc.x2, vc.beta)
+            assert e["length"] == 1 and exact_boundary(case)[e["element"]] and e["got"] != e["expected"]
+        assert certify_code(capsys, tmp_path, planted, out / f"vectors-{dtype}", dtype) == 1
+        assert failed_requirements(tmp_path) == {"R02"}
+        assert certify_code(capsys, tmp_path, "builtin:kernel", out / f"vectors-{dtype}", dtype) == 0
+
+
 
 def test_a_near_beta_defect_is_found_minimized_saved_and_fails_certify(libs, capsys, tmp_path):
     out = tmp_path / "near"

@@ -1,9 +1,17 @@
-"""sl1conf fuzz on the command line: one-line errors, the output folder's rules, and the
-hypothesis property of the pytest plugin (pytest --sl1-impl ... --sl1-fuzz)."""
+"""sl1conf fuzz on the command line: one-line errors, the output folder's rules, signals,
+merging an incomplete shard set, and the hypothesis property of the pytest plugin
+(pytest --sl1-impl ... --sl1-fuzz)."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -47,6 +55,122 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, tmp_path, monkeyp
     code, out, err = run(capsys, *argv)
     assert code == 2 and words in err and err.count("\n") == 1 and err.startswith("sl1conf: error: "), err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """An immutable empty folder (chattr +i; root on a file system that has the flag)."""
+    folder = tmp_path / "imm"
+    folder.mkdir()
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not installed")
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is refused here (not root, or no such flag on this file system)")
+    if os.access(folder, os.W_OK) and _can_create(folder):
+        subprocess.run(["chattr", "-i", str(folder)])
+        pytest.skip("an immutable folder is still writable here")
+    yield folder
+    subprocess.run(["chattr", "-i", str(folder)])
+
+
+def _can_create(folder) -> bool:
+    try:
+        (folder / "probe").touch()
+    except OSError:
+        return False
+    (folder / "probe").unlink()
+    return True
+
+
+@pytest.mark.parametrize("where", ["file/sub", "imm/f", "imm"])
+def test_an_unwritable_out_is_one_line_before_the_campaign(where, capsys, tmp_path, request):
+    if where.startswith("imm"):
+        request.getfixturevalue("immutable")
+    (tmp_path / "file").write_text("x")
+    code, out, err = run(capsys, *KERNEL, "--out", str(tmp_path / where))
+    assert code == 2 and err == f"sl1conf: error: {tmp_path / where}: cannot write there (" + err.split(" (", 1)[1]
+    assert err.count("\n") == 1 and "fuzz: seed" not in err and not out  # refused before it ran
+
+
+def test_a_write_that_fails_late_is_one_line(capsys, tmp_path, monkeypatch):
+    from sl1conf.conformance import jsonfiles
+
+    def refuse(path, text):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(jsonfiles, "write_atomic", refuse)
+    code, _, err = run(capsys, *KERNEL, "--out", str(tmp_path / "o"))
+    assert code == 2 and err.splitlines()[-1] == f"sl1conf: error: {tmp_path / 'o'}: cannot write there " \
+                                                 "(Permission denied)"
+
+
+def test_replay_says_what_is_wrong_with_its_folder_and_batch(capsys, tmp_path):
+    (tmp_path / "f1").write_text("x")
+    code, _, err = run(capsys, "replay", str(tmp_path / "f1"), "--batch", "0")
+    assert code == 2 and err.strip().endswith("f1: not a folder")
+    out = tmp_path / "o"
+    assert run(capsys, *KERNEL, "--shard", "2/3", "--elements", "2000", "--out", str(out))[0] == 0
+    ran = json.loads((out / "summary.json").read_text())["batches"]["ranges"]
+    assert ran == [[1, 10, 3]]  # 8 batches in all, shard 2 of 3 runs 1, 4, 7
+    for batch in ("0", "2", "10", "99999999999999999999"):
+        code, _, err = run(capsys, "replay", str(out), "--batch", batch)
+        assert code == 2 and "did not run that batch (it ran 1 to 7 every 3)" in err and err.count("\n") == 1
+    code, text, _ = run(capsys, "replay", str(out), "--batch", "4")
+    assert code == 0 and text.startswith("batch 4 of seed 1:")
+
+
+def test_merging_an_incomplete_shard_set_says_what_is_missing(capsys, tmp_path):
+    for i in (1, 2):
+        assert run(capsys, *KERNEL, "--shard", f"{i}/3", "--elements", "2000", "--out", str(tmp_path / f"s{i}"))[0] == 0
+    code, out, err = run(capsys, "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "m"))
+    merged = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert code == 0 and "fuzz merge: warning: shard 3/3 missing: 2 batches not run" in err  # batches 2 and 5 of 8
+    assert merged["missing_shards"] == ["3/3"] and merged["batches"]["count"] == 6 and "(3/3 missing)" in out
+
+
+def _wait_for(predicate, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+def _group_gone(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+@pytest.mark.parametrize("sig, workers, to_group", [(signal.SIGINT, 1, True), (signal.SIGINT, 2, True),
+                                                     (signal.SIGTERM, 2, False)])
+def test_a_signal_stops_the_campaign_saves_what_it_found_and_leaves_no_process(sig, workers, to_group, tmp_path):
+    """Ctrl-C reaches the whole process group (workers too), ``kill`` the parent alone."""
+    out, log = tmp_path / "x", tmp_path / "stderr"
+    argv = [sys.executable, "-m", "sl1conf", "fuzz", "--impl", "builtin:model:recipmul-fp16", "--platform", "ieee",
+            "--dtype", "fp16", "--variant", "p", "--batch-elements", "4096", "--seconds", "1000",
+            "--workers", str(workers), "--seed", "8", "--out", str(out)]
+    with open(log, "w") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+    try:
+        assert _wait_for(lambda: "fuzz: seed" in log.read_text(), 60), log.read_text()
+        time.sleep(3)  # batches with failures run (the workers start meanwhile)
+        (os.killpg if to_group else os.kill)(proc.pid, sig)
+        text, _ = proc.communicate(timeout=90)  # minimizing after a signal is bounded (10 s)
+        gone = _wait_for(lambda: _group_gone(proc.pid), 10)  # no worker left behind
+    finally:
+        if not _group_gone(proc.pid):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130 and gone, log.read_text()
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True and "(interrupted)" in text and "interrupted" in log.read_text()
+    if summary["failures"]["distinct"]:
+        assert summary["saved"] and (out / "vectors-fp16" / "manifest.json").is_file()
+    if workers == 1:
+        assert summary["batches"]["count"] and summary["saved"]
 
 
 def test_the_output_folder_is_reused_only_by_the_same_campaign(capsys, tmp_path):
@@ -105,6 +229,17 @@ def test_the_property_fails_for_a_defect_with_a_minimal_reproducer(pytester, tmp
     assert any(p.is_file() for p in db.rglob("*"))  # the failing example is kept there for the next run
     again = _pytest(pytester, *args[:-2], "--sl1-fuzz-examples", "1")  # replayed from the database
     again.assert_outcomes(failed=1)
+
+
+def test_the_property_applies_the_boundary_rule(pytester):
+    """A defect only at diff == +-beta, one ULP off (inside the budget), fails the property."""
+    pytester.makeconftest(f"import sys\nsys.path.insert(0, {str(Path(__file__).parent)!r})\n"
+                          "import test_fuzz\ntest_fuzz.register_planted()\n")
+    result = _pytest(pytester, "--sl1-impl", "planted:boundary", "--sl1-platform", "ieee", "--sl1-dtype", "fp16",
+                     "--sl1-variant", "p", "--sl1-fuzz", "--hypothesis-seed", "1")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*property failed for planted:boundary*", "*minimal call: length 1, beta 0x3c00*",
+                                 "*[[]0[]] dy=0x3c00 x1=0x?c00 x2=0x0000*", "*got 0x?c01, expected 0x?c00*"])
 
 
 def test_property_options_need_the_property(pytester):

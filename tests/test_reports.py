@@ -341,3 +341,65 @@ def test_observations_name_the_open_questions(reports, tmp_path):
                     "--variant", "p") in (0, 1)
     [r06] = _observed(json.loads((tmp_path / "ftz" / "report.json").read_text()), "R06")
     assert r06.startswith("flush-to-zero")
+
+
+# --- review findings: writing, scope, waivers ----------------------------------------------------
+
+def test_an_impossible_out_is_one_line_before_the_run(reports, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for argv in (["certify", "--impl", "builtin:kernel", "--platform", "ieee", "--out", str(blocker / "sub")],
+                 ["report", str(reports / "pass"), "--out", str(blocker / "sub")],
+                 ["compare", str(reports / "pass"), "--out", str(blocker / "c.md")]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and str(blocker) in err
+
+
+def test_certify_leaves_no_stale_rendering_beside_a_new_report(reports, tmp_path):
+    out = tmp_path / "r"
+    out.mkdir()
+    for f in FILES:
+        (out / f).write_bytes((reports / "fail" / f).read_bytes())
+    assert _certify(out, "--impl", "builtin:kernel", "--platform", "ieee", "--dtype", "fp16", "--only", "R17",
+                    "--format", "md") == 0
+    assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
+
+
+def test_a_pass_that_checked_nothing_required_says_so(tmp_path):
+    assert _certify(tmp_path / "o", "--impl", "builtin:kernel", "--platform", "ieee", "--dtype", "fp16",
+                    "--only", "R17") == 0
+    md = (tmp_path / "o" / "report.md").read_text()
+    assert md.startswith("# PASS, but nothing required was checked") and "Scope: --quick" in md
+
+
+def test_waived_failures_show_in_the_headline_and_the_gate_notes_them(reports, tmp_path, capsys):
+    waivers = tmp_path / "w.toml"
+    waivers.write_text("".join(f'[[waiver]]\nid = "{rid}"\nreason = "known: BUG-{rid}"\n'
+                               for rid in ("R01", "R02", "R03", "R06")))
+    out = tmp_path / "w"
+    assert main(["certify", "--impl", "builtin:model:recipmul-fp16", "--platform", "ieee", "--dtype", "fp16",
+                 "--quick", "--waivers", str(waivers), "--out", str(out)]) == 0
+    md = (out / "report.md").read_text()
+    assert md.startswith("# PASS (8 waived)") and "failed but are waived" in md
+    capsys.readouterr()
+    assert main(["gate", str(out), "--baseline", str(reports / "fail")]) == 0
+    text = capsys.readouterr().out
+    assert "R02 boundary: still fails, now waived (known: BUG-R02)" in text
+
+
+def test_gate_does_not_compare_counts_across_scopes(reports, tmp_path, capsys):
+    """Same implementation, a wider scope: more elements, a larger NaN count; not a regression."""
+    old = load(reports, "pass")
+    new = copy.deepcopy(old)
+    new["quick"] = False
+    new["runs"][0]["errors"]["nan_mismatches"] += 5
+    new["runs"][0]["errors"]["max_ulp"] += 1
+    assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 0
+    assert "(not compared)" in capsys.readouterr().out
+
+
+def test_compare_tells_repeated_columns_apart(reports, capsys):
+    assert main(["compare", str(reports / "pass"), str(reports / "pass")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "builtin:kernel on ieee (#2)" in lines[0] and lines[3].startswith("| scope | --quick |")
