@@ -67,8 +67,6 @@ class Failure:
     id: str
     title: str
     statement: str
-    checked: int
-    failed: int
     worst: "dict | None"  # the element, with "x1_decimal" etc. added
     detail: str  # for requirements about calls, not elements (the first example's detail)
     commands: list = field(default_factory=list)
@@ -174,9 +172,9 @@ def view(report: dict) -> View:
             if r["status"] != "fail":
                 continue
             examples = r.get("examples") or []
-            f = Failure(d, v, r["id"], r["title"], r["statement"], r.get("checked", 0), r.get("failed", 0),
-                        _with_decimals(d, worst) if worst else None,
-                        "" if worst else (examples[0].get("detail", "") if examples else ""))
+            f = Failure(d, v, r["id"], r["title"], r["statement"], _with_decimals(d, worst) if worst else None,
+                        "" if worst else (examples[0].get("detail", "") if examples else ""),
+                        variants=[v], counts=[(r.get("failed", 0), r.get("checked", 0))])
             case = (worst or (examples[0] if examples else {})).get("case")
             f.commands.append(certify_command(report, d, v, [r["id"]] + ([case] if case else [])))
             if worst:
@@ -185,10 +183,8 @@ def view(report: dict) -> View:
                          == (f.dtype, f.id, f.worst, f.detail)), None)
             if same is not None:  # the other variant failing the same way: one block, not two
                 same.variants.append(v)
-                same.counts.append((f.failed, f.checked))
+                same.counts += f.counts
                 continue
-            f.variants.append(v)
-            f.counts.append((f.failed, f.checked))
             failures.append(f)
     rows.sort(key=lambda r: STATUS_ORDER.index(r.status) if r.status in STATUS_ORDER else 0)
     host = report.get("host") or {}
