@@ -29,7 +29,7 @@ Sweeps (deterministic for a seed):
   fp32-adversarial  consecutive x1 significands x x2 offsets that make x1 - x2 round by
                 nearly half an ulp x betas whose reciprocal rounds by nearly half an ulp x
                 dy with significands near 2 and 1.5: where the error bounds are reached
-  fp32-random   sl1conf.conformance.sampling.random_batch (boundary-weighted)
+  fp32-random   sl1conf.conformance.vectors.sampling.random_batch (boundary-weighted)
   fp32-hard     sampling.hard_batch (ties and near-ties; slow: a third goes to mpmath)
 """
 
@@ -47,9 +47,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sl1conf.conformance.hostinfo import describe_host
-from sl1conf.conformance.sampling import hard_batch, random_batch
-from sl1conf.conformance.sweep import BLOCK, parse_subset
+from sl1conf.conformance.common.hostinfo import describe_host
+from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
+from sl1conf.conformance.search.sweep import BLOCK, parse_subset
 from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import ACCEPTED, get_model

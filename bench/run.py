@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sl1conf.conformance.hostinfo import describe_host
+from sl1conf.conformance.common.hostinfo import describe_host
 from sl1conf.reference import fast_oracle, kernel, oracle
 
 MPMATH_MAX = 10_000  # the mpmath oracle runs ~40k elements/s: larger sizes would take minutes

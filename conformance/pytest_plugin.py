@@ -118,10 +118,10 @@ class _Conformance:
     def __init__(self, config):
         from sl1conf.adapters import AdapterError, load
 
-        from . import families as FAM
-        from .engine import QUICK_FAMILIES
-        from .profiles import ProfileError, load_profile
-        from .requirements import CATALOG
+        from sl1conf.conformance.vectors import families as FAM
+        from sl1conf.conformance.certify.engine import QUICK_FAMILIES
+        from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+        from sl1conf.conformance.rules.catalog import CATALOG
 
         opt = config.option
         self.config = config
@@ -139,7 +139,7 @@ class _Conformance:
             raise pytest.UsageError(f"{where} {self.profile_arg}: {exc}") from None
         self.waivers = None
         if opt.sl1_waivers:
-            from .waivers import WaiverError, load_waivers
+            from sl1conf.conformance.certify.waivers import WaiverError, load_waivers
 
             try:
                 self.waivers = load_waivers(opt.sl1_waivers)
@@ -209,7 +209,7 @@ class _Conformance:
         """dtype -> (folder, family names) for --sl1-vectors, checked now (schema, checksums)."""
         if not dirs:
             return None
-        from .vectorset import VectorSetError, load
+        from sl1conf.conformance.vectors.store import VectorSetError, load
 
         found = {}
         for d in dirs:
@@ -302,7 +302,7 @@ class _Conformance:
     def _certify(self, dtype, variant) -> dict:
         from sl1conf.adapters import load
 
-        from .engine import certify
+        from sl1conf.conformance.certify.engine import certify
 
         if self.adapter is None:  # closed in an xdist controller, which should not get here
             self.adapter = load(self.spec)
@@ -310,7 +310,7 @@ class _Conformance:
         report = certify(self.adapter, self.profile, dtypes=[dtype], variants=[variant], vectors=vectors,
                          quick=self.quick)
         if self.waivers is not None:
-            from .waivers import apply_waivers
+            from sl1conf.conformance.certify.waivers import apply_waivers
 
             apply_waivers(report, self.waivers)
         [run] = report["runs"]
@@ -478,8 +478,8 @@ class PropertyItem(pytest.Item):
     def runtest(self):
         from hypothesis import HealthCheck, given, settings
 
-        from . import fuzz
-        from .strategies import calls
+        from sl1conf.conformance.search import fuzz
+        from sl1conf.conformance.search.strategies import calls
 
         plugin = self.plugin
         if plugin.adapter is None:
@@ -514,8 +514,8 @@ class PropertyItem(pytest.Item):
         from sl1conf.reference import fast_oracle
         from sl1conf.reference import formats as F
 
-        from . import fuzz
-        from .minimize import minimize
+        from sl1conf.conformance.search import fuzz
+        from sl1conf.conformance.search.minimize import minimize
 
         f = findings[0]
         case, f = minimize(case, f, fuzz.same_failure(self.plugin.adapter, self.plugin.profile, f), f.element)

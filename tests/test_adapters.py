@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from sl1conf.adapters import AdapterError, Case, load
-from sl1conf.conformance.sampling import TYPICAL_BETAS, random_batch
+from sl1conf.conformance.vectors.sampling import TYPICAL_BETAS, random_batch
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 

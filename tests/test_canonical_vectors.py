@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sl1conf.conformance import vectorset as V
-from sl1conf.conformance.families import generate
+from sl1conf.conformance.vectors import store as V
+from sl1conf.conformance.vectors.families import generate
 
 ROOT = Path(__file__).resolve().parent.parent / "vectors"
 
@@ -34,7 +34,7 @@ def test_regenerating_gives_the_same_bytes(dtype, tmp_path):
 
 
 def test_readme_describes_every_family():
-    from sl1conf.conformance.families import FAMILIES
+    from sl1conf.conformance.vectors.families import FAMILIES
 
     text = (ROOT / "README.md").read_text()
     for spec in FAMILIES:

@@ -14,7 +14,7 @@
 - Both exports refuse to replace existing output without force, and are deterministic.
 - An empty set and a family without cases; an fp32 set builds with -DSL1_NO_HALF.
 - On a target: built with aarch64-linux-gnu-gcc -static, run under qemu-aarch64 (required in CI).
-- With conformance/families.py present: a realistic generated set, report as predicted.
+- With conformance/vectors/families.py present: a realistic generated set, report as predicted.
 """
 
 from __future__ import annotations
@@ -31,9 +31,9 @@ import pytest
 from sl1conf.adapters import AdapterError
 from sl1conf.adapters import sample as S
 from sl1conf.adapters.cbuild import find_compiler
-from sl1conf.conformance import export as E
-from sl1conf.conformance import vectorset as V
-from sl1conf.conformance.vectorcases import Family, VectorCase
+from sl1conf.conformance.vectors import export as E
+from sl1conf.conformance.vectors import store as V
+from sl1conf.conformance.vectors.cases import Family, VectorCase
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 from sl1conf.reference.models import evaluate
@@ -493,7 +493,7 @@ def test_exports_are_deterministic(vset, tmp_path):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_generated_families(dtype, tmp_path, cc):
-    families = pytest.importorskip("sl1conf.conformance.families")
+    families = pytest.importorskip("sl1conf.conformance.vectors.families")
     root = tmp_path / "set"
     V.write(root, dtype, families.generate(dtype, seed=1), seed=1)
     vs = V.load(root)

@@ -13,8 +13,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sl1conf.conformance import families as FM
-from sl1conf.conformance.families import FAMILIES, generate
+from sl1conf.conformance.vectors import families as FM
+from sl1conf.conformance.vectors.families import FAMILIES, generate
 from sl1conf.reference import formats as F
 from sl1conf.reference.fast_oracle import smoothl1lossgrad
 

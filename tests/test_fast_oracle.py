@@ -14,7 +14,7 @@ import itertools
 import numpy as np
 import pytest
 
-from sl1conf.conformance.sampling import hard_batch, random_batch, special_patterns
+from sl1conf.conformance.vectors.sampling import hard_batch, random_batch, special_patterns
 from sl1conf.reference import fast_oracle, oracle
 from sl1conf.reference import formats as F
 
@@ -60,7 +60,7 @@ def test_fast_oracle_flush_to_zero_matches_mpmath(fmt):
 def test_every_special_against_every_special(fmt, flush):
     specials = special_patterns(fmt)
     triples = np.array(list(itertools.product(specials, repeat=3)), dtype=fmt.uint)
-    from sl1conf.conformance.sampling import Batch
+    from sl1conf.conformance.vectors.sampling import Batch
     for beta in specials.tolist():
         _check(fmt, Batch(triples[:, 0].copy(), triples[:, 1].copy(), triples[:, 2].copy(), beta), flush)
 

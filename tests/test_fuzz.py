@@ -19,11 +19,11 @@ import pytest
 from sl1conf.adapters.base import Adapter, Capabilities, Case, Outcome
 from sl1conf.adapters.builtin import KernelAdapter
 from sl1conf.adapters.cbuild import build_shared
-from sl1conf.conformance import fuzz as Z
+from sl1conf.conformance.search import fuzz as Z
 from sl1conf.conformance.cli import main
-from sl1conf.conformance.minimize import minimize, simpler_patterns, take
-from sl1conf.conformance.profiles import load_profile
-from sl1conf.conformance.vectorset import load as load_vectors
+from sl1conf.conformance.search.minimize import minimize, simpler_patterns, take
+from sl1conf.conformance.rules.profiles import load_profile
+from sl1conf.conformance.vectors.store import load as load_vectors
 from sl1conf.reference import formats as F
 
 DEFECTS = r"""

@@ -93,7 +93,7 @@ def test_an_unwritable_out_is_one_line_before_the_campaign(where, capsys, tmp_pa
 
 
 def test_a_write_that_fails_late_is_one_line(capsys, tmp_path, monkeypatch):
-    from sl1conf.conformance import jsonfiles
+    from sl1conf.conformance.common import jsonfiles
 
     def refuse(path, text):
         raise PermissionError(13, "Permission denied", str(path))

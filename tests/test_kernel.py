@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 
-from sl1conf.conformance.sampling import Batch, hard_batch, random_batch, special_patterns
+from sl1conf.conformance.vectors.sampling import Batch, hard_batch, random_batch, special_patterns
 from sl1conf.reference import formats as F
 from sl1conf.reference import kernel
 from sl1conf.reference.models import get_model, models_for
@@ -130,7 +130,7 @@ def test_every_instruction_set_variant_gives_the_same_bits(forced):
         "import numpy as np, sys\n"
         "from sl1conf.reference import kernel\n"
         "from sl1conf.reference.models import models_for\n"
-        "from sl1conf.conformance.sampling import hard_batch, random_batch\n"
+        "from sl1conf.conformance.vectors.sampling import hard_batch, random_batch\n"
         "from sl1conf.reference import formats as F\n"
         "print(kernel.ISA)\n"
         "rng = np.random.default_rng(4)\n"

@@ -17,7 +17,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from sl1conf.conformance.sampling import random_batch
+from sl1conf.conformance.vectors.sampling import random_batch
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import evaluate, get_model, models_for
 from sl1conf.reference.oracle import smoothl1lossgrad

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, seed, settings
 
 from exact_fractions import CANONICAL_NAN, smoothl1lossgrad_array, smoothl1lossgrad_bits
 from sl1conf.reference.oracle import smoothl1lossgrad
-from sl1conf.conformance.strategies import FORMATS, element_batches, elements_per_example
+from sl1conf.conformance.search.strategies import FORMATS, element_batches, elements_per_example
 
 TARGET = 200_000  # elements per format, without flushing
 SHARDS = 4
@@ -67,7 +67,7 @@ def _run(fmt: str, target: int, flush: bool, shard: int) -> None:
     n_examples = math.ceil(target / per_example) + 2
     checked = [0]
 
-    # One fixed-size buffer per example is the design (sl1conf.conformance.strategies), so the
+    # One fixed-size buffer per example is the design (sl1conf.conformance.search.strategies), so the
     # "large base example" health check does not apply; keep the profile's others.
     suppressed = [*settings().suppress_health_check, HealthCheck.large_base_example]
 

@@ -13,10 +13,10 @@ import pytest
 
 from sl1conf.adapters import load
 from sl1conf.conformance.cli import main as sl1conf_main
-from sl1conf.conformance.engine import QUICK_FAMILIES, certify
-from sl1conf.conformance.families import family_by_name
-from sl1conf.conformance.profiles import load_profile
-from sl1conf.conformance.requirements import CATALOG
+from sl1conf.conformance.certify.engine import QUICK_FAMILIES, certify
+from sl1conf.conformance.vectors.families import family_by_name
+from sl1conf.conformance.rules.profiles import load_profile
+from sl1conf.conformance.rules.catalog import CATALOG
 
 pytest_plugins = ["pytester"]
 
@@ -129,7 +129,7 @@ def test_without_sl1_impl_the_plugin_does_nothing(pytester):
         def test_plain():
             # the plugin is loaded (entry point) but imports nothing of the suite beyond itself
             assert "sl1conf.conformance.pytest_plugin" in sys.modules
-            assert not {"sl1conf.conformance.engine", "sl1conf.adapters", "numpy"} & set(sys.modules)
+            assert not {"sl1conf.conformance.certify.engine", "sl1conf.adapters", "numpy"} & set(sys.modules)
     """)
     result = _run(pytester, "-v")
     result.assert_outcomes(passed=1)

@@ -19,10 +19,10 @@ import jsonschema
 import numpy as np
 import pytest
 
-from sl1conf.conformance import errorstats
+from sl1conf.conformance.certify import errorstats
 from sl1conf.conformance.cli import main
-from sl1conf.conformance.junit import render_junit
-from sl1conf.conformance.reportmd import render_markdown
+from sl1conf.conformance.reports.junit import render_junit
+from sl1conf.conformance.reports.markdown import render_markdown
 from sl1conf.reference import formats as F
 
 ROOT = Path(__file__).resolve().parents[1]

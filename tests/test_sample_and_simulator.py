@@ -30,7 +30,7 @@ import pytest
 from sl1conf.adapters import AdapterError, Case, load
 from sl1conf.adapters import sample as S
 from sl1conf.adapters.simulator import SimulatorAdapter, decode_results, encode_case, host_template
-from sl1conf.conformance.sampling import hard_batch, random_batch, special_patterns
+from sl1conf.conformance.vectors.sampling import hard_batch, random_batch, special_patterns
 from sl1conf.reference import formats as F
 from sl1conf.reference.cores import core_chunks
 from sl1conf.reference.models import evaluate

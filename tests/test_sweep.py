@@ -10,10 +10,10 @@ import pytest
 
 from sl1conf.adapters.base import Adapter, Outcome
 from sl1conf.adapters.builtin import KernelAdapter
-from sl1conf.conformance import sweep as S
+from sl1conf.conformance.search import sweep as S
 from sl1conf.conformance.cli import main
-from sl1conf.conformance.profiles import load_profile
-from sl1conf.conformance.shards import Shard
+from sl1conf.conformance.rules.profiles import load_profile
+from sl1conf.conformance.search.shards import Shard
 
 BETA, DY = 0x2E66, 0x3C01  # 0.1 (inexact: every rounding of the spec order is active), 1 + 2^-10
 SMALL = 4096  # block size for the API tests: 16 blocks per x2=V subset

@@ -21,7 +21,7 @@ import pytest
 
 from sl1conf.adapters import AdapterError, Case, load
 from sl1conf.adapters.torch_adapter import TorchAdapter
-from sl1conf.conformance.sampling import TYPICAL_BETAS, random_batch
+from sl1conf.conformance.vectors.sampling import TYPICAL_BETAS, random_batch
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import get_model

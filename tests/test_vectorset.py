@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from sl1conf.adapters.base import FILL_BYTE
-from sl1conf.conformance import vectorset as V
+from sl1conf.conformance.vectors import store as V
 from sl1conf.conformance.cli import main
-from sl1conf.conformance.sampling import random_batch
-from sl1conf.conformance.vectorcases import Family, VectorCase
+from sl1conf.conformance.vectors.sampling import random_batch
+from sl1conf.conformance.vectors.cases import Family, VectorCase
 from sl1conf.reference import formats as F
 from sl1conf.reference.oracle import smoothl1lossgrad as exact_oracle
 

@@ -88,8 +88,8 @@ def by_id(rid: str) -> Requirement:
 def markdown() -> str:
     """docs/requirements.md, generated from the catalog (tests fail when the file is stale)."""
     lines = ["# Requirements", "",
-             "Generated from `sl1conf.conformance.requirements.CATALOG` by",
-             "`python -m sl1conf.conformance.requirements > docs/requirements.md`; do not edit by hand.",
+             "Generated from `sl1conf.conformance.rules.catalog.CATALOG` by",
+             "`python -m sl1conf.conformance.rules.catalog > docs/requirements.md`; do not edit by hand.",
              "Ids are never renumbered; a removed requirement leaves a gap.", "",
              "`required`: a failure fails the verdict. `recorded`: the manual leaves the behaviour open,",
              "so the report says what was observed and the verdict does not depend on it.", "",

@@ -11,7 +11,7 @@ __all__ = ["register"]
 
 
 def _load(common, path):
-    from .reportwrite import ReportError, load_report
+    from sl1conf.conformance.reports.write import ReportError, load_report
 
     try:
         return load_report(path)
@@ -20,7 +20,7 @@ def _load(common, path):
 
 
 def _cmd_report(args, common) -> int:
-    from .reportwrite import FORMATS, ReportError, write_report
+    from sl1conf.conformance.reports.write import FORMATS, ReportError, write_report
 
     report = _load(common, args.dir)
     formats = args.format or [f for f in FORMATS if f != "json"]
@@ -35,7 +35,7 @@ def _cmd_report(args, common) -> int:
 
 
 def _cmd_gate(args, common) -> int:
-    from .gate import gate, label
+    from sl1conf.conformance.reports.gate import gate, label
 
     new, old = _load(common, args.new), _load(common, args.baseline)
     result = gate(new, old)
@@ -51,8 +51,8 @@ def _cmd_gate(args, common) -> int:
 
 
 def _cmd_compare(args, common) -> int:
-    from .gate import compare_rows
-    from .jsonfiles import write_atomic
+    from sl1conf.conformance.reports.gate import compare_rows
+    from sl1conf.conformance.common.jsonfiles import write_atomic
 
     reports = [_load(common, p) for p in args.reports]
     header, rows = compare_rows(reports)
@@ -61,11 +61,11 @@ def _cmd_compare(args, common) -> int:
         csv.writer(buf, lineterminator="\n").writerows([header, *rows])
         text = buf.getvalue()
     elif args.format == "html":
-        from .reporthtml import render_table_page
+        from sl1conf.conformance.reports.html import render_table_page
 
         text = render_table_page("sl1conf: reports side by side", header, rows)
     else:
-        from .reportmd import markdown_table
+        from sl1conf.conformance.reports.markdown import markdown_table
 
         text = markdown_table(header, rows) + "\n"
     if args.out:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from html import escape
 
-from .reportplots import all_plots
-from .reportview import View, sections, view
-from .reportview import all_held as _all_held
+from sl1conf.conformance.reports.plots import all_plots
+from sl1conf.conformance.reports.view import View, sections, view
+from sl1conf.conformance.reports.view import all_held as _all_held
 
 __all__ = ["render_html", "render_table_page"]
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from sl1conf.reference import formats as F
 
-from . import sweep as S
+from sl1conf.conformance.search import sweep as S
 
 HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
 DESCRIPTION = """Values are decimals (0.1), hex floats (0x1.8p-1) or fp16 bit patterns (0x2e66).
@@ -47,7 +47,7 @@ def register(sub, common) -> None:
 
 
 def _profile(name, common):
-    from .profiles import ProfileError, load_profile
+    from sl1conf.conformance.rules.profiles import ProfileError, load_profile
 
     try:
         profile = load_profile(name)
@@ -67,7 +67,7 @@ def _out_folder(text, common) -> Path:
 def _sweep(args, common) -> int:
     from sl1conf.adapters import AdapterError
 
-    from .shards import WHOLE, parse_shard
+    from sl1conf.conformance.search.shards import WHOLE, parse_shard
 
     missing = [o for o in ("impl", "beta", "dy", "out") if getattr(args, o) is None]
     if missing:

@@ -58,7 +58,7 @@ def _dtype(text: str) -> F.Format:
 
 
 def _cmd_explain(args) -> int:
-    from .explain import explain
+    from sl1conf.conformance.cli.explain import explain
 
     texts = {"dy": args.dy, "x1": args.x1, "x2": args.x2, "beta": args.beta}
     for name, text in texts.items():
@@ -71,7 +71,7 @@ def _cmd_explain(args) -> int:
 
 
 def _cmd_demo(args) -> int:
-    from .demo import run_demo
+    from sl1conf.conformance.cli.demo import run_demo
 
     if args.elements < 1:
         raise UsageError(f"--elements must be at least 1, not {args.elements}")
@@ -79,7 +79,7 @@ def _cmd_demo(args) -> int:
 
 
 def _cmd_vectors(args) -> int:
-    from . import vectorcmds as C
+    from sl1conf.conformance.cli import vectors as C
 
     try:
         if args.action == "generate":
@@ -102,9 +102,9 @@ def _cmd_certify(args) -> int:
 
     from sl1conf.adapters import AdapterError, load
 
-    from .engine import SelectionError, certify
-    from .profiles import ProfileError, load_profile
-    from .vectorset import VectorSetError
+    from sl1conf.conformance.certify.engine import SelectionError, certify
+    from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+    from sl1conf.conformance.vectors.store import VectorSetError
 
     if bool(args.platform) == bool(args.profile):
         raise UsageError("give exactly one of --platform NAME and --profile FILE")
@@ -114,10 +114,10 @@ def _cmd_certify(args) -> int:
             profile.require_dtype(d.name)
     except ProfileError as exc:
         raise UsageError(str(exc)) from None
-    from .jsonfiles import writable_folder
+    from sl1conf.conformance.common.jsonfiles import writable_folder
 
     out = writable_folder(args.out, UsageError)  # before the run, not after it
-    from .waivers import WaiverError, apply_waivers, load_waivers
+    from sl1conf.conformance.certify.waivers import WaiverError, apply_waivers, load_waivers
 
     try:
         waivers = load_waivers(args.waivers) if args.waivers else None
@@ -148,7 +148,7 @@ def _cmd_certify(args) -> int:
             raise UsageError(str(exc)) from None
     if waivers is not None:
         apply_waivers(report, waivers)
-    from .reportwrite import FORMATS, ReportError, write_report
+    from sl1conf.conformance.reports.write import FORMATS, ReportError, write_report
 
     try:
         write_report(report, out, ["json", *(args.format or ["md", "html", "junit"])], replace_all=True)
@@ -245,7 +245,9 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--force", action="store_true", help="replace existing output")
     p.set_defaults(run=_cmd_vectors)
 
-    from . import fuzzcmds, reportcmds, sweepcmds
+    from sl1conf.conformance.cli import fuzz as fuzzcmds
+    from sl1conf.conformance.cli import reports as reportcmds
+    from sl1conf.conformance.cli import sweep as sweepcmds
 
     common = Common(UsageError=UsageError, dtype=_dtype, seed=_seed, parser_class=_Parser,
                     EXIT_OK=EXIT_OK, EXIT_FAIL=EXIT_FAIL, EXIT_USAGE=EXIT_USAGE)

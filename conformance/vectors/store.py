@@ -37,9 +37,9 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import models_for
 
-from . import jsonfiles
-from .jsonfiles import read_checked
-from .vectorcases import Family, VectorCase
+from sl1conf.conformance.common import jsonfiles
+from sl1conf.conformance.common.jsonfiles import read_checked
+from sl1conf.conformance.vectors.cases import Family, VectorCase
 
 __all__ = ["SCHEMA_VERSION", "VectorSetError", "VectorSet", "write", "load", "verify"]
 

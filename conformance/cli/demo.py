@@ -15,7 +15,7 @@ from sl1conf.reference import formats as F
 from sl1conf.reference.models import SPEC_ORDER, get_model, models_for
 from sl1conf.reference.fast_oracle import smoothl1lossgrad  # exact, bit for bit the mpmath oracle
 
-from .sampling import hard_batch, random_batch
+from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
 
 BATCH = 250
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from .requirements import CATALOG
+from sl1conf.conformance.rules.catalog import CATALOG
 
 __all__ = ["WaiverError", "load_waivers", "apply_waivers"]
 
@@ -61,7 +61,7 @@ def _covers(w: dict, run: dict, rid: str, families: "list | None") -> bool:
 
 def apply_waivers(report: dict, waivers: list[dict]) -> dict:
     """Mark covered failures waived, recompute the verdicts, list each waiver's use."""
-    from .requirements import by_id
+    from sl1conf.conformance.rules.catalog import by_id
 
     used = [0] * len(waivers)
 

@@ -36,7 +36,7 @@ from sl1conf.adapters.base import FILL_BYTE
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
-from .vectorset import VectorSet, VectorSetError
+from sl1conf.conformance.vectors.store import VectorSet, VectorSetError
 
 __all__ = ["HEADER_NAME", "SELFTEST_NAME", "EXPORT_FORMATS", "export_c_header", "export_hex", "export",
            "written_elements", "parse_hex_line"]

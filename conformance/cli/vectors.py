@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sl1conf.reference import formats as F
 
-from . import vectorset as V
+from sl1conf.conformance.vectors import store as V
 
 __all__ = ["generate", "verify", "list_set", "show", "export"]
 
@@ -21,7 +21,7 @@ def _load(path) -> V.VectorSet:
 
 
 def generate(dtype: F.Format, out, *, seed: int, names, large: bool, force: bool, echo=print) -> int:
-    from .families import generate as make_families
+    from sl1conf.conformance.vectors.families import generate as make_families
 
     try:
         families = make_families(dtype.name, seed, names or None, large=large)
@@ -103,7 +103,7 @@ def show(path, key: str, echo=print, limit: int = 8) -> int:
 
 
 def export(path, fmt_name: str, out, *, force: bool, echo=print) -> int:
-    from . import export as E
+    from sl1conf.conformance.vectors import export as E
 
     vs = _load(path)
     try:

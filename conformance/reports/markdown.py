@@ -8,8 +8,8 @@ the identity of what was tested.
 
 from __future__ import annotations
 
-from .reportview import View, sections, view
-from .reportview import all_held as _all_held
+from sl1conf.conformance.reports.view import View, sections, view
+from sl1conf.conformance.reports.view import all_held as _all_held
 
 __all__ = ["render_markdown", "markdown_table"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from .reportview import view
+from sl1conf.conformance.reports.view import view
 
 __all__ = ["render_junit"]
 

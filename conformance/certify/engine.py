@@ -23,10 +23,10 @@ from sl1conf.adapters.base import Adapter, Case, Outcome
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
-from . import vectorset as V
-from .errorstats import ErrorStats
-from .profiles import Profile
-from .requirements import CATALOG
+from sl1conf.conformance.vectors import store as V
+from sl1conf.conformance.certify.errorstats import ErrorStats
+from sl1conf.conformance.rules.profiles import Profile
+from sl1conf.conformance.rules.catalog import CATALOG
 
 __all__ = ["QUICK_FAMILIES", "SelectionError", "Judgement", "judge_elements", "vectors_for", "certify"]
 
@@ -49,7 +49,7 @@ def vectors_for(dtype: str, vectors_dir=None, quick: bool = False, seed: int = 2
         if vs.manifest["dtype"] != dtype:
             raise V.VectorSetError(f"{vectors_dir}: holds {vs.manifest['dtype']} vectors, not {dtype}")
         return vs
-    from .families import generate
+    from sl1conf.conformance.vectors.families import generate
 
     names = [n for n in QUICK_FAMILIES] if quick else None
     families = generate(dtype, seed, names)
@@ -437,7 +437,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     """
     from datetime import datetime, timezone
 
-    from .hostinfo import describe_host
+    from sl1conf.conformance.common.hostinfo import describe_host
 
     only = set(only or ())
     known = {r.id for r in CATALOG}

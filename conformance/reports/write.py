@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .jsonfiles import read_checked, writable_folder, write_atomic
-from .jsonfiles import validate as check
+from sl1conf.conformance.common.jsonfiles import read_checked, writable_folder, write_atomic
+from sl1conf.conformance.common.jsonfiles import validate as check
 
 __all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "load_report", "write_report", "validate"]
 
@@ -28,19 +28,19 @@ def _json(report: dict) -> str:
 
 
 def _markdown(report: dict) -> str:
-    from .reportmd import render_markdown
+    from sl1conf.conformance.reports.markdown import render_markdown
 
     return render_markdown(report)
 
 
 def _html(report: dict) -> str:
-    from .reporthtml import render_html
+    from sl1conf.conformance.reports.html import render_html
 
     return render_html(report)
 
 
 def _junit(report: dict) -> str:
-    from .junit import render_junit
+    from sl1conf.conformance.reports.junit import render_junit
 
     return render_junit(report)
 

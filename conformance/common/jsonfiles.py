@@ -12,7 +12,7 @@ from pathlib import Path
 
 __all__ = ["schema", "read_checked", "validate", "write_atomic", "writable_folder"]
 
-SCHEMA_DIR = Path(__file__).with_name("schemas")
+SCHEMA_DIR = Path(__file__).parent.parent / "schemas"
 
 
 @cache

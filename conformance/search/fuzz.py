@@ -35,10 +35,10 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
-from .engine import _model_or_alternative, judge_elements
-from .profiles import Profile
-from .sampling import hard_batch, random_batch
-from .shards import Shard, parse_shard
+from sl1conf.conformance.certify.engine import _model_or_alternative, judge_elements
+from sl1conf.conformance.rules.profiles import Profile
+from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
+from sl1conf.conformance.search.shards import Shard, parse_shard
 
 __all__ = ["Campaign", "Finding", "BatchResult", "Result", "batch_seed", "make_batch", "check_cases",
            "at_boundary", "run_batch", "run", "worker_init", "key_text", "SHORT", "BOUNDARY"]
@@ -156,7 +156,7 @@ def batch_seed(seed: int, k: int) -> np.random.SeedSequence:
 def _draw(fmt: F.Format, n: int, rng: np.random.Generator):
     """Boundary-weighted inputs: sampling's mixtures, hard ties, or the hypothesis strategies'
     decoding of random bytes (specials, +-beta, overflow, underflow)."""
-    from .strategies import decode_batch
+    from sl1conf.conformance.search.strategies import decode_batch
 
     u = rng.random()
     if u < 0.2:
@@ -198,7 +198,7 @@ def at_boundary(fmt: F.Format, x1, x2, beta: int) -> np.ndarray:
     """Where the exact ``x1 - x2`` is +beta or -beta, for a positive finite beta (R02's
     elements, as certify's boundary-exact family has them). Why exact: TwoSum in binary64
     (``families._exact_diff``) is exact for fp16 and fp32, a rounded diff is not."""
-    from .families import _eq, _exact_diff
+    from sl1conf.conformance.vectors.families import _eq, _exact_diff
 
     b = float(np.array([beta], fmt.uint).view(fmt.dtype)[0])
     if not 0 < b < np.inf:
@@ -209,7 +209,7 @@ def at_boundary(fmt: F.Format, x1, x2, beta: int) -> np.ndarray:
 
 def _classes(fmt: F.Format, case: Case, idx: np.ndarray) -> list[tuple]:
     """(branch, value kind) of elements: what a failure is keyed by beside its kind."""
-    from .families import _exact_diff, _gt, _lt
+    from sl1conf.conformance.vectors.families import _exact_diff, _gt, _lt
 
     s, e = _exact_diff(fmt, case.x1[idx], case.x2[idx])
     beta = float(case.floats()[3])
@@ -243,8 +243,8 @@ def judge_call(profile: Profile, case: Case, got: np.ndarray) -> np.ndarray:
     where the result is not the correctly rounded one, and the open alternatives (the vector
     families' rules) only for what is still not accepted. Where the exact diff is +-beta,
     R02's rule: the correctly rounded +-dy, a model or an alternative (no ULP budget)."""
-    from .families import finish_case  # the rules that give vector cases their alternatives
-    from .vectorcases import VectorCase
+    from sl1conf.conformance.vectors.families import finish_case  # the rules that give vector cases their alternatives
+    from sl1conf.conformance.vectors.cases import VectorCase
 
     fmt, w = case.format, case.elements_written
     dy, x1, x2, beta = case.floats()
@@ -365,7 +365,7 @@ def batch_task(campaign: Campaign, k: int) -> BatchResult:
     profile are loaded once per process and thread, and kept."""
     from sl1conf.adapters import load
 
-    from .profiles import load_profile
+    from sl1conf.conformance.rules.profiles import load_profile
 
     slot = (campaign.impl, campaign.platform, threading.get_ident())
     with _CACHE_LOCK:
@@ -463,7 +463,7 @@ def shrink(campaign: Campaign, profile: Profile, adapter: Adapter, finding: Find
            give_up: "Callable[[], bool] | None" = None) -> tuple[Case, Finding]:
     """The smallest call that still fails as ``finding`` did (its batch drawn again from its
     seed); ``give_up()`` true ends the search early (see ``minimize``)."""
-    from .minimize import minimize
+    from sl1conf.conformance.search.minimize import minimize
 
     case = make_batch(campaign, profile, finding.batch)[finding.case]
     return minimize(case, finding, same_failure(adapter, profile, finding), finding.element, give_up=give_up)

@@ -30,7 +30,7 @@ from pathlib import Path
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 
-from . import fuzz as Z
+from sl1conf.conformance.search import fuzz as Z
 
 SCHEMA = "sl1conf-fuzz"
 SCHEMA_VERSION = 1
@@ -143,7 +143,7 @@ def _campaign_from(args, adapter, profile) -> Z.Campaign:
 def _load(impl: str, platform: str):
     from sl1conf.adapters import AdapterError, load
 
-    from .profiles import ProfileError, load_profile
+    from sl1conf.conformance.rules.profiles import ProfileError, load_profile
 
     try:
         profile = load_profile(platform)
@@ -177,7 +177,7 @@ def _read_summary(folder: Path) -> dict:
 def _claim(out: Path, identity: dict, shards: list, force: bool) -> "dict | None":
     """Check ``out`` may be written, and prove it (created, a file written and removed there)
     before any work; the previous summary there (same campaign), if any."""
-    from .jsonfiles import writable_folder
+    from sl1conf.conformance.common.jsonfiles import writable_folder
 
     if out.exists() and not out.is_dir():
         raise _Error(f"--out {out} exists and is not a folder")
@@ -199,8 +199,8 @@ def _claim(out: Path, identity: dict, shards: list, force: bool) -> "dict | None
 
 
 def _vector_case(case, kind: str):
-    from .families import finish_case  # flags and open alternatives, as every vector case gets them
-    from .vectorcases import VectorCase
+    from sl1conf.conformance.vectors.families import finish_case  # flags and open alternatives, as every vector case gets them
+    from sl1conf.conformance.vectors.cases import VectorCase
 
     fmt = case.format
     vc = VectorCase(case.dy.copy(), case.x1.copy(), case.x2.copy(), int(case.beta), variant=case.variant,
@@ -210,8 +210,8 @@ def _vector_case(case, kind: str):
 
 def _write_sets(out: Path, seed: int, cases_by_dtype: dict, old: "dict | None") -> dict:
     """``vectors-<dtype>`` for each dtype's (family spec, VectorCase) list; stale ones removed."""
-    from .vectorcases import Family
-    from .vectorset import VectorSetError, _replaceable, write
+    from sl1conf.conformance.vectors.cases import Family
+    from sl1conf.conformance.vectors.store import VectorSetError, _replaceable, write
 
     written = {}
     for dtype, items in cases_by_dtype.items():
@@ -271,7 +271,7 @@ def _save(out: Path, summary: dict, saved: list, old) -> None:
 
 
 def _write_all(out: Path, summary: dict, saved: list, old) -> None:
-    from .jsonfiles import write_atomic
+    from sl1conf.conformance.common.jsonfiles import write_atomic
 
     by_dtype = {}
     for entry, items in saved:
@@ -401,7 +401,7 @@ def _execute(campaign, adapter, profile, workers: int, scheduler, stop):
     show, clear = _progress()
     try:
         if scheduler:
-            from .distributed import DaskError, dask_executor
+            from sl1conf.conformance.search.distributed import DaskError, dask_executor
 
             try:
                 with dask_executor(scheduler) as (executor, threads):
@@ -488,7 +488,7 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
 def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
     from sl1conf import __version__
 
-    from .hostinfo import describe_host
+    from sl1conf.conformance.common.hostinfo import describe_host
 
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "suite_version": __version__,
             "campaign": campaign.to_dict(), "identity": campaign.identity(), "shards": [campaign.shard],
@@ -534,7 +534,7 @@ def _campaign(args, common) -> int:
 # ------------------------------------------------------------------ merge
 
 def _merge(args, common) -> int:
-    from .vectorset import VectorSetError, load
+    from sl1conf.conformance.vectors.store import VectorSetError, load
 
     _only(args, {"out", "force"}, "merge")
     if not args.dirs or args.out is None:

@@ -98,9 +98,9 @@ from typing import Callable, Optional, Sequence
 
 import numpy as np
 
-from sl1conf.conformance.sampling import hard_batch, random_batch
+from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
 from sl1conf.adapters.base import FILL_BYTE
-from sl1conf.conformance.vectorcases import Family, VectorCase
+from sl1conf.conformance.vectors.cases import Family, VectorCase
 from sl1conf.reference import formats as F
 from sl1conf.reference.formats import Format
 

@@ -37,8 +37,8 @@ from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
-from .export import _atomic_write
-from .shards import WHOLE, Shard
+from sl1conf.conformance.vectors.export import _atomic_write
+from sl1conf.conformance.search.shards import WHOLE, Shard
 
 __all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset",
            "run_sweep", "merge_states", "load_state", "save_state", "verdict", "elapsed"]
@@ -472,7 +472,7 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
     if max_blocks is not None:
         todo = todo[:max_blocks]
     workers = max(1, min(workers, len(todo)))  # no process without a block to run
-    from .hostinfo import describe_host
+    from sl1conf.conformance.common.hostinfo import describe_host
 
     session = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "shard": str(shard),
                "workers": workers, "todo": len(todo), "blocks": 0, "elements": 0, "seconds": 0.0,
