@@ -114,7 +114,7 @@ def _cmd_certify(args) -> int:
             profile.require_dtype(d.name)
     except ProfileError as exc:
         raise UsageError(str(exc)) from None
-    from sl1conf.conformance.common.jsonfiles import writable_folder
+    from sl1conf.conformance.common.files import writable_folder
 
     out = writable_folder(args.out, UsageError)  # before the run, not after it
     from sl1conf.conformance.certify.waivers import WaiverError, apply_waivers, load_waivers

@@ -177,7 +177,7 @@ def _read_summary(folder: Path) -> dict:
 def _claim(out: Path, identity: dict, shards: list, force: bool) -> "dict | None":
     """Check ``out`` may be written, and prove it (created, a file written and removed there)
     before any work; the previous summary there (same campaign), if any."""
-    from sl1conf.conformance.common.jsonfiles import writable_folder
+    from sl1conf.conformance.common.files import writable_folder
 
     if out.exists() and not out.is_dir():
         raise _Error(f"--out {out} exists and is not a folder")
@@ -271,7 +271,7 @@ def _save(out: Path, summary: dict, saved: list, old) -> None:
 
 
 def _write_all(out: Path, summary: dict, saved: list, old) -> None:
-    from sl1conf.conformance.common.jsonfiles import write_atomic
+    from sl1conf.conformance.common.files import write_atomic
 
     by_dtype = {}
     for entry, items in saved:

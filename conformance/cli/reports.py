@@ -52,7 +52,7 @@ def _cmd_gate(args, common) -> int:
 
 def _cmd_compare(args, common) -> int:
     from sl1conf.conformance.reports.gate import compare_rows
-    from sl1conf.conformance.common.jsonfiles import write_atomic
+    from sl1conf.conformance.common.files import write_atomic
 
     reports = [_load(common, p) for p in args.reports]
     header, rows = compare_rows(reports)

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sl1conf.conformance.common.jsonfiles import read_checked, writable_folder, write_atomic
+from sl1conf.conformance.common.files import writable_folder, write_atomic
+from sl1conf.conformance.common.jsonfiles import read_checked
 from sl1conf.conformance.common.jsonfiles import validate as check
 
 __all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "load_report", "write_report", "validate"]
