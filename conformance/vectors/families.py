@@ -32,62 +32,19 @@ Element-level flags
 -------------------
 A flag that makes a claim about the elements (``diff-eq-beta``,
 ``rounded-diff-crosses-boundary``, ``pos-zero-result``, ...) holds for *every*
-element of the case. Flags added by :func:`_finish` from the data describe the
+element of the case. Flags added by :func:`finish_case` from the data describe the
 case as a whole (``subnormal-input``: some input is subnormal; ``ftz-sensitive``:
 flushing changes some element; ``rounded-diff-sensitive``: rounding ``diff``
 first changes some element).
 
 Open behaviour: the alternatives
 --------------------------------
-:func:`_finish` attaches, to every case, each alternative below whose rule
-applies to the case and whose array differs from the exact oracle's in at least
-one element (the oracle is only used for that test: the alternatives are
-computed from their own rules). The rules, and why each is acceptable
-(docs/special-values.md gives the row numbers):
-
-* ``beta = ±0`` (row 22: ``diff == 0`` gives 0/0, the oracle NaN). Outside
-  ``diff == 0`` every alternative is the defined answer (``dy`` for diff > 0,
-  ``-dy`` for diff < 0, NaN for a NaN diff); at ``diff == 0``:
-  ``zero`` +0 (a library that guards the division by zero),
-  ``signed-zero`` the zero the middle line gives for a nonzero beta of that sign
-  (sign of diff xor beta xor dy; NaN for infinite or NaN dy),
-  ``dy`` (a library testing ``diff >= beta`` first), ``neg-dy`` (one testing
-  ``|diff| >= beta`` and then ``diff > 0 ? dy : -dy``, e.g. torch's CPU kernel).
-* ``beta < 0`` including ``-inf`` (rows 23, 25: the manual's three conditions
-  overlap; the oracle takes the first line first: ``dy`` if ``diff > beta``,
-  else ``-dy``): ``neg-branch-first`` tests ``diff < -beta`` first (``-dy`` if
-  ``diff < |beta|``, else ``dy``); ``neg-branch-first-inclusive`` the same with
-  ``<=`` (torch's scalar path); ``sign-of-diff`` the ``|diff| >= beta`` form
-  (always true for a negative beta: ``dy`` if ``diff > 0`` else ``-dy``,
-  torch's SIMD path); ``abs-beta`` the formula with ``|beta|`` (a library that
-  takes the magnitude), computed by the exact formula for ``beta' = |beta|``.
-  A NaN diff gives NaN in every one.
-* ``beta = +inf`` with an infinite ``diff`` (row 20: the oracle's middle line
-  gives inf/inf = NaN): ``outer-branch`` returns ``sign(diff) * dy`` where diff is
-  infinite (``|diff| >= beta`` holds), and elsewhere the middle line, ``diff /
-  inf * dy`` (a signed zero, NaN for infinite or NaN dy).
-  ``rounded-diff-outer-branch`` is the same rule on ``diff`` rounded to the
-  data format, for a finite diff that overflows when rounded (row 15).
-* ``rounded-diff`` (rows 15 and 18: the manual's diff is a real number; an
-  implementation computes ``x1 - x2`` in the data format first, which can move
-  an element onto or across ``±beta``, or overflow): the exact formula applied
-  to ``fl(x1 - x2)`` (and ``x2' = +0``, which keeps the rounded diff's sign of
-  zero). Attached when some element's branch (or its being on ``±beta``)
-  differs between the exact and the rounded diff.
-* ``ftz`` (rows 24, 26: DSPs commonly flush subnormals): the flush-to-zero
-  oracle, ``fast_oracle.smoothl1lossgrad(..., flush_subnormals=True)``, which
-  reads subnormal inputs (beta included) as signed zeros and flushes a
-  subnormal result to a signed zero.
-* ``all-cores`` (shared variant with ``core_mask == 0``; the manual does not
-  say what no core at all does). The expected answer there, as in the vector
-  writer, is dx1 left as it was (the harness fills it with ``FILL_BYTE`` bytes
-  before every call); a library that reads 0 as "every core" (or ignores the
-  mask) computes every element instead: the exact formula's result.
-
-Each alternative is a whole dx1 array for one reason. An element open for two
-reasons at once (flushing *and* a rounded diff, say) is not given the combined
-answer; the families that target one reason keep the others out (no beta = 0
-case has subnormal inputs, the lengths and core-mask data have no open element).
+:func:`finish_case` attaches, to every case, each alternative of
+``rules.openbehaviour`` (the one policy: which other answers are acceptable where the
+manual leaves the answer open, and why) whose array differs from the expected answer in at
+least one element, and is not the same array as one already attached. Each alternative is
+a whole dx1 array for one reason; the families that target one reason keep the others out
+(no beta = 0 case has subnormal inputs, the lengths and core-mask data have no open element).
 """
 
 from __future__ import annotations
@@ -101,13 +58,16 @@ import numpy as np
 from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
 from sl1conf.adapters.base import FILL_BYTE
 from sl1conf.conformance.vectors.cases import Family, VectorCase
+from sl1conf.conformance.rules.openbehaviour import NOTES
+from sl1conf.conformance.rules.openbehaviour import alternatives as open_alternatives
+from sl1conf.reference import exact as X
 from sl1conf.reference import formats as F
 from sl1conf.reference.formats import Format
 
 __all__ = [
     "FamilySpec", "FAMILIES", "FAMILY_NAMES", "family_by_name", "generate",
     "VECTOR_WIDTHS", "MAX_TABLE_LENGTH", "required_lengths", "COMPACT_LENGTHS", "CORE_MASKS", "LARGE_LENGTH",
-    "ALTERNATIVE_NOTES", "finish_case",
+    "finish_case",
 ]
 
 VECTOR_WIDTHS = (4, 8, 16, 32, 64)
@@ -232,97 +192,19 @@ def _dy_pool(fmt: Format, rng: np.random.Generator, n: int, *, big: bool = True)
     return bits.astype(fmt.uint)
 
 
-# --------------------------------------------------------------------------
-# Exact diff: TwoSum in binary64 (exact for fp16 and fp32 inputs)
-# --------------------------------------------------------------------------
-
-def _exact_diff(fmt: Format, x1, x2) -> tuple[np.ndarray, np.ndarray]:
-    """(s, e) with x1 - x2 == s + e exactly, s = fl64(x1 - x2) (e is 0 where s is not finite).
-
-    fp16 and fp32 values are exact in binary64 and their difference cannot
-    overflow there, so TwoSum is exact; ``s`` is the exact diff rounded once,
-    so ``s`` compares with any binary64 threshold ``t`` as the exact diff does,
-    except when ``s == t``, where the sign of ``e`` decides.
-    """
-    a = _f64(fmt, x1)
-    b = -_f64(fmt, x2)
-    with np.errstate(invalid="ignore", over="ignore"):
-        s = a + b
-        bv = s - a
-        e = (a - (s - bv)) + (b - bv)
-    e = np.where(np.isfinite(s), e, 0.0)
-    return s, e
-
-
-def _gt(s, e, t) -> np.ndarray:
-    return (s > t) | ((s == t) & (e > 0))
-
-
-def _lt(s, e, t) -> np.ndarray:
-    return (s < t) | ((s == t) & (e < 0))
-
-
-def _eq(s, e, t) -> np.ndarray:
-    return (s == t) & (e == 0)
-
-
-def _position(s, e, beta: float) -> np.ndarray:
-    """Where diff lies against the branches: a bit set of diff > beta (1),
-    diff < -beta (2), diff == beta (4), diff == -beta (8)."""
-    return (_gt(s, e, beta) * 1 + _lt(s, e, -beta) * 2 + _eq(s, e, beta) * 4
-            + _eq(s, e, -beta) * 8)
-
-
-def _rounded_diff(fmt: Format, x1, x2) -> np.ndarray:
-    """x1 - x2 rounded to the data format (numpy rounds the half operation correctly)."""
-    with np.errstate(all="ignore"):
-        return (_f(fmt, x1) - _f(fmt, x2)).astype(fmt.dtype)
-
-
 def _solve_x1(fmt: Format, x2: np.ndarray, target: int) -> tuple[np.ndarray, np.ndarray]:
     """x1 = x2 + target rounded to the format, and where x1 - x2 == target exactly."""
     t = float(_f64(fmt, _u(fmt, [target]))[0])
     with np.errstate(all="ignore"):
         x1 = _b(fmt, _f64(fmt, x2) + t)
-    s, e = _exact_diff(fmt, x1, x2)
-    ok = _eq(s, e, t) & np.isfinite(_f64(fmt, x1))
+    s, e = X.exact_diff(fmt, x1, x2)
+    ok = X.eq(s, e, t) & np.isfinite(_f64(fmt, x1))
     return x1, ok
 
 
 # --------------------------------------------------------------------------
 # The cases' common post-pass: flags from the data, and the open alternatives
 # --------------------------------------------------------------------------
-
-ALTERNATIVE_NOTES = {
-    "zero": "beta = +-0, diff = 0: 0/0 is invalid (the oracle: NaN); a library that guards "
-            "the division returns +0",
-    "signed-zero": "beta = +-0, diff = 0: a library that treats the zero beta as a tiny one "
-                   "returns the middle line's zero, sign(diff) xor sign(beta) xor sign(dy)",
-    "dy": "beta = +-0, diff = 0: a library that tests diff >= beta first returns dy",
-    "neg-dy": "beta = +-0, diff = 0: a library that tests |diff| >= beta and then "
-              "diff > 0 ? dy : -dy returns -dy (torch's CPU kernel)",
-    "neg-branch-first": "beta < 0: the manual's conditions overlap (the oracle takes the first "
-                        "line first); testing diff < -beta first gives -dy for diff < |beta|, "
-                        "else dy",
-    "neg-branch-first-inclusive": "beta < 0: testing diff <= -beta first (torch's scalar path) "
-                                  "gives -dy for diff <= |beta|, else dy",
-    "sign-of-diff": "beta < 0: the |diff| >= beta form always takes the outer lines, "
-                    "dy for diff > 0, else -dy (torch's SIMD path)",
-    "abs-beta": "beta < 0: a library that uses |beta| computes the formula with |beta|",
-    "outer-branch": "beta = +inf, diff = +-inf: inf/inf is invalid (the oracle: NaN); a "
-                    "library testing |diff| >= beta returns sign(diff) * dy there",
-    "rounded-diff-outer-branch": "beta = +inf: a library that rounds diff to the data format "
-                                 "(overflowing to +-inf) and tests |diff| >= beta returns "
-                                 "sign(diff) * dy for the overflowed diff",
-    "rounded-diff": "the manual's diff is a real number; an implementation that rounds x1 - x2 "
-                    "to the data format first can land on or across +-beta (or overflow): the "
-                    "exact formula applied to the rounded diff",
-    "ftz": "subnormals: a flush-to-zero platform reads subnormal inputs (beta included) as "
-           "signed zeros and flushes subnormal results (the flush-to-zero oracle)",
-    "all-cores": "core_mask = 0 selects no core, so nothing is written (the expected answer); "
-                 "a library that reads 0 as every core computes every element (the exact formula)",
-}
-
 
 def _beta_flags(fmt: Format, beta: int) -> list[str]:
     cls, sign = F.classify(fmt, beta)
@@ -348,64 +230,6 @@ def _oracle(fmt: Format, dy, x1, x2, beta: int, ftz: bool = False) -> np.ndarray
     return np.ascontiguousarray(out).view(fmt.uint)
 
 
-def _nan_like(fmt: Format, n: int) -> np.ndarray:
-    return np.full(n, fmt.qnan_bits, dtype=fmt.uint)
-
-
-def _alternatives(fmt: Format, case: VectorCase) -> dict:
-    """Every alternative whose rule applies to the case (before the oracle filter)."""
-    dy, x1, x2, beta = case.dy, case.x1, case.x2, case.beta
-    n = case.n
-    if case.variant == "s" and case.core_mask == 0:
-        return {}  # nothing written is expected; what an implementation does is recorded (R16)
-    alts: dict = {}
-    s, e = _exact_diff(fmt, x1, x2)
-    diff_nan = np.isnan(s)
-    ndy = _neg(fmt, dy)
-    nan = _nan_like(fmt, n)
-    cls, bsign = F.classify(fmt, beta)
-    beta_f = float(_f64(fmt, _u(fmt, [beta]))[0])
-    dyf = _f64(fmt, dy)
-
-    if cls is F.FloatClass.ZERO:
-        pos, negd, zero = _gt(s, e, 0.0), _lt(s, e, 0.0), _eq(s, e, 0.0)
-        base = np.where(pos, dy, np.where(negd, ndy, nan)).astype(fmt.uint)
-        # the sign of a zero diff is s's sign (IEEE: only (-0) - (+0) is -0, as in binary64)
-        zsign = (np.signbit(s).astype(np.int64) ^ bsign ^ np.signbit(dyf).astype(np.int64))
-        signed = np.where(np.isfinite(dyf), zsign * fmt.sign_mask, fmt.qnan_bits)
-        for name, at_zero in (("zero", np.zeros(n, np.int64)), ("signed-zero", signed),
-                              ("dy", dy), ("neg-dy", ndy)):
-            alts[name] = np.where(zero, np.asarray(at_zero).astype(fmt.uint), base).astype(fmt.uint)
-    elif bsign and not cls.is_nan:  # beta < 0, -inf included
-        mag = -beta_f
-        below = _lt(s, e, mag)
-        alts["neg-branch-first"] = np.where(diff_nan, nan, np.where(below, ndy, dy)).astype(fmt.uint)
-        below_eq = below | _eq(s, e, mag)
-        alts["neg-branch-first-inclusive"] = np.where(
-            diff_nan, nan, np.where(below_eq, ndy, dy)).astype(fmt.uint)
-        alts["sign-of-diff"] = np.where(diff_nan, nan, np.where(_gt(s, e, 0.0), dy, ndy)).astype(fmt.uint)
-        alts["abs-beta"] = _oracle(fmt, dy, x1, x2, beta & ~fmt.sign_mask)
-    elif cls is F.FloatClass.INF:  # beta = +inf
-        with np.errstate(invalid="ignore"):
-            middle = _b(fmt, (s / np.inf) * dyf)
-        middle = np.where(np.isnan(_f64(fmt, middle)), nan, middle)
-        for name, d in (("outer-branch", s), ("rounded-diff-outer-branch",
-                                              _rounded_diff(fmt, x1, x2).astype(np.float64))):
-            alts[name] = np.where(np.isposinf(d), dy, np.where(np.isneginf(d), ndy, middle)).astype(fmt.uint)
-
-    # rounded diff: only where some element's branch or boundary position moves
-    r = _rounded_diff(fmt, x1, x2)
-    if not np.isnan(beta_f):
-        zero_r = np.zeros(n)
-        moved = _position(s, e, beta_f) != _position(r.astype(np.float64), zero_r, beta_f)
-        if moved.any():
-            alts["rounded-diff"] = _oracle(fmt, dy, r.view(fmt.uint), np.zeros(n, fmt.uint), beta)
-
-    # (No "ftz" alternative: the set's oracle-ftz column carries it, and only a profile that
-    # accepts flushing may accept it; an alternative would accept it everywhere.)
-    return alts
-
-
 def _expected(fmt: Format, case: VectorCase) -> np.ndarray:
     """The answer the alternatives are compared with: the oracle's, or dx1 untouched
     (FILL_BYTE) where a correct call writes nothing (core_mask 0)."""
@@ -414,7 +238,7 @@ def _expected(fmt: Format, case: VectorCase) -> np.ndarray:
     return _oracle(fmt, case.dy, case.x1, case.x2, case.beta)
 
 
-def _finish(fmt: Format, case: VectorCase) -> VectorCase:
+def finish_case(fmt: Format, case: VectorCase) -> VectorCase:
     """Flags from the data, and the alternatives that differ from the expected answer somewhere."""
     flags = list(case.flags) + _beta_flags(fmt, case.beta)
     if case.n and (_is_sub(fmt, case.dy) | _is_sub(fmt, case.x1) | _is_sub(fmt, case.x2)).any():
@@ -422,7 +246,8 @@ def _finish(fmt: Format, case: VectorCase) -> VectorCase:
     if case.n and case.call_length == case.n:  # (a shorter call's data is chosen plain: nothing open)
         oracle = _expected(fmt, case)
         kept: dict = {}
-        for name, alt in _alternatives(fmt, case).items():
+        for name, alt in open_alternatives(fmt, case.dy, case.x1, case.x2, case.beta, variant=case.variant,
+                                               core_mask=case.core_mask).items():
             if alt.shape != oracle.shape:
                 raise AssertionError(f"alternative {name} has the wrong length")
             if (~F.same_result(fmt, alt, oracle)).any() and not any(
@@ -435,7 +260,7 @@ def _finish(fmt: Format, case: VectorCase) -> VectorCase:
         if kept:
             case.result = "acceptable"
             case.alternatives = kept
-            case.note = "; ".join(f"{name}: {ALTERNATIVE_NOTES[name]}" for name in kept)
+            case.note = "; ".join(f"{name}: {NOTES[name]}" for name in kept)
         elif case.variant == "s" and case.core_mask == 0:
             case.result = "acceptable"
             case.note = ("core_mask = 0 selects no core: nothing written is the expected answer; the manual "
@@ -445,18 +270,13 @@ def _finish(fmt: Format, case: VectorCase) -> VectorCase:
     return case
 
 
-finish_case = _finish
-"""Public name of the rules every vector case goes through (flags, acceptable alternatives):
-the fuzzer's saved cases get them as the generated families' do."""
-
-
 def _case(fmt: Format, dy, x1, x2, beta: int, flags, **kw) -> VectorCase:
     return VectorCase(dy=_u(fmt, dy), x1=_u(fmt, x1), x2=_u(fmt, x2), beta=int(beta),
                       flags=tuple(flags), **kw)
 
 
 # --------------------------------------------------------------------------
-# Family generators: (fmt, rng) -> list of VectorCase (before _finish)
+# Family generators: (fmt, rng) -> list of VectorCase (before finish_case)
 # --------------------------------------------------------------------------
 
 def _boundary_betas(fmt: Format) -> list[tuple[int, tuple]]:
@@ -549,9 +369,9 @@ def _fam_boundary_rounded(fmt: Format, rng: np.random.Generator) -> list:
             swap = rng.random(m) < 0.5
             x1 = np.where(swap, delta, near).astype(fmt.uint)
             x2 = np.where(swap, _neg(fmt, near), delta).astype(fmt.uint)
-            s, e = _exact_diff(fmt, x1, x2)
-            r = _rounded_diff(fmt, x1, x2).astype(np.float64)
-            pe, pr = _position(s, e, beta_f), _position(r, np.zeros(m), beta_f)
+            s, e = X.exact_diff(fmt, x1, x2)
+            r = X.rounded_diff(fmt, x1, x2).astype(np.float64)
+            pe, pr = X.position(s, e, beta_f), X.position(r, np.zeros(m), beta_f)
             inside = pe == 0
             for side, sel in (("exact-diff-inside", (pe != pr) & inside),
                               ("exact-diff-outside", (pe != pr) & ~inside)):
@@ -892,9 +712,9 @@ def _plain_batch(fmt: Format, n: int, rng: np.random.Generator, beta: int):
     if not n:
         return dy, x1, x2
     beta_f = float(_f64(fmt, _u(fmt, [beta]))[0])
-    s, e = _exact_diff(fmt, x1, x2)
-    r = _rounded_diff(fmt, x1, x2).astype(np.float64)
-    moved = _position(s, e, beta_f) != _position(r, np.zeros(n), beta_f)
+    s, e = X.exact_diff(fmt, x1, x2)
+    r = X.rounded_diff(fmt, x1, x2).astype(np.float64)
+    moved = X.position(s, e, beta_f) != X.position(r, np.zeros(n), beta_f)
     ftz = ~F.same_result(fmt, _oracle(fmt, dy, x1, x2, beta), _oracle(fmt, dy, x1, x2, beta, ftz=True))
     bad = moved | ftz | _is_sub(fmt, dy) | _is_sub(fmt, x1) | _is_sub(fmt, x2)
     k = int(bad.sum())
@@ -1275,7 +1095,7 @@ def generate(dtype: str, seed: int, names: "Sequence[str] | None" = None,
             continue
         rng = np.random.default_rng([1 if spec.seeded else 0, int(seed) if spec.seeded else 0,
                                      spec.id, fmt.bits])
-        cases = [_finish(fmt, c) for c in spec.build(fmt, rng)]
+        cases = [finish_case(fmt, c) for c in spec.build(fmt, rng)]
         out.append(Family(id=spec.id, name=spec.name, description=spec.description,
                           flags=spec.flags, cases=cases, large=spec.large))
     return out
