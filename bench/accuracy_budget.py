@@ -1,13 +1,15 @@
 """The accuracy budget, derived: how far every ACCEPTED evaluation model lands from the
 correctly rounded result, measured on large structured sweeps and bounded by hand.
 
-    python bench/accuracy_budget.py [--quick] [--out PREFIX] [--seed 2026]
+    python bench/accuracy_budget.py [--quick] [--out PREFIX] [--seed 2026] [--render-only]
 
-Writes PREFIX.md (the error analysis, the measured tables, the budget) and PREFIX.json
-(every count), each atomically (a temporary file in the same folder, then a rename).
-PREFIX defaults to docs/accuracy-budget; with --quick (a short run, under 30 s) it
-defaults to bench/results/tmp/accuracy-budget-quick, so a quick check never replaces the
-committed numbers.
+Writes PREFIX.json (every count) and PREFIX.md (the error analysis, the measured tables,
+the budget), each atomically. PREFIX defaults to docs/accuracy-budget; with --quick (a
+short run, under 30 s) it defaults to bench/results/tmp/accuracy-budget-quick, so a quick
+check never replaces the committed numbers. The page's prose is
+docs/accuracy-budget.template.md, whose ``$name`` placeholders this script fills with the
+tables; --render-only runs no sweep and rewrites PREFIX.md from PREFIX.json (after an
+edit of the prose, or to check that the committed page is what its numbers give).
 
 For each model of ``sl1conf.reference.models.ACCEPTED`` and each data format it applies
 to, every element is compared with the correctly rounded result of the fast oracle
@@ -38,24 +40,29 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
+import string
 import sys
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
+from sl1conf.conformance.common.commands import explain_command
+from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.common.hostinfo import describe_host
-from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
+from sl1conf.conformance.reports.markdown import markdown_table
+from sl1conf.conformance.rules.profiles import PROFILE_DIR
 from sl1conf.conformance.search.sweep import BLOCK, parse_subset
+from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
 from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import ACCEPTED, get_model
 from sl1conf.reference.oracle import evaluate_element
 
 ROOT = Path(__file__).resolve().parent.parent
+TEMPLATE = ROOT / "docs" / "accuracy-budget.template.md"
+"""The page's prose; ``$name`` placeholders (string.Template) stand for what a run measures."""
 
 CATEGORIES = (
     ("ordinary", "all inputs finite, beta > 0, exact result normal, every exact intermediate "
@@ -485,11 +492,6 @@ def verify(run: Run) -> int:
 # report
 
 
-def explain_cmd(dtype: str, ex: dict) -> str:
-    return (f"sl1conf explain --dtype {dtype} --dy {ex['dy']} --x1 {ex['x1']} --x2 {ex['x2']} "
-            f"--beta {ex['beta']}")
-
-
 def summarize(run: Run) -> dict:
     out = {}
     for dtype, tallies in run.tallies.items():
@@ -534,7 +536,7 @@ def profile_check(summary: dict) -> list[dict]:
     import tomllib
 
     rows = []
-    for path in sorted((ROOT / "conformance" / "profiles").glob("*.toml")):
+    for path in sorted(PROFILE_DIR.glob("*.toml")):
         try:
             data = tomllib.loads(path.read_text())
         except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
@@ -562,180 +564,122 @@ def fmt_hist(h: dict) -> str:
     return " / ".join(f"{h[b]:,}" for b in BINS[:5])
 
 
-def render(meta: dict, summary: dict, sweeps: list, profiles: list) -> str:
-    L = []
-    add = L.append
-    quick = meta["quick"]
-    add("# Accuracy budget: derived, not guessed")
-    add("")
-    add(f"Written by `python bench/accuracy_budget.py{' --quick' if quick else ''}` on {meta['date']} "
-        f"in {meta['runtime_s']:.0f} s (seed {meta['seed']}; {meta['machine']['cpus_available']} CPUs, "
-        f"{meta['machine']['cpu']}; kernel ISA {meta['machine']['kernel_isa']}; numpy "
-        f"{meta['machine']['numpy']}). Raw numbers: `{meta['json_name']}`.")
-    if quick:
-        add("")
-        add("**Quick run**: small sweeps for a smoke test. The committed budget comes from a full run.")
-    add("")
-    add("The conformance engine passes an element when it is within the profile's `max_ulp` of the "
-        "correctly rounded result, or bit for bit one of the ACCEPTED evaluation models "
-        "(`sl1conf.reference.models.ACCEPTED`: " + ", ".join(f"`{m}`" for m in ACCEPTED) + "). "
-        "The budget must be wide enough that every accepted model passes on its own merit on "
-        "ordinary elements, and no wider: a budget that also absorbed what the models do where an "
-        "intermediate over- or underflows would let through implementations that overflow, return "
-        "NaN or lose precision where the exact result is an ordinary finite number. This page "
-        "derives the worst case of each model by hand (section 3), measures it on large "
-        "structured sweeps (sections 1 and 2), and concludes (section 4).")
-    add("")
-    add("## 1. Measured")
-    add("")
-    add("ULP distance: steps between the two results on the ordered line of the format "
-        "(`formats.ulp_distance`: subnormals count, +0 and -0 are the same point, NaN is a class). "
-        "NaN against a number, and infinity against a finite number (or the other infinity), are "
-        "counted apart and never enter the maximum. **Ordinary** elements: " + CATEGORIES[0][1] +
-        ". Everything else is **other** (classes in section 2).")
-    add("")
-    add("| model | dtype | elements | ordinary | max ULP ordinary (bound) | ordinary 0 / 1 / 2 / 3 / 4+ "
-        "| max ULP other | other 0 / 1 / 2 / 3 / 4+ | NaN vs number (ord. / other) "
-        "| inf vs finite (ord. / other) |")
-    add("|---|---|---|---|---|---|---|---|---|---|")
+def _provenance(meta: dict) -> str:
+    text = (f"Written by `python bench/accuracy_budget.py{' --quick' if meta['quick'] else ''}` on {meta['date']} "
+            f"in {meta['runtime_s']:.0f} s (seed {meta['seed']}; {meta['machine']['cpus_available']} CPUs, "
+            f"{meta['machine']['cpu']}; kernel ISA {meta['machine']['kernel_isa']}; numpy "
+            f"{meta['machine']['numpy']}). Raw numbers: `{meta['json_name']}`.")
+    if meta["quick"]:
+        text += "\n\n**Quick run**: small sweeps for a smoke test. The committed budget comes from a full run."
+    return text
+
+
+def _measured_table(summary: dict) -> str:
+    rows = []
     for dtype, s in summary.items():
         for m, r in s["models"].items():
             o, t = r["ordinary"], r["other"]
-            add(f"| `{m}` | {dtype} | {r['elements']:,} | {o['elements']:,} | **{o['max_ulp']}** "
-                f"({r['bound_ordinary']}) | {fmt_hist(o['histogram'])} | {t['max_ulp']} | "
-                f"{fmt_hist(t['histogram'])} | {o['histogram']['nan-vs-number']:,} / "
-                f"{t['histogram']['nan-vs-number']:,} | {o['histogram']['inf-vs-finite']:,} / "
-                f"{t['histogram']['inf-vs-finite']:,} |")
-    add("")
-    add("The element that reaches each ordinary maximum (every one rechecked with the mpmath oracle "
-        "and the numpy emulation of the model):")
-    add("")
+            rows.append([f"`{m}`", dtype, f"{r['elements']:,}", f"{o['elements']:,}",
+                         f"**{o['max_ulp']}** ({r['bound_ordinary']})", fmt_hist(o["histogram"]), t["max_ulp"],
+                         fmt_hist(t["histogram"]),
+                         f"{o['histogram']['nan-vs-number']:,} / {t['histogram']['nan-vs-number']:,}",
+                         f"{o['histogram']['inf-vs-finite']:,} / {t['histogram']['inf-vs-finite']:,}"])
+    return markdown_table(["model", "dtype", "elements", "ordinary", "max ULP ordinary (bound)",
+                           "ordinary 0 / 1 / 2 / 3 / 4+", "max ULP other", "other 0 / 1 / 2 / 3 / 4+",
+                           "NaN vs number (ord. / other)", "inf vs finite (ord. / other)"], rows)
+
+
+def _explained(text: str, dtype: str, ex: dict) -> str:
+    """A list item and, on its next line, the command that takes its element apart."""
+    return f"- {text}  \n  `{explain_command(dtype, ex['dy'], ex['x1'], ex['x2'], ex['beta'])}`"
+
+
+def _ordinary_worst(summary: dict) -> str:
+    items = []
     for dtype, s in summary.items():
         for m, r in s["models"].items():
             ex = r["ordinary"]["worst"]
-            if ex is None:
-                continue
-            add(f"- `{m}`, {dtype}, {ex['ulp']} ULP (sweep {ex['sweep']}; got {ex['got']}, correctly "
-                f"rounded {ex['want']}{'' if ex.get('verified') else '; NOT CONFIRMED by the mpmath oracle'}):  ")
-            add(f"  `{explain_cmd(dtype, ex)}`")
-    add("")
-    add("### The sweeps")
-    add("")
-    add("| sweep | dtype | elements | what | mpmath fallbacks | seconds |")
-    add("|---|---|---|---|---|---|")
-    for sw in sweeps:
-        add(f"| {sw['name']} | {sw['dtype']} | {sw['elements']:,} | {sw['description']} | "
-            f"{sw['fallbacks']:,} | {sw['seconds']:.1f} |")
-    add("")
-    add("The fp16 sweeps are exhaustive in one input at a time (every one of the 65,536 patterns of "
-        "x1, of x2, or of dy, NaNs and infinities included) against fixed grids of the others, and "
-        "fp16-pairs in two at once: every (x1, x2) pair near the branch boundaries for a fixed (beta, dy), "
-        "enumerated by `sl1conf sweep`; docs/sweeps.md sweeps every accepted model over all 2^32 "
-        "pairs with `sl1conf sweep` (no classes there; the worst element of each is classified with "
-        "this page's classes); the fp16 oracle "
-        "is the binary64 `muldiv` evaluation, which is correctly rounded for fp16 data "
-        "(`reference/fast_oracle.py`). fp32 cannot be swept exhaustively; its sweeps aim at the places "
-        "where the analysis says the worst cases are. Elements whose binary64 filter cannot decide the "
-        "fp32 rounding go to the mpmath oracle (the fallbacks column).")
-    add("")
+            if ex is not None:
+                items.append(_explained(f"`{m}`, {dtype}, {ex['ulp']} ULP (sweep {ex['sweep']}; got {ex['got']}, "
+                                        f"correctly rounded {ex['want']}"
+                                        f"{'' if ex.get('verified') else '; NOT CONFIRMED by the mpmath oracle'}):",
+                                        dtype, ex))
+    return "\n".join(items)
 
-    # section 2
-    add("## 2. Other elements, by class")
-    add("")
-    add("Each element gets the first class that applies:")
-    add("")
-    for name, desc in CATEGORIES:
-        add(f"- `{name}`: {desc}.")
-    add("")
-    for dtype, s in summary.items():
-        budget = s["budget"]
-        models = list(s["models"])
-        add(f"### {dtype}")
-        add("")
-        add("Max ULP per class (`n` NaN vs number, `i` inf vs finite mismatches when there are any):")
-        add("")
-        add("| class | elements | " + " | ".join(f"`{m}`" for m in models) + " |")
-        add("|---|---|" + "---|" * len(models))
-        for k, name in enumerate(CAT_NAMES):
-            n = s["class_elements"][name]
-            if n == 0:
-                continue
-            cells = []
-            for m in models:
-                c = s["models"][m]["classes"][name]
-                cell = "-" if c["max_ulp"] < 0 else str(c["max_ulp"])
-                extra = []
-                if c["histogram"]["nan-vs-number"]:
-                    extra.append(f"n {c['histogram']['nan-vs-number']:,}")
-                if c["histogram"]["inf-vs-finite"]:
-                    extra.append(f"i {c['histogram']['inf-vs-finite']:,}")
-                if c["max_ulp"] > budget or extra:
-                    cell = f"**{cell}**"
-                cells.append(cell + (f" ({', '.join(extra)})" if extra else ""))
-            add(f"| {name} | {n:,} | " + " | ".join(cells) + " |")
-        add("")
-        zs = [f"`{m}` {sum(c['zero_sign_mismatches'] for c in s['models'][m]['classes'].values()):,}"
-              for m in models]
-        add("Zero results with the other sign (+0 against -0, distance 0 above): " + ", ".join(zs) + ".")
-        add("")
-        beyond = []
+
+def _class_section(dtype: str, s: dict) -> str:
+    """Section 2 for one data format: max ULP per class and model, and what lies beyond the budget."""
+    budget, models = s["budget"], list(s["models"])
+    rows = []
+    for name in CAT_NAMES:
+        if s["class_elements"][name] == 0:
+            continue
+        cells = []
         for m in models:
-            for name in CAT_NAMES[1:]:
-                c = s["models"][m]["classes"][name]
-                if c["max_ulp"] > budget:
-                    beyond.append((m, name, f"{c['max_ulp']} ULP", c["worst"]))
-                for key, label in (("nan_vs_number_example", "NaN vs number"),
-                                   ("inf_vs_finite_example", "inf vs finite")):
-                    if c[key] is not None:
-                        beyond.append((m, name, label, c[key]))
-        if beyond:
-            add(f"Beyond the {dtype} budget of {budget} ULP, or NaN / infinity where the correctly rounded "
-                f"result is not (the engine must accept these models' exact bits here; widening the "
-                f"budget would not be enough, and would let real defects through):")
-            add("")
-            for m, name, what, ex in beyond:
-                add(f"- `{m}`, {name}, {what}: got {ex['got']}, correctly rounded {ex['want']}"
-                    f"{'' if ex.get('verified') else ' (NOT CONFIRMED)'}  ")
-                add(f"  `{explain_cmd(dtype, ex)}`")
-            add("")
-        else:
-            add(f"No {dtype} element of any class is beyond {budget} ULP or a NaN / infinity mismatch.")
-            add("")
+            c = s["models"][m]["classes"][name]
+            cell = "-" if c["max_ulp"] < 0 else str(c["max_ulp"])
+            extra = []
+            if c["histogram"]["nan-vs-number"]:
+                extra.append(f"n {c['histogram']['nan-vs-number']:,}")
+            if c["histogram"]["inf-vs-finite"]:
+                extra.append(f"i {c['histogram']['inf-vs-finite']:,}")
+            if c["max_ulp"] > budget or extra:
+                cell = f"**{cell}**"
+            cells.append(cell + (f" ({', '.join(extra)})" if extra else ""))
+        rows.append([name, f"{s['class_elements'][name]:,}", *cells])
+    zero_sign = ", ".join(f"`{m}` {sum(c['zero_sign_mismatches'] for c in s['models'][m]['classes'].values()):,}"
+                          for m in models)
+    out = [f"### {dtype}", "",
+           "Max ULP per class (`n` NaN vs number, `i` inf vs finite mismatches when there are any):", "",
+           markdown_table(["class", "elements", *(f"`{m}`" for m in models)], rows), "",
+           f"Zero results with the other sign (+0 against -0, distance 0 above): {zero_sign}.", ""]
+    beyond = []
+    for m in models:
+        for name in CAT_NAMES[1:]:
+            c = s["models"][m]["classes"][name]
+            if c["max_ulp"] > budget:
+                beyond.append((m, name, f"{c['max_ulp']} ULP", c["worst"]))
+            for key, label in (("nan_vs_number_example", "NaN vs number"), ("inf_vs_finite_example", "inf vs finite")):
+                if c[key] is not None:
+                    beyond.append((m, name, label, c[key]))
+    if not beyond:
+        return "\n".join(out + [f"No {dtype} element of any class is beyond {budget} ULP or a NaN / infinity mismatch."])
+    out += [f"Beyond the {dtype} budget of {budget} ULP, or NaN / infinity where the correctly rounded result is "
+            f"not (the engine must accept these models' exact bits here; widening the budget would not be "
+            f"enough, and would let real defects through):", ""]
+    out += [_explained(f"`{m}`, {name}, {what}: got {ex['got']}, correctly rounded {ex['want']}"
+                       f"{'' if ex.get('verified') else ' (NOT CONFIRMED)'}", dtype, ex)
+            for m, name, what, ex in beyond]
+    return "\n".join(out)
 
-    add(ANALYSIS)
-    add("")
-    add("### Bounds against measurements")
-    add("")
-    add("| model | dtype | bound (ordinary) | measured max (ordinary) | reached? |")
-    add("|---|---|---|---|---|")
+
+def _bounds_table(summary: dict) -> str:
+    rows = []
     for dtype, s in summary.items():
         for m, r in s["models"].items():
             got, bound = r["ordinary"]["max_ulp"], r["bound_ordinary"]
             verdict = ("yes" if got == bound else
                        "no: the sweep stays below the bound" if got < bound else
                        "**EXCEEDED: the analysis is wrong somewhere**")
-            add(f"| `{m}` | {dtype} | {bound} | {got} | {verdict} |")
-    add("")
+            rows.append([f"`{m}`", dtype, bound, got, verdict])
+    return markdown_table(["model", "dtype", "bound (ordinary)", "measured max (ordinary)", "reached?"], rows)
 
-    # conclusion
-    add("## 4. Conclusion: the budget")
-    add("")
+
+def _budget_list(summary: dict) -> str:
+    items = []
     for dtype, s in summary.items():
         worst = [m for m, r in s["models"].items()
                  if max(r["ordinary"]["max_ulp"], r["bound_ordinary"]) == s["budget"]]
-        add(f"- **{dtype}: max_ulp = {s['budget']}.** The largest proven bound over the accepted models "
-            f"is {s['bound_max_ulp_ordinary']} and the sweeps reach {s['measured_max_ulp_ordinary']} on "
-            f"ordinary elements ({', '.join(f'`{m}`' for m in worst)}). A smaller budget would fail an "
-            f"accepted model's own ordinary results; a larger one is not needed by any of them. "
-            f"NaN or infinity mismatches on ordinary elements: {s['ordinary_nan_inf_mismatches']}.")
-    add("")
-    add("Exhaustively: docs/sweeps.md runs `sl1conf sweep` over every one of the 2^32 fp16 (x1, x2) "
-        "pairs of each accepted model for two (beta, dy) and records the worst error found there.")
-    add("")
-    add("Where the accepted models go beyond the budget, on elements that are not ordinary (class: "
-        "largest distance; `sign flip`: the result has the opposite sign; NaN / inf: they also return "
-        "NaN or infinity against a different correctly rounded result):")
-    add("")
+        items.append(f"- **{dtype}: max_ulp = {s['budget']}.** The largest proven bound over the accepted models "
+                     f"is {s['bound_max_ulp_ordinary']} and the sweeps reach {s['measured_max_ulp_ordinary']} on "
+                     f"ordinary elements ({', '.join(f'`{m}`' for m in worst)}). A smaller budget would fail an "
+                     f"accepted model's own ordinary results; a larger one is not needed by any of them. "
+                     f"NaN or infinity mismatches on ordinary elements: {s['ordinary_nan_inf_mismatches']}.")
+    return "\n".join(items)
+
+
+def _beyond_budget_list(summary: dict) -> str:
+    items = []
     for dtype, s in summary.items():
         parts = []
         for m, r in s["models"].items():
@@ -747,161 +691,56 @@ def render(meta: dict, summary: dict, sweeps: list, profiles: list) -> str:
                                               or c["histogram"]["inf-vs-finite"])]
             if cls:
                 parts.append(f"`{m}`: " + ", ".join(cls))
-        add(f"- {dtype} (budget {s['budget']}): " + ("; ".join(parts) if parts else "none") + ".")
-    add("")
-    add("Elsewhere (section 2) the accepted models can be much further off, or return infinity or "
-        "NaN, where an intermediate leaves the range of the format. The engine accepts those results "
-        "only as the exact bits of an accepted model (or a listed alternative, or the flush-to-zero "
-        "oracle where the profile allows flushing), never by a wider budget: an implementation that "
-        "overflows, produces NaN or loses precision where the exact result is an ordinary finite "
-        "number is beyond the budget and matches no accepted model there, so it fails.")
-    add("")
-    if profiles:
-        add("Built-in profiles (read from `conformance/profiles/*.toml` when this page was written):")
-        add("")
-        add("| profile | dtype | max_ulp | derived | verdict |")
-        add("|---|---|---|---|---|")
-        for p in profiles:
-            verdict = "ok" if p["ok"] else (
-                "**too tight**: " + ", ".join(f"`{m}`" for m in p["models_beyond"])
-                + f" can be {p['derived']} ULP off on ordinary elements and would pass only by matching "
-                  "its own bits exactly")
-            add(f"| {p['profile']} | {p['dtype']} | {p['max_ulp']} | {p['derived']} | {verdict} |")
-        add("")
-    return "\n".join(L) + "\n"
+        items.append(f"- {dtype} (budget {s['budget']}): " + ("; ".join(parts) if parts else "none") + ".")
+    return "\n".join(items)
 
 
-ANALYSIS = r"""## 3. Error analysis (by hand)
-
-Notation: the data format has `p` significant bits (fp16 `p = 11`, fp32 `p = 24`) and unit
-roundoff `u = 2^-p`. A normal `x` with `2^e <= |x| < 2^(e+1)` has significand
-`m(x) = |x| / 2^e` in `[1, 2)` and `ulp(x) = 2^(e-p+1) = 2u 2^e`. `q = diff * dy / beta` is the
-exact middle-line value, `c = RN(q)` the correctly rounded result. Every statement below is about
-ordinary elements (section 1), where no intermediate leaves the normal range, so the usual
-model of rounding holds at every step.
-
-**R (one rounding).** `|RN(x) - x| <= ulp(x) / 2 = u 2^e`, so the relative error is at most
-`u / m(x)`: close to `u` only when the significand of `x` is close to 1, and about `u / 2` when it
-is close to 2. (Near the bottom of the normal range the subnormal grid has the same spacing as the
-lowest normal binade, so R still holds for the rounded intermediates of ordinary elements.)
-
-**M (the last rounding adds no step of its own).** Rounding to nearest is monotone and its value
-changes only where its argument crosses a rounding boundary (the midpoint between two neighbouring
-numbers of the format). So if a model's last operation rounds the real number `a` (the exact
-result of that operation on its already rounded operands) and the oracle rounds `q`, then
-`RN(a)` and `RN(q)` are at most as many steps apart as there are midpoints between `a` and `q`.
-Inside a binade the midpoints are one ulp apart: `|a - q| < k ulp(q)` gives at most `k` steps. The
-error that matters is therefore the one *before* the last rounding, not the total.
-
-**Why ULP bounds wobble, and why near a binade boundary they reach 2.** A relative error `e` is
-`e m(q) / (2u)` ULPs of `q`: one ULP is `2u` relative at the bottom of a binade and only `u` at its top.
-The crude route for `divmul` (three roundings, `(1 + u)^3 - 1 ~ 3u` relative) therefore gives about
-1.5 ULP for a result at the bottom of its binade but 3 near the top, and just below a power of two
-`2^e` the steps are half as wide as just above it, so a model value that falls below `2^e` while `q`
-is just above it counts `3u 2^e` as 3 steps of the lower binade. M removes the last rounding: what
-is left is `(1 + d1)(1 + d2) - 1`, at most `2u` relative, which is under 2 ULP at the top of a binade
-(`m(q)` near 2) and at most 2 steps of the lower binade when the model value drops below `2^e`
-(there the midpoints are `u 2^e` apart; counting them on both sides of `2^e` gives 2 in every
-position of `q`). So 2, not 1.5 and not 3: the bound is reached only by results near the top of a
-binade or straddling a power of two.
-
-**B (branches).** On ordinary elements `beta > 0`. A model tests the *rounded* `diff'`; `beta` is
-a number of the format and rounding is monotone, so `|diff| <= beta` implies `|diff'| <= beta`: a
-model never leaves the middle line when the exact formula is on it. When the exact `diff` is
-outside and `diff'` rounds onto `+-beta`, the model evaluates its middle line with
-`diff' / beta = +-1` exactly, against the exact result `+-dy`: the general case with the diff
-rounding already spent (below: `divmul` gives `+-dy` exactly, `muldiv` is within 1 ULP, `recipmul`
-within 2). So branch disagreements never add to the bounds. (With `beta < 0` they do: the two
-outer branches overlap, and a `diff'` that rounds onto `beta` turns `dy` into `-dy`; section 2.)
-
-### divmul in the data's own precision (`divmul-fp16` on fp16, `divmul-fp32` on fp32)
-
-`diff' = (x1 - x2)(1 + d1)`, `t = (diff' / beta)(1 + d2)`, result `RN(t * dy)`, with
-`|di| <= u / mi` (R; `m1`, `m2` the significands of the two intermediates). The last rounding is the
-product's, so `a = t * dy = q (1 + d1)(1 + d2)` and, in the binade of `q`,
-
-    |a - q| / ulp(q) <= (m(q) / 2) (1/m1 + 1/m2) + O(u)  <  2,
-
-hence at most **2 ULP** (M; across a power of two, the count of midpoints above). Reaching 2 needs
-more than 1 ULP before the last rounding: the significands of `diff'` and `diff'/beta` near 1, both
-rounded by nearly half an ulp in the same direction, and the result's significand near 2 (so `dy`'s
-significand near 2: `dy = 1000 = 1.95 * 2^9` and `65504` in the fp16 sweeps, `2 - 2^-23` in the fp32
-adversarial sweep), or a result straddling a power of two. When `x1 - x2` is exact (Sterbenz: `x1`,
-`x2` of the same sign within a factor of 2, always the case on the middle line when `|x2| >= 2 beta`)
-`d1 = 0` and the bound drops to 1 ULP.
-
-### muldiv in fp32 on fp32 data (`muldiv-fp32`)
-
-`diff'` as above, `P = (diff' * dy)(1 + d2)`, result `RN(P / beta)`: `a = P / beta = q (1 + d1)(1 + d2)`,
-the same shape as divmul, so at most **2 ULP**, reached with `diff'` and `P` of significand near 1
-rounded the same way and the quotient's significand near 2 (beta's significand near 1).
-
-### recipmul in fp32 on fp32 data (`recipmul-fp32`)
-
-`diff'` (`d1`), `r = (1 / beta)(1 + d2)` (exact when beta is a power of two), `P = (diff' * r)(1 + d3)`,
-result `RN(P * dy)`: three roundings before the last one,
-
-    |a - q| / ulp(q) <= (m(q) / 2) (1/m1 + 1/m(r) + 1/m(P)) + O(u)  <  3,
-
-so at most **3 ULP**, one more than the other orders, because the reciprocal is a rounding the
-other orders do not have. Reaching 3 needs `|a - q| > 2 ulp(q)`: all three significands near 1 with
-near-half-ulp roundings in the same direction and the result's significand above 4/3. A beta whose
-significand is just below 2 (`1/beta` just above a power of two) rounds its reciprocal by up to
-half an ulp at significand ~1, i.e. relative error ~u; the fp32 adversarial sweep is built from
-exactly those betas, `x1` with significands just above 1, and `x2` a fraction of `x1`'s ulp, so that
-`x1 - x2` rounds by nearly half an ulp. The table below says whether the sweeps reach 3; where
-they do, the bound is tight and an fp32 budget of 2 would fail `recipmul-fp32` on its own results.
-
-### fp16 data computed in fp32 (`divmul-fp32`, `recipmul-fp32`, `muldiv-fp32` on fp16)
-
-Every fp32 step has relative error at most `2^-24`. The fp32 result before its conversion to fp16
-is `r = q (1 + h)` with `|h| <= (1 + 2^-24)^4 - 1 < 2^-21.99` (at most four fp32 roundings: diff,
-reciprocal, product, product). Nothing can over- or underflow in fp32 on fp16 data (fp16 diffs lie
-in `[2^-24, 2^17]`, `1/beta` in `[2^-16, 2^24]`, every product and quotient of the middle line zero or between
-`2^-64` and `2^33`, all inside fp32's normal range), so this holds for every finite element, not only
-ordinary ones (for the arithmetic; with `beta < 0` the branches are another matter, see B). The conversion is the second rounding: `|r - q| < 2^-21.99 * 2^(e+1) < 2^-11 ulp16(q)`
-(and less for subnormal results, whose ulp is larger relative to `q`). So `r` lies within `2^-11`
-ULP of `q`, and rounding it gives `c` or its neighbour: at most **1 ULP** (double rounding: at most
-0.5 + 2^-11 ULP from the exact value), and 1 only when an fp16 midpoint lies between `q` and `r`.
-
-### What the bounds do not cover
-
-They assume every intermediate is in the normal range. Outside it the models lose all relative
-accuracy or overflow: `muldiv` when `diff * dy` underflows (the quotient then carries the product's
-absolute error, many ULPs of a normal result) or overflows (infinity for a finite result);
-`recipmul` when `1/beta` overflows (subnormal fp32 beta: `diff * inf`, infinity or `0 * inf` = NaN) or
-underflows (`beta > 2^126`); `divmul` when `diff / beta` underflows (beta > 1, tiny diff, large dy);
-`divmul-fp16` when the fp16 `diff` or `diff / beta` leave the fp16 range; and every model when
-`beta <= 0` (B) or an input is infinite (`diff` overflowing to infinity against an infinite `beta`, `0 * inf`
-after an underflow). Section 2 shows how far
-each gets; those elements are not ordinary, and the engine accepts there only the models' exact bits."""
+def _profiles_table(profiles: list) -> str:
+    rows = []
+    for p in profiles:
+        verdict = "ok" if p["ok"] else (
+            "**too tight**: " + ", ".join(f"`{m}`" for m in p["models_beyond"])
+            + f" can be {p['derived']} ULP off on ordinary elements and would pass only by matching "
+              "its own bits exactly")
+        rows.append([p["profile"], p["dtype"], p["max_ulp"], p["derived"], verdict])
+    return markdown_table(["profile", "dtype", "max_ulp", "derived", "verdict"], rows)
 
 
-# --------------------------------------------------------------------------------------
-
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; give the usual mode of a new file
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def render(meta: dict, summary: dict, sweeps: list, profiles: list) -> str:
+    """The page: the prose of TEMPLATE with its placeholders filled from one run's numbers
+    (all of them in the run's JSON, so ``--render-only`` redoes the page from that file)."""
+    sweep_rows = [[sw["name"], sw["dtype"], f"{sw['elements']:,}", sw["description"], f"{sw['fallbacks']:,}",
+                   f"{sw['seconds']:.1f}"] for sw in sweeps]
+    return string.Template(TEMPLATE.read_text()).substitute(
+        provenance=_provenance(meta),
+        accepted_models=", ".join(f"`{m}`" for m in ACCEPTED),
+        ordinary_definition=CATEGORIES[0][1],
+        measured_table=_measured_table(summary),
+        ordinary_worst=_ordinary_worst(summary),
+        sweeps_table=markdown_table(["sweep", "dtype", "elements", "what", "mpmath fallbacks", "seconds"], sweep_rows),
+        class_list="\n".join(f"- `{name}`: {desc}." for name, desc in CATEGORIES),
+        classes_by_dtype="\n\n".join(_class_section(dtype, s) for dtype, s in summary.items()),
+        bounds_table=_bounds_table(summary),
+        budget_list=_budget_list(summary),
+        beyond_budget_list=_beyond_budget_list(summary),
+        profiles_table=_profiles_table(profiles),
+    )
 
 
 def machine() -> dict:
     return describe_host(with_torch=False)
+
+
+def render_again(json_path: Path, md_path: Path) -> int:
+    """``--render-only``: the page from the numbers of an earlier run."""
+    try:
+        data = json.loads(json_path.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"accuracy_budget: error: {json_path}: cannot read the numbers of a run ({exc})", file=sys.stderr)
+        return 2
+    write_atomic(md_path, render(data["meta"], data["results"], data["sweeps"], data["profiles"]))
+    print(f"wrote {md_path} from {json_path}")
+    return 0
 
 
 def main(argv=None) -> int:
@@ -911,12 +750,16 @@ def main(argv=None) -> int:
     ap.add_argument("--out", help="output prefix, .md and .json are added (default docs/accuracy-budget; "
                                   "with --quick bench/results/tmp/accuracy-budget-quick)")
     ap.add_argument("--seed", type=int, default=2026, help="random seed (default 2026)")
+    ap.add_argument("--render-only", action="store_true",
+                    help="run no sweep: write PREFIX.md again from the numbers in PREFIX.json")
     args = ap.parse_args(argv)
     if args.seed < 0:
         ap.error("--seed must be >= 0")
     prefix = Path(args.out) if args.out else ROOT / (
         "bench/results/tmp/accuracy-budget-quick" if args.quick else "docs/accuracy-budget")
     md_path, json_path = prefix.with_name(prefix.name + ".md"), prefix.with_name(prefix.name + ".json")
+    if args.render_only:
+        return render_again(json_path, md_path)
 
     t_start = time.perf_counter()
     rng = np.random.default_rng(args.seed)

@@ -2,8 +2,8 @@
 
     python bench/run.py [--out docs/benchmark] [--sizes 1e3,1e4,1e5,1e6,1e7] [--quick]
 
-Writes OUT.md (a table) and OUT.json (every timing and the machine). All rows
-of one size come from the same run on the same inputs, so their ratios are
+Writes OUT.md (a table) and OUT.json (every timing and the machine), each atomically.
+All rows of one size come from the same run on the same inputs, so their ratios are
 meaningful; absolute times are not comparable between runs on these machines.
 Timings are written, never asserted.
 
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.common.hostinfo import describe_host
 from sl1conf.reference import fast_oracle, kernel, oracle
 
@@ -157,11 +157,8 @@ def main(argv=None) -> int:
                 f"{r['impl']} {r['elements_per_s'] / 1e6:.3g}M/s" for r in rows), flush=True)
     result["wall_seconds"] = time.time() - t0
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    for suffix, text in ((".json", json.dumps(result, indent=1) + "\n"), (".md", markdown(result))):
-        tmp = out.with_suffix(suffix + ".tmp")
-        tmp.write_text(text)
-        os.replace(tmp, out.with_suffix(suffix))
+    write_atomic(out.with_suffix(".json"), json.dumps(result, indent=1) + "\n")
+    write_atomic(out.with_suffix(".md"), markdown(result))
     print(f"wrote {out}.md and {out}.json in {result['wall_seconds']:.0f} s")
     return 0
 

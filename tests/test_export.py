@@ -484,6 +484,7 @@ def test_exports_are_deterministic(vset, tmp_path):
     a = E.export(vset, "c-header", tmp_path / "a")
     b = E.export(vset, "c-header", tmp_path / "b")
     assert [p.read_bytes() for p in a] == [p.read_bytes() for p in b]
+    assert a[1].read_bytes() == E.SELFTEST_SOURCE.read_bytes()  # the fixed program, copied as it is
     h1, h2 = E.export(vset, "hex", tmp_path / "a.hex"), E.export(vset, "hex", tmp_path / "b.hex")
     assert h1[0].read_bytes() == h2[0].read_bytes()
     assert str(tmp_path) not in h1[0].read_text() + a[0].read_text()

@@ -93,12 +93,12 @@ def test_an_unwritable_out_is_one_line_before_the_campaign(where, capsys, tmp_pa
 
 
 def test_a_write_that_fails_late_is_one_line(capsys, tmp_path, monkeypatch):
-    from sl1conf.conformance.common import jsonfiles
+    from sl1conf.conformance.common import files
 
     def refuse(path, text):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(jsonfiles, "write_atomic", refuse)
+    monkeypatch.setattr(files, "write_atomic", refuse)  # cli/fuzz.py imports it at call time
     code, _, err = run(capsys, *KERNEL, "--out", str(tmp_path / "o"))
     assert code == 2 and err.splitlines()[-1] == f"sl1conf: error: {tmp_path / 'o'}: cannot write there " \
                                                  "(Permission denied)"

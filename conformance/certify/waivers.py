@@ -18,7 +18,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from sl1conf.conformance.rules.catalog import CATALOG
+from sl1conf.conformance.rules.catalog import CATALOG, by_id
 
 __all__ = ["WaiverError", "load_waivers", "apply_waivers"]
 
@@ -61,8 +61,6 @@ def _covers(w: dict, run: dict, rid: str, families: "list | None") -> bool:
 
 def apply_waivers(report: dict, waivers: list[dict]) -> dict:
     """Mark covered failures waived, recompute the verdicts, list each waiver's use."""
-    from sl1conf.conformance.rules.catalog import by_id
-
     used = [0] * len(waivers)
 
     def waive(target: dict, run: dict, rid: str, families) -> None:

@@ -15,10 +15,10 @@ from sl1conf.reference import formats as F
 from sl1conf.reference.models import SPEC_ORDER, get_model, models_for
 from sl1conf.reference.fast_oracle import smoothl1lossgrad  # exact, bit for bit the mpmath oracle
 
+from sl1conf.conformance.common.commands import explain_command
 from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
 
 BATCH = 250
-
 
 
 def run_demo(dtypes, *, elements: int, seed: int, out=print) -> int:
@@ -47,9 +47,8 @@ def run_demo(dtypes, *, elements: int, seed: int, out=print) -> int:
             if model.name == f"{SPEC_ORDER}-{fmt.name}" and worst[0] > 0:
                 worst_spec = worst[1]
         if worst_spec is not None:
-            dy, x1, x2, beta = (F.hex_bits(fmt, v) for v in worst_spec)
             out(f"  take the spec-order model's worst element apart:\n"
-                f"    sl1conf explain --dtype {fmt.name} --dy {dy} --x1 {x1} --x2 {x2} --beta {beta}")
+                f"    {explain_command(fmt.name, *(F.hex_bits(fmt, v) for v in worst_spec))}")
     return demo_sample_library(dtypes or [F.FP16, F.FP32], seed=seed, out=out)
 
 

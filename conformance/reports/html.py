@@ -10,8 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from sl1conf.conformance.reports.plots import all_plots
-from sl1conf.conformance.reports.view import View, sections, view
-from sl1conf.conformance.reports.view import all_held as _all_held
+from sl1conf.conformance.reports.view import View, all_held, sections, view
 
 __all__ = ["render_html", "render_table_page"]
 
@@ -80,7 +79,7 @@ def render_html(report: dict) -> str:
                 parts.append(f"<p>First failure: {escape(f.detail)}</p>")
             parts.append("<p>Reproduce:</p><pre>" + escape("\n".join(f.commands)) + "</pre></div>")
     else:
-        parts.append(f"<p>{escape(_all_held(v))}</p>")
+        parts.append(f"<p>{escape(all_held(v))}</p>")
     plots = all_plots(report)
     if plots:
         parts.append("<h2>Plots</h2>")

@@ -8,8 +8,7 @@ the identity of what was tested.
 
 from __future__ import annotations
 
-from sl1conf.conformance.reports.view import View, sections, view
-from sl1conf.conformance.reports.view import all_held as _all_held
+from sl1conf.conformance.reports.view import View, all_held, sections, view
 
 __all__ = ["render_markdown", "markdown_table"]
 
@@ -53,7 +52,7 @@ def render_markdown(report: dict) -> str:
                 out += [f"First failure: {f.detail}", ""]
             out += ["Reproduce:", "", "```sh", *f.commands, "```", ""]
     else:
-        out += [_all_held(v), ""]
+        out += [all_held(v), ""]
     out += ["## Requirements", "",
             markdown_table(["run", "id", "requirement", "kind", "status", "checked", "failed", "worst ULP"],
                            [[f"{r.dtype} {r.variant}", r.id, r.title, r.kind,

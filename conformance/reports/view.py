@@ -8,15 +8,15 @@ observed where the documentation leaves the behaviour open; then who was tested 
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from sl1conf.reference import formats as F
 
-__all__ = ["Failure", "Row", "View", "view", "sections", "all_held", "decimal", "explain_command", "certify_command",
-           "STATUS_ORDER", "OPEN_REQUIREMENTS"]
+from sl1conf.conformance.common.commands import certify_command, explain_command
+
+__all__ = ["Failure", "Row", "View", "view", "sections", "all_held", "decimal", "STATUS_ORDER", "OPEN_REQUIREMENTS"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
 OPEN_REQUIREMENTS = ("R06", "R16", "R17")
@@ -31,31 +31,16 @@ def decimal(dtype: str, hex_bits: str) -> str:
     return str(value)
 
 
-def _q(text: str) -> str:
-    return shlex.quote(str(text))
-
-
-def explain_command(dtype: str, element: dict) -> str:
-    """``sl1conf explain`` for one element: the exact diff, branch, result and every model's bits."""
-    return (f"sl1conf explain --dtype {dtype} --dy {element['dy']} --x1 {element['x1']} "
-            f"--x2 {element['x2']} --beta {element['beta']}")
-
-
-def certify_command(report: dict, dtype: str, variant: str, only: list) -> str:
-    """``sl1conf certify`` rerunning one requirement (and case) on the same implementation and vectors."""
+def _rerun_command(report: dict, dtype: str, variant: str, only: list) -> str:
+    """``sl1conf certify`` rerunning one requirement (and case) on the same implementation,
+    platform or profile and vectors as the report (generated vectors are generated again)."""
     inv = report.get("invocation") or {}
-    impl = inv.get("impl") or report["implementation"]["adapter"]
-    prof = report["profile"]
-    where = (f"--platform {_q(inv['platform'])}" if inv.get("platform")
-             else f"--profile {_q(inv.get('profile') or prof['path'])}")
-    parts = ["sl1conf certify --impl", _q(impl), where, "--dtype", dtype, "--variant", variant]
     vectors = (report.get("vectors") or {}).get(dtype, {}).get("source", "")
-    if inv.get("vectors") and not vectors.startswith("generated"):
-        parts += ["--vectors", _q(vectors)]
-    if report.get("quick"):
-        parts.append("--quick")
-    parts += ["--only", ",".join(only), "--out", _q(f"/tmp/sl1conf-{dtype}-{variant}-{'-'.join(only)}")]
-    return " ".join(parts)
+    return certify_command(inv.get("impl") or report["implementation"]["adapter"], platform=inv.get("platform"),
+                           profile=inv.get("profile") or report["profile"]["path"], dtype=dtype, variant=variant,
+                           vectors=vectors if inv.get("vectors") and not vectors.startswith("generated") else None,
+                           quick=bool(report.get("quick")), only=only,
+                           out=f"/tmp/sl1conf-{dtype}-{variant}-{'-'.join(only)}")
 
 
 @dataclass
@@ -176,9 +161,9 @@ def view(report: dict) -> View:
                         "" if worst else (examples[0].get("detail", "") if examples else ""),
                         variants=[v], counts=[(r.get("failed", 0), r.get("checked", 0))])
             case = (worst or (examples[0] if examples else {})).get("case")
-            f.commands.append(certify_command(report, d, v, [r["id"]] + ([case] if case else [])))
-            if worst:
-                f.commands.append(explain_command(d, worst))
+            f.commands.append(_rerun_command(report, d, v, [r["id"]] + ([case] if case else [])))
+            if worst:  # the exact diff, branch, result and every model's bits of the worst element
+                f.commands.append(explain_command(d, worst["dy"], worst["x1"], worst["x2"], worst["beta"]))
             same = next((g for g in failures if (g.dtype, g.id, g.worst, g.detail)
                          == (f.dtype, f.id, f.worst, f.detail)), None)
             if same is not None:  # the other variant failing the same way: one block, not two

@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.files import writable_folder, write_atomic
-from sl1conf.conformance.common.jsonfiles import read_checked
-from sl1conf.conformance.common.jsonfiles import validate as check
 
 __all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "load_report", "write_report", "validate"]
 
@@ -53,7 +52,7 @@ FORMATS = {"json": ("report.json", _json), "md": ("report.md", _markdown),
 
 def validate(report: dict) -> None:
     """ReportError unless ``report`` matches the committed schema."""
-    check(report, SCHEMA_FILE, ReportError, "report")
+    jsonfiles.validate(report, SCHEMA_FILE, ReportError, "report")
 
 
 def load_report(path) -> dict:
@@ -63,7 +62,7 @@ def load_report(path) -> dict:
         path = path / "report.json"
     elif not path.exists():
         raise ReportError(f"{path}: no such report folder or file")
-    report = read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError)
+    report = jsonfiles.read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError)
     report.setdefault("_path", str(path))
     return report
 

@@ -1,0 +1,327 @@
+/* sl1_selftest.c: on-target self-test of a SmoothL1LossGrad library against the golden
+ * vectors in sl1_vectors.h; see docs/vector-format.md of sl1conf.
+ *
+ * The same program for every export: `sl1conf vectors export --format c-header` copies it
+ * unchanged (from sl1conf/conformance/vectors/selftest.c) beside the sl1_vectors.h it
+ * writes; everything that differs from one vector set to another (the dtype, the counts,
+ * the tables) comes from that header, whose first line names the sl1conf that wrote it.
+ *
+ * Build it with the library under test and its smoothl1lossgrad.h, for example
+ *
+ *     cc -std=c11 -O2 -I<folder of smoothl1lossgrad.h> sl1_selftest.c <library> -o sl1_selftest
+ *
+ * C99 (C11 is fine) plus _Float16 for fp16 sets (GCC >= 12, Clang >= 15, or a toolchain whose
+ * smoothl1lossgrad.h defines `half`). It uses no file I/O and no heap: only printf (override
+ * with -DSL1_PRINTF=my_printf) and static buffers.
+ *
+ * For every case it copies the inputs into static buffers, fills dx1 (and SL1_GUARD more
+ * elements after it) with the byte 0x5a, calls hp_/fp_smoothl1lossgrad_s/_p per the case's
+ * dtype and variant, and judges each element of dx1:
+ *   - index < written: pass when bit-equal to the oracle, or both NaN (any NaN), or at most
+ *     SL1_MAX_ULP units in the last place from the oracle (distance on the ordered integer
+ *     line, +0 and -0 0 apart), or equal (bits, or both NaN) to one of the case's
+ *     alternatives, or, with -DSL1_ACCEPT_FTZ, equal to the oracle-ftz column;
+ *     with -DSL1_STRICT_ZERO_SIGN a result within SL1_MAX_ULP fails when it or the oracle
+ *     is a zero and their signs differ (+0 for -0, a tiny negative for +0, ...);
+ *   - index >= written (nothing to compute: length <= 0, core_mask 0, past length) and the
+ *     SL1_GUARD elements after the case's n: must still hold the fill pattern exactly.
+ * It also checks that dy, x1 and x2 are unchanged after the call.
+ *
+ * Output: a first line starting with '#' (the configuration), then one line per family,
+ *     PASS <id> <name>: <elements> elements, worst <k> ulp
+ *     FAIL <id> <name>: <bad> of <elements> elements, worst <k> ulp at case <case id> element <i> (got 0x...., expected 0x....)
+ * then ALL PASS or FAILED <n> families; main returns 0 or 1. On a PASS line k is the largest
+ * distance to the oracle of an element accepted within SL1_MAX_ULP (0 when every element is
+ * exact or matches an alternative); on a FAIL line it is the distance of the worst failing
+ * element, whose place and bits follow ("nan" when exactly one of got and expected is NaN).
+ * A family whose call changed an input fails too; its line ends with
+ *     ; case <case id> changed input <dy|x1|x2> element <i> (got 0x...., was 0x....)
+ *
+ * An element is also accepted when it equals, bit for bit, one of the accepted evaluation
+ * models (sl1_model_names: honest orders of evaluation that may stray further from the
+ * oracle, e.g. where an intermediate underflows); -DSL1_NO_MODELS judges by the oracle,
+ * the alternatives and SL1_MAX_ULP alone.
+ *
+ * Options (-D...): SL1_MAX_ULP (default 2), SL1_ACCEPT_FTZ, SL1_STRICT_ZERO_SIGN, SL1_NO_MODELS,
+ * SL1_GUARD (elements checked past each case's end, default 16), SL1_SELFTEST_NO_MAIN (no
+ * main; call int sl1_selftest(void) yourself), SL1_PRINTF, SL1_DUMP (also print every
+ * element of dx1 after its call, guard included, as "= <case id> <i> <hex>", for comparing
+ * the results elsewhere; the lines come before their family's line).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "smoothl1lossgrad.h"
+#include "sl1_vectors.h"
+
+#ifndef SL1_MAX_ULP
+#define SL1_MAX_ULP 2
+#endif
+#ifndef SL1_GUARD
+#define SL1_GUARD 16
+#endif
+#ifndef SL1_PRINTF
+#define SL1_PRINTF printf
+#endif
+
+#if SL1_VEC_BITS == 16
+typedef half sl1_value;
+#define SL1_SIGN_MASK 0x8000ul
+#define SL1_EXP_MASK 0x7c00ul
+#define SL1_FRAC_MASK 0x03fful
+#define SL1_HEX_DIGITS 4
+#elif SL1_VEC_BITS == 32
+typedef float sl1_value;
+#define SL1_SIGN_MASK 0x80000000ul
+#define SL1_EXP_MASK 0x7f800000ul
+#define SL1_FRAC_MASK 0x007ffffful
+#define SL1_HEX_DIGITS 8
+#else
+#error "sl1_vectors.h: SL1_VEC_BITS must be 16 or 32"
+#endif
+
+/* The value type and its bit pattern type have one size (memcpy moves bits between them). */
+typedef char sl1_check_value_size[sizeof(sl1_value) == sizeof(sl1_bits_t) ? 1 : -1];
+
+#define SL1_DIST_NAN 0xfffffffful /* exactly one side NaN: worse than any distance */
+
+static sl1_value sl1_w_dy[SL1_VEC_BUF];
+static sl1_value sl1_w_x1[SL1_VEC_BUF];
+static sl1_value sl1_w_x2[SL1_VEC_BUF];
+static sl1_value sl1_w_dx1[SL1_VEC_BUF + SL1_GUARD];
+
+static int sl1_is_nan(unsigned long b)
+{
+    return (b & SL1_EXP_MASK) == SL1_EXP_MASK && (b & SL1_FRAC_MASK) != 0;
+}
+
+#ifdef SL1_STRICT_ZERO_SIGN
+static int sl1_is_zero(unsigned long b)
+{
+    return (b & ~SL1_SIGN_MASK) == 0;
+}
+#endif
+
+/* Bit-equal, or both NaN. */
+static int sl1_same(unsigned long a, unsigned long b)
+{
+    return a == b || (sl1_is_nan(a) && sl1_is_nan(b));
+}
+
+/* Units in the last place between two patterns on the ordered line (+0 and -0 are 0 apart);
+ * SL1_DIST_NAN when exactly one is NaN, 0 when both are. Fits 32 bits for fp32 (< 0xff000001). */
+static unsigned long sl1_ulps(unsigned long a, unsigned long b)
+{
+    const unsigned long ma = a & ~SL1_SIGN_MASK, mb = b & ~SL1_SIGN_MASK;
+    if (sl1_is_nan(a) || sl1_is_nan(b))
+        return sl1_is_nan(a) && sl1_is_nan(b) ? 0ul : SL1_DIST_NAN;
+    if ((a ^ b) & SL1_SIGN_MASK)
+        return ma + mb;
+    return ma > mb ? ma - mb : mb - ma;
+}
+
+static unsigned long sl1_bits_at(const sl1_value *v, uint32_t i)
+{
+    sl1_bits_t b;
+    memcpy(&b, &v[i], sizeof b);
+    return (unsigned long)b;
+}
+
+/* One element of dx1 (index i of case c, got its bits): 1 when acceptable. *dist is the
+ * distance to *want, the value it is reported against (the oracle, or the fill pattern). */
+static int sl1_judge(const struct sl1_case *c, uint32_t i, unsigned long got,
+                     unsigned long *want, unsigned long *dist)
+{
+    uint32_t k;
+    if (i >= c->written) { /* not to be written: the fill pattern, exactly */
+        *want = SL1_VEC_FILL;
+        *dist = sl1_ulps(got, *want);
+        return got == *want;
+    }
+    *want = sl1_oracle[c->offset + i];
+    *dist = sl1_same(got, *want) ? 0ul : sl1_ulps(got, *want);
+    if (sl1_same(got, *want))
+        return 1;
+    if (*dist <= (unsigned long)(SL1_MAX_ULP)) {
+#ifdef SL1_STRICT_ZERO_SIGN
+        if (!((sl1_is_zero(got) || sl1_is_zero(*want)) && ((got ^ *want) & SL1_SIGN_MASK)))
+            return 1;
+#else
+        return 1;
+#endif
+    }
+    for (k = 0; k < c->alt_count; k++) {
+        if (sl1_same(got, sl1_alternatives[sl1_alt_offsets[c->alt_first + k] + i])) {
+            *dist = 0;
+            return 1;
+        }
+    }
+#ifdef SL1_ACCEPT_FTZ
+    if (sl1_same(got, sl1_oracle_ftz[c->offset + i])) {
+        *dist = 0;
+        return 1;
+    }
+#endif
+#ifndef SL1_NO_MODELS
+    for (k = 0; k < SL1_VEC_MODELS; k++) {
+        if (sl1_same(got, sl1_models[k * SL1_VEC_ELEMENTS + c->offset + i])) {
+            *dist = 0;
+            return 1;
+        }
+    }
+#endif
+    return 0;
+}
+
+struct sl1_tally {
+    unsigned long bad, worst_pass, worst_fail;
+    const struct sl1_case *fail_case;          /* the worst failing element: */
+    uint32_t fail_index;
+    unsigned long fail_got, fail_want;
+    const struct sl1_case *input_case;         /* the first changed input: */
+    const char *input_name;
+    uint32_t input_index;
+    unsigned long input_got, input_was;
+};
+
+static void sl1_call(const struct sl1_case *c)
+{
+    sl1_value beta;
+    const sl1_bits_t beta_bits = c->beta;
+    memcpy(&beta, &beta_bits, sizeof beta);
+#if SL1_VEC_BITS == 16
+    if (c->variant == 's')
+        hp_smoothl1lossgrad_s(sl1_w_dy, sl1_w_dx1, sl1_w_x1, sl1_w_x2, (int)c->length, beta, (int)c->core_mask);
+    else
+        hp_smoothl1lossgrad_p(sl1_w_dy, sl1_w_dx1, sl1_w_x1, sl1_w_x2, (int)c->length, beta);
+#else
+    if (c->variant == 's')
+        fp_smoothl1lossgrad_s(sl1_w_dy, sl1_w_dx1, sl1_w_x1, sl1_w_x2, (int)c->length, beta, (int)c->core_mask);
+    else
+        fp_smoothl1lossgrad_p(sl1_w_dy, sl1_w_dx1, sl1_w_x1, sl1_w_x2, (int)c->length, beta);
+#endif
+}
+
+static void sl1_check_input(struct sl1_tally *t, const struct sl1_case *c, const char *name,
+                            const sl1_value *work, const sl1_bits_t *golden)
+{
+    uint32_t i;
+    if (t->input_case)
+        return;
+    for (i = 0; i < c->n; i++) {
+        const unsigned long got = sl1_bits_at(work, i), was = golden[c->offset + i];
+        if (got != was) {
+            t->input_case = c;
+            t->input_name = name;
+            t->input_index = i;
+            t->input_got = got;
+            t->input_was = was;
+            return;
+        }
+    }
+}
+
+static void sl1_run_case(struct sl1_tally *t, const struct sl1_case *c)
+{
+    const size_t bytes = (size_t)c->n * sizeof(sl1_bits_t);
+    uint32_t i;
+    memcpy(sl1_w_dy, sl1_dy + c->offset, bytes);
+    memcpy(sl1_w_x1, sl1_x1 + c->offset, bytes);
+    memcpy(sl1_w_x2, sl1_x2 + c->offset, bytes);
+    memset(sl1_w_dx1, SL1_VEC_FILL_BYTE, bytes + (size_t)(SL1_GUARD) * sizeof(sl1_bits_t));
+    sl1_call(c);
+    for (i = 0; i < c->n + (uint32_t)(SL1_GUARD); i++) {
+        const unsigned long got = sl1_bits_at(sl1_w_dx1, i);
+        unsigned long want, dist;
+#ifdef SL1_DUMP
+        SL1_PRINTF("= %s %lu %0*lx\n", c->id, (unsigned long)i, SL1_HEX_DIGITS, got);
+#endif
+        if (sl1_judge(c, i, got, &want, &dist)) {
+            if (dist > t->worst_pass)
+                t->worst_pass = dist;
+            continue;
+        }
+        t->bad++;
+        if (!t->fail_case || dist > t->worst_fail) {
+            t->worst_fail = dist;
+            t->fail_case = c;
+            t->fail_index = i;
+            t->fail_got = got;
+            t->fail_want = want;
+        }
+    }
+    sl1_check_input(t, c, "dy", sl1_w_dy, sl1_dy);
+    sl1_check_input(t, c, "x1", sl1_w_x1, sl1_x1);
+    sl1_check_input(t, c, "x2", sl1_w_x2, sl1_x2);
+}
+
+static void sl1_print_ulps(unsigned long d)
+{
+    if (d == SL1_DIST_NAN)
+        SL1_PRINTF("nan");
+    else
+        SL1_PRINTF("%lu", d);
+}
+
+/* Runs every case; prints the report; 0 when every family passes, else 1. */
+int sl1_selftest(void)
+{
+    uint32_t f, k;
+    unsigned failed = 0;
+    SL1_PRINTF("# sl1_selftest %s: %lu families, %lu cases, %lu elements; SL1_MAX_ULP %lu, ftz %s, "
+               "zero sign %s, guard %lu\n", SL1_VEC_DTYPE, (unsigned long)SL1_VEC_FAMILIES,
+               (unsigned long)SL1_VEC_CASES, (unsigned long)SL1_VEC_ELEMENTS, (unsigned long)(SL1_MAX_ULP),
+#ifdef SL1_ACCEPT_FTZ
+               "accepted",
+#else
+               "not accepted",
+#endif
+#ifdef SL1_STRICT_ZERO_SIGN
+               "strict",
+#else
+               "not strict",
+#endif
+               (unsigned long)(SL1_GUARD));
+    for (f = 0; f != SL1_VEC_FAMILIES; f++) { /* != : no warning when there are none */
+        const struct sl1_family *fam = &sl1_families[f];
+        struct sl1_tally t;
+        memset(&t, 0, sizeof t);
+        for (k = 0; k != SL1_VEC_CASES; k++)
+            if (sl1_cases[k].family == fam->id)
+                sl1_run_case(&t, &sl1_cases[k]);
+        if (!t.bad && !t.input_case) {
+            SL1_PRINTF("PASS %d %s: %lu elements, worst %lu ulp\n", fam->id, fam->name,
+                       (unsigned long)fam->elements, t.worst_pass);
+            continue;
+        }
+        failed++;
+        SL1_PRINTF("FAIL %d %s: %lu of %lu elements, worst ", fam->id, fam->name, t.bad,
+                   (unsigned long)fam->elements);
+        if (t.bad) {
+            sl1_print_ulps(t.worst_fail);
+            SL1_PRINTF(" ulp at case %s element %lu (got 0x%0*lx, expected 0x%0*lx)", t.fail_case->id,
+                       (unsigned long)t.fail_index, SL1_HEX_DIGITS, t.fail_got, SL1_HEX_DIGITS, t.fail_want);
+        } else {
+            SL1_PRINTF("%lu ulp", t.worst_pass);
+        }
+        if (t.input_case)
+            SL1_PRINTF("; case %s changed input %s element %lu (got 0x%0*lx, was 0x%0*lx)", t.input_case->id,
+                       t.input_name, (unsigned long)t.input_index, SL1_HEX_DIGITS, t.input_got,
+                       SL1_HEX_DIGITS, t.input_was);
+        SL1_PRINTF("\n");
+    }
+    if (failed) {
+        SL1_PRINTF("FAILED %u families\n", failed);
+        return 1;
+    }
+    SL1_PRINTF("ALL PASS\n");
+    return 0;
+}
+
+#ifndef SL1_SELFTEST_NO_MAIN
+int main(void)
+{
+    return sl1_selftest();
+}
+#endif
