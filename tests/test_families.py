@@ -15,6 +15,7 @@ import pytest
 
 from sl1conf.conformance.vectors import families as FM
 from sl1conf.conformance.vectors.families import FAMILIES, generate
+from sl1conf.conformance.vectors.families.lengths import EXTRA_PRIME_LENGTHS
 from sl1conf.reference import formats as F
 from sl1conf.reference.fast_oracle import smoothl1lossgrad
 
@@ -440,7 +441,7 @@ def test_lengths_family_has_the_required_lengths(lengths_family):
             required |= {m - 1, m, m + 1}
     assert required <= p_lengths
     primes = {n for n in range(2, 1026) if all(n % d for d in range(2, int(n ** 0.5) + 1))}
-    assert primes <= p_lengths and set(FM.EXTRA_PRIME_LENGTHS) <= p_lengths
+    assert primes <= p_lengths and set(EXTRA_PRIME_LENGTHS) <= p_lengths
     for c in fam.cases:
         assert c.call_length == c.n
         if c.n in primes:

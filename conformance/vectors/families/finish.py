@@ -1,0 +1,100 @@
+"""A case's common post-pass: flags from the data, and the open alternatives.
+
+Every generator builds its cases with :func:`make_case` (bit patterns and the flags it
+claims); :func:`generate` then passes each through :func:`finish_case`, which adds the flags
+that describe the case as a whole and the acceptable alternatives.
+
+Open behaviour: the alternatives
+--------------------------------
+:func:`finish_case` attaches, to every case, each alternative of
+``rules.openbehaviour`` (the one policy: which other answers are acceptable where the
+manual leaves the answer open, and why) whose array differs from the expected answer in at
+least one element, and is not the same array as one already attached. Each alternative is
+a whole dx1 array for one reason; the families that target one reason keep the others out
+(no beta = 0 case has subnormal inputs, the lengths and core-mask data have no open element).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sl1conf.adapters.base import FILL_BYTE
+from sl1conf.conformance.rules.openbehaviour import NOTES
+from sl1conf.conformance.rules.openbehaviour import alternatives as open_alternatives
+from sl1conf.conformance.vectors.cases import VectorCase
+from sl1conf.conformance.vectors.families.bits import bit_array, float_view, is_subnormal
+from sl1conf.reference import formats as F
+from sl1conf.reference.formats import Format
+
+__all__ = ["make_case", "finish_case", "oracle_bits"]
+
+
+def _beta_flags(fmt: Format, beta: int) -> list[str]:
+    cls, sign = F.classify(fmt, beta)
+    if cls is F.FloatClass.QNAN:
+        return ["nan-beta"]
+    if cls is F.FloatClass.SNAN:
+        return ["snan-beta"]
+    if cls is F.FloatClass.ZERO:
+        return ["beta-zero"] + (["beta-neg-zero"] if sign else [])
+    flags = ["beta-negative"] if sign else []
+    if cls is F.FloatClass.INF:
+        flags.append("beta-neg-inf" if sign else "beta-inf")
+    elif cls is F.FloatClass.SUBNORMAL:
+        flags.append("beta-subnormal")
+    return flags
+
+
+def oracle_bits(fmt: Format, dy, x1, x2, beta: int, ftz: bool = False) -> np.ndarray:
+    """The fast oracle's dx1 for bit-pattern inputs, as bits (``ftz``: subnormals flushed)."""
+    from sl1conf.reference.fast_oracle import smoothl1lossgrad
+
+    out = smoothl1lossgrad(float_view(fmt, dy), float_view(fmt, x1), float_view(fmt, x2),
+                           float_view(fmt, bit_array(fmt, [beta]))[0], flush_subnormals=ftz)
+    return np.ascontiguousarray(out).view(fmt.uint)
+
+
+def _expected(fmt: Format, case: VectorCase) -> np.ndarray:
+    """The answer the alternatives are compared with: the oracle's, or dx1 untouched
+    (FILL_BYTE) where a correct call writes nothing (core_mask 0)."""
+    if case.variant == "s" and case.core_mask == 0:
+        return np.full(case.n * fmt.dtype.itemsize, FILL_BYTE, np.uint8).view(fmt.uint)
+    return oracle_bits(fmt, case.dy, case.x1, case.x2, case.beta)
+
+
+def finish_case(fmt: Format, case: VectorCase) -> VectorCase:
+    """Flags from the data, and the alternatives that differ from the expected answer somewhere."""
+    flags = list(case.flags) + _beta_flags(fmt, case.beta)
+    if case.n and (is_subnormal(fmt, case.dy) | is_subnormal(fmt, case.x1) | is_subnormal(fmt, case.x2)).any():
+        flags.append("subnormal-input")
+    if case.n and case.call_length == case.n:  # (a shorter call's data is chosen plain: nothing open)
+        oracle = _expected(fmt, case)
+        kept: dict = {}
+        for name, alt in open_alternatives(fmt, case.dy, case.x1, case.x2, case.beta, variant=case.variant,
+                                           core_mask=case.core_mask).items():
+            if alt.shape != oracle.shape:
+                raise AssertionError(f"alternative {name} has the wrong length")
+            if (~F.same_result(fmt, alt, oracle)).any() and not any(
+                    F.same_result(fmt, alt, other).all() for other in kept.values()):
+                kept[name] = alt.astype(fmt.uint)
+        if (~F.same_result(fmt, oracle_bits(fmt, case.dy, case.x1, case.x2, case.beta, ftz=True), oracle)).any():
+            flags.append("ftz-sensitive")
+        if "rounded-diff" in kept:
+            flags.append("rounded-diff-sensitive")
+        if kept:
+            case.result = "acceptable"
+            case.alternatives = kept
+            case.note = "; ".join(f"{name}: {NOTES[name]}" for name in kept)
+        elif case.variant == "s" and case.core_mask == 0:
+            case.result = "acceptable"
+            case.note = ("core_mask = 0 selects no core: nothing written is the expected answer; the manual "
+                         "does not say, so certify records what an implementation does (R16) and the C "
+                         "self-test demands nothing written")
+    case.flags = tuple(dict.fromkeys(flags))
+    return case
+
+
+def make_case(fmt: Format, dy, x1, x2, beta: int, flags, **kw) -> VectorCase:
+    """A case (before :func:`finish_case`) from bit patterns, the flags it claims and VectorCase's other fields."""
+    return VectorCase(dy=bit_array(fmt, dy), x1=bit_array(fmt, x1), x2=bit_array(fmt, x2), beta=int(beta),
+                      flags=tuple(flags), **kw)

@@ -1,0 +1,191 @@
+"""The length and core-mask families: where an element sits, not what it holds.
+
+lengths (10, large) and lengths-compact (16) hit the vector body only, the tail only and
+both for every plausible vector width (CMSIS-DSP's pattern files), and the shared version's
+uneven splits across cores; core-masks (11) runs the same data under every kind of mask.
+Their data is :func:`plain_batch`: random near the boundary, with no open element.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sl1conf.conformance.vectors.families.bits import (
+    bits_of, bits_of_text, is_subnormal, one_bits, random_significands, random_signs, value_of,
+)
+from sl1conf.conformance.vectors.families.finish import make_case, oracle_bits
+from sl1conf.conformance.vectors.sampling import random_batch
+from sl1conf.reference import exact as X
+from sl1conf.reference import formats as F
+from sl1conf.reference.formats import Format
+
+__all__ = [
+    "VECTOR_WIDTHS", "MAX_TABLE_LENGTH", "EXTRA_PRIME_LENGTHS", "LARGE_LENGTH", "CORE_MASKS", "COMPACT_LENGTHS",
+    "required_lengths", "plain_batch", "length_flags",
+    "lengths_cases", "lengths_compact_cases", "core_masks_cases",
+]
+
+VECTOR_WIDTHS = (4, 8, 16, 32, 64)
+"""Plausible SIMD widths (elements): lengths one below, at and above each multiple."""
+
+MAX_TABLE_LENGTH = 1025
+"""The lengths family covers every multiple of the widths up to here (m + 1 <= 1025)."""
+
+EXTRA_PRIME_LENGTHS = (1031, 2053, 4099)
+"""Primes past the table (the table already holds every prime up to 1025)."""
+
+LARGE_LENGTH = 1_000_003
+"""The large family's length: prime, so no width or core count divides it."""
+
+CORE_MASKS = (
+    0xFF,                                                    # all eight cores
+    0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80,          # every single core
+    0x03, 0x07, 0x0F, 0x1F, 0x3F, 0x7F, 0xF0, 0x3C, 0xFE,    # contiguous
+    0x55, 0xAA, 0x81, 0x5A, 0x24, 0x96,                      # non-contiguous
+    0x00,                                                    # no core at all
+)
+
+
+def required_lengths(limit: int = MAX_TABLE_LENGTH) -> list[int]:
+    """0, 1, 2, 3 and m - 1, m, m + 1 for every multiple m of every width with m + 1 <= limit."""
+    out = {0, 1, 2, 3}
+    for w in VECTOR_WIDTHS:
+        for m in range(w, limit, w):
+            out.update((m - 1, m, m + 1))
+    return sorted(n for n in out if n <= limit)
+
+
+def plain_batch(fmt: Format, n: int, rng: np.random.Generator, beta: int):
+    """random_batch data with every element whose answer is open replaced by a settled one.
+
+    The lengths and core-mask families test *where* an element sits, not what it holds:
+    their cases stay "valid" (no alternative arrays to store) when no element depends on
+    flushing or on rounding diff first. Such an element (ftz oracle != oracle, or the
+    rounded diff on another side of +-beta) becomes x1 = +-1.5 * beta, x2 = +0 (an outer
+    line, exact diff) with a normal dy. beta must be positive and normal.
+    """
+    bt = random_batch(fmt, n, rng, beta=beta)
+    dy, x1, x2 = bt.dy.copy(), bt.x1.copy(), bt.x2.copy()
+    if not n:
+        return dy, x1, x2
+    beta_f = value_of(fmt, beta)
+    s, e = X.exact_diff(fmt, x1, x2)
+    r = X.rounded_diff(fmt, x1, x2).astype(np.float64)
+    moved = X.position(s, e, beta_f) != X.position(r, np.zeros(n), beta_f)
+    ftz = ~F.same_result(fmt, oracle_bits(fmt, dy, x1, x2, beta), oracle_bits(fmt, dy, x1, x2, beta, ftz=True))
+    bad = moved | ftz | is_subnormal(fmt, dy) | is_subnormal(fmt, x1) | is_subnormal(fmt, x2)
+    k = int(bad.sum())
+    if k:
+        x1[bad] = bits_of(fmt, random_signs(rng, k) * 1.5 * beta_f)
+        x2[bad] = 0
+        dy[bad] = bits_of(fmt, random_signs(rng, k) * random_significands(fmt, rng, k))
+    return dy, x1, x2
+
+
+def _is_prime(n: int) -> bool:
+    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))
+
+
+def length_flags(n: int) -> list[str]:
+    flags = []
+    if n == 0:
+        flags.append("length-zero")
+    elif n < VECTOR_WIDTHS[0]:
+        flags.append("tail-only")  # shorter than every width
+    elif n % VECTOR_WIDTHS[-1] == 0:
+        flags.append("body-only")  # a whole number of vectors of every width
+    else:
+        flags.append("body-and-tail")
+    if n:
+        for w in VECTOR_WIDTHS:
+            flags.append(f"w{w}-" + ("tail-only" if n < w else "body-only" if n % w == 0 else "body-and-tail"))
+    if _is_prime(n):
+        flags.append("prime-length")
+    return flags
+
+
+def _sliced(fmt: Format, rng: np.random.Generator, lengths: list[int], beta: int) -> list:
+    """One plain_batch for all the lengths, cut into consecutive pieces (one draw, not many)."""
+    dy, x1, x2 = plain_batch(fmt, sum(lengths), rng, beta)
+    cuts = np.cumsum([0] + list(lengths))
+    return [(dy[a:b].copy(), x1[a:b].copy(), x2[a:b].copy()) for a, b in zip(cuts[:-1], cuts[1:])]
+
+
+COMPACT_LENGTHS = (0, 1, 2, 3, 4, 5, 7, 8, 9, 11, 13, 15, 16, 17, 19, 23, 29, 31, 32, 33, 37, 63, 64, 65, 127, 128, 129,
+                   255, 256, 257, 511, 512, 513, 1023, 1024, 1025)
+"""The canonical set's lengths: the body only, the tail only and both for every width
+(m - 1, m, m + 1 around 4, 8, 16, 32, 64 and 128..1024), and primes."""
+
+
+def lengths_cases(fmt: Format, rng: np.random.Generator) -> list:
+    return _length_cases(fmt, rng, required_lengths() + list(EXTRA_PRIME_LENGTHS))
+
+
+def lengths_compact_cases(fmt: Format, rng: np.random.Generator) -> list:
+    cases = _length_cases(fmt, rng, list(COMPACT_LENGTHS))
+    # The length argument below the buffers: 0 and negative must write nothing at all, 5 of 9
+    # nothing past the fifth element (the buffers are longer than the call, as on a board).
+    one = one_bits(fmt)
+    for length, flags in ((0, ["length-zero", "buffers-longer-than-length"]),
+                          (-1, ["negative-length", "buffers-longer-than-length"]),
+                          (5, ["buffers-longer-than-length"])):
+        dy, x1, x2 = plain_batch(fmt, 9, rng, one)
+        for variant in ("p", "s"):
+            cases.append(make_case(fmt, dy, x1, x2, one, flags, variant=variant, core_mask=0xFF, length=length))
+    return cases
+
+
+def _length_cases(fmt: Format, rng: np.random.Generator, lengths: list) -> list:
+    betas = [bits_of_text(fmt, t) for t in ("1", "0.1", "0.5", "0.25", "0.3", "2", "1/3")]  # TYPICAL_BETAS
+    calls = [(n, "p", 0xFF, length_flags(n)) for n in lengths]
+    # shared variant: lengths that do not split evenly across 2..8 cores
+    for c in range(2, 9):
+        for n in dict.fromkeys([1, c - 1, c + 1, 2 * c + 1, 4 * c - 1, 65, 255, 1001]):
+            if n > 0 and n % c:
+                flags = ["uneven-core-split"] + (["fewer-elements-than-cores"] if n < c else [])
+                calls.append((n, "s", (1 << c) - 1, flags + length_flags(n)))
+    # beta cycles through the typical ones; each beta's data is one draw, sliced in call order
+    data: dict = {}
+    for k, beta in enumerate(betas):
+        mine = [i for i in range(len(calls)) if i % len(betas) == k]
+        for i, piece in zip(mine, _sliced(fmt, rng, [calls[i][0] for i in mine], beta)):
+            data[i] = (beta, piece)
+    cases = []
+    for i, (n, variant, mask, flags) in enumerate(calls):
+        beta, (dy, x1, x2) = data[i]
+        cases.append(make_case(fmt, dy, x1, x2, beta, flags, variant=variant, core_mask=mask))
+    return cases
+
+
+def _mask_flags(mask: int) -> list[str]:
+    bits = bin(mask).count("1")
+    if mask == 0:
+        return ["core-mask-zero"]
+    flags = ["core-mask-all"] if mask == 0xFF else []
+    if bits == 1:
+        flags.append("single-core")
+    else:
+        low = mask & -mask
+        contiguous = ((mask // low) & ((mask // low) + 1)) == 0
+        flags.append("contiguous-mask" if contiguous else "non-contiguous-mask")
+    return flags
+
+
+def core_masks_cases(fmt: Format, rng: np.random.Generator) -> list:
+    """The same data under every mask: results must not depend on which cores take part."""
+    beta = one_bits(fmt)
+    manual = plain_batch(fmt, 1000, rng, beta)  # the manual's example length, under a few masks
+    mid = plain_batch(fmt, 257, rng, beta)      # prime: uneven under every mask of 2+ cores
+    small = plain_batch(fmt, 5, rng, beta)      # fewer elements than most masks' cores
+    cases = []
+    for (dy, x1, x2), masks in ((manual, (0xFF, 0x55, 0xAA, 0x81, 0x00)), (mid, CORE_MASKS),
+                                (small, CORE_MASKS)):
+        for mask in masks:
+            cores = bin(mask).count("1")
+            flags = _mask_flags(mask)
+            if cores and len(dy) % cores:
+                flags.append("uneven-core-split")
+            if cores > len(dy):
+                flags.append("fewer-elements-than-cores")
+            cases.append(make_case(fmt, dy, x1, x2, beta, flags, variant="s", core_mask=mask))
+    return cases
