@@ -24,7 +24,7 @@ Design (docs/ci-examples.md says it for users):
   implementation: the profile's dtypes and variants, those asked for, and those the
   adapter offers (loading the adapter is cheap; running cases is not). The families are
   those the engine will judge: the manifest's with ``--sl1-vectors``, else
-  ``engine.QUICK_FAMILIES`` (quick) or every non-large family of
+  ``engine.quick_families()`` (quick) or every non-large family of
   ``families.FAMILIES`` that applies to the dtype, as ``families.generate`` picks them.
 * A run is certified once per process, lazily, by its first item, and cached (a failure
   to certify is cached too). Every item of a run carries ``xdist_group("sl1conf-D-V")``,
@@ -46,6 +46,8 @@ Design (docs/ci-examples.md says it for users):
 """
 
 from __future__ import annotations
+
+from sl1conf.conformance.common.commands import certify_command, explain_command
 
 import pytest
 
@@ -119,7 +121,7 @@ class _Conformance:
         from sl1conf.adapters import AdapterError, load
 
         from sl1conf.conformance.vectors import families as FAM
-        from sl1conf.conformance.certify.engine import QUICK_FAMILIES
+        from sl1conf.conformance.certify.engine import quick_families
         from sl1conf.conformance.rules.profiles import ProfileError, load_profile
         from sl1conf.conformance.rules.catalog import CATALOG
 
@@ -181,7 +183,7 @@ class _Conformance:
             if self.vectors is not None:
                 return list(self.vectors[dtype][1])
             if self.quick:
-                return [n for n in QUICK_FAMILIES if dtype in FAM.family_by_name(n).dtypes]
+                return [n for n in quick_families() if dtype in FAM.family_by_name(n).dtypes]
             return [f.name for f in FAM.FAMILIES if dtype in f.dtypes and not f.large]
 
         self.families = {d: family_names(d) for d in dtypes}
@@ -265,20 +267,11 @@ class _Conformance:
     # --- running ---------------------------------------------------------------------
 
     def certify_command(self, dtype, variant) -> str:
-        import shlex
-
         opt = self.config.option
-        parts = ["sl1conf", "certify", "--impl", self.spec,
-                 "--platform" if opt.sl1_platform else "--profile", self.profile_arg,
-                 "--dtype", dtype, "--variant", variant]
-        if self.vectors is not None:
-            parts += ["--vectors", self.vectors[dtype][0]]
-        if self.quick:
-            parts.append("--quick")
-        if opt.sl1_waivers:
-            parts += ["--waivers", opt.sl1_waivers]
-        parts += ["--out", "sl1conf-report"]
-        return " ".join(shlex.quote(p) for p in parts)
+        return certify_command(self.spec, platform=opt.sl1_platform, profile=None if opt.sl1_platform else self.profile_arg,
+                               dtype=dtype, variant=variant,
+                               vectors=self.vectors[dtype][0] if self.vectors is not None else None,
+                               quick=self.quick, waivers=opt.sl1_waivers, out="sl1conf-report")
 
     def run(self, dtype, variant, nodeid) -> dict:
         """The run's report entry, certified on first use and cached for the process."""
@@ -343,7 +336,7 @@ class _Run(pytest.Collector):
     def collect(self):
         out = []
         for req in self.plugin.catalog:
-            if req.id == "R01":
+            if req.per_family:
                 out.append(_Families.from_parent(self, name=req.id, requirement=req))
             else:
                 out.append(RequirementItem.from_parent(self, name=req.id, requirement=req, family=None))
@@ -444,7 +437,7 @@ def _example(ex: dict) -> str:
 
 
 def _explain(dtype: str, ex: dict) -> str:
-    return f"sl1conf explain --dtype {dtype} --dy {ex['dy']} --x1 {ex['x1']} --x2 {ex['x2']} --beta {ex['beta']}"
+    return explain_command(dtype, ex["dy"], ex["x1"], ex["x2"], ex["beta"])
 
 
 # --------------------------------------------------------------------------

@@ -19,8 +19,8 @@ BETA, DY = 0x2E66, 0x3C01  # 0.1 (inexact: every rounding of the spec order is a
 SMALL = 4096  # block size for the API tests: 16 blocks per x2=V subset
 
 
-def sweep(tmp_path, name, impl="builtin:kernel", beta=BETA, dy=DY, subset="x2=0x0001", **kw):
-    config = S.SweepConfig(impl, beta, dy, subset, block=SMALL)
+def sweep(tmp_path, name, impl="builtin:kernel", beta=BETA, dy=DY, subset="x2=0x0001", platform="ieee", **kw):
+    config = S.SweepConfig(impl, beta, dy, subset, block=SMALL, platform=platform)
     return S.run_sweep(config, tmp_path / name, **kw)
 
 
@@ -113,10 +113,14 @@ def test_planted_defect_in_histogram_and_verdict(tmp_path):
     assert (w["ulp"], w["x1"], w["x2"], w["index"]) == (3, "0x3555", "0x3000", 0x3555)
     assert int(w["got"], 16) == int(w["expected"], 16) + 3
     strict = S.verdict(tally, load_profile("ieee"))
-    assert strict["rejected"] == 3 and not strict["pass"]  # 3 ULP, NaN, -0 as +0
-    assert strict["example"] == w
-    lax = S.verdict(tally, load_profile("mt7004"))  # the sign of zero not checked
-    assert lax["rejected"] == 2
+    # 3 ULP (R01), NaN for a number (R01, and R03: a NaN where the exact result is finite),
+    # -0 as +0 (R01 and R05 on a strict profile): three elements
+    assert {k: v["elements"] for k, v in strict["requirements"].items()} == {"R01": 3, "R03": 1, "R05": 1}
+    assert strict["rejected"] == 3 and not strict["pass"]
+    assert strict["requirements"]["R01"]["worst"]["ulp"] == "nan"  # a NaN for a number is the worst
+    lax_state = sweep(tmp_path, "lax", beta=BETA, dy=dy, subset=f"x2={x2:#x}", adapter=Planted(), platform="mt7004")
+    lax = S.verdict(lax_state["tally"], load_profile("mt7004"))  # the sign of zero not checked
+    assert lax["rejected"] == 2 and set(lax["requirements"]) == {"R01", "R03"}
 
 
 def test_accepted_model_beyond_budget_is_not_rejected(tmp_path):

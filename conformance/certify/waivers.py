@@ -18,12 +18,13 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from sl1conf.conformance.rules.catalog import CATALOG, by_id
+from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.rules.catalog import CATALOG, by_id, report_verdict, run_verdict
 
 __all__ = ["WaiverError", "load_waivers", "apply_waivers"]
 
 
-class WaiverError(Exception):
+class WaiverError(SuiteError):
     """An unusable waiver file: one line naming the file and the problem."""
 
 
@@ -82,8 +83,7 @@ def apply_waivers(report: dict, waivers: list[dict]) -> dict:
                     entry["status"] = "waived"
             else:
                 waive(entry, run, entry["id"], list(by_id(entry["id"]).families))
-        run["verdict"] = "fail" if any(r["status"] == "fail" and r["kind"] == "required"
-                                       for r in run["requirements"]) else "pass"
-    report["verdict"] = "pass" if report["runs"] and all(r["verdict"] == "pass" for r in report["runs"]) else "fail"
+        run["verdict"] = run_verdict(run["requirements"])
+    report["verdict"] = report_verdict(report["runs"])
     report["waivers"] = [{**w, "matched": n} for w, n in zip(waivers, used)]
     return report

@@ -27,10 +27,10 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from sl1conf.conformance.common.commands import certify_command, explain_command
+from sl1conf.conformance.search import fuzz as Z
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
-
-from sl1conf.conformance.search import fuzz as Z
 
 SCHEMA = "sl1conf-fuzz"
 SCHEMA_VERSION = 1
@@ -244,14 +244,13 @@ def _case_ids(items: list) -> list:
 
 def _commands(summary: dict, out: Path) -> list:
     camp = summary["campaign"]
-    return [shlex.join(["sl1conf", "certify", "--impl", camp["impl"], "--platform", camp["platform"],
-                        "--dtype", dtype, "--vectors", str(out / name), "--out", str(out / f"report-{dtype}")])
+    return [certify_command(camp["impl"], platform=camp["platform"], dtype=dtype, vectors=out / name,
+                            out=out / f"report-{dtype}")
             for dtype, name in summary["vectors"].items()]
 
 
 def _explain(dtype: str, entry: dict) -> str:
-    return shlex.join(["sl1conf", "explain", "--dtype", dtype, "--dy", entry["dy"], "--x1", entry["x1"],
-                       "--x2", entry["x2"], "--beta", entry["beta"]])
+    return explain_command(dtype, entry["dy"], entry["x1"], entry["x2"], entry["beta"])
 
 
 @contextmanager

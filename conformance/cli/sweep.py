@@ -1,8 +1,8 @@
 """``sl1conf sweep``: the exhaustive fp16 sweep and the merge of its shards, on the command line.
 
 The work is :mod:`.sweep`'s; this module turns arguments into a sweep, shows progress on a
-terminal, prints the summary and writes it into OUT/sweep.json. Exit 0 when no element is
-beyond the fp16 budget of ``--platform`` (the engine's rule), 1 otherwise, 2 for bad input.
+terminal, prints the summary and writes it into OUT/sweep.json. Exit 0 when the one judge
+(certify's) rejects no element on ``--platform``, 1 otherwise, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 
 from sl1conf.reference import formats as F
 
+from sl1conf.conformance.common.commands import explain_command
 from sl1conf.conformance.search import sweep as S
 
 HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
@@ -35,14 +36,14 @@ def register(sub, common) -> None:
     p.add_argument("--variant", choices=("s", "p"), default="p", help="s or p (default p)")
     p.add_argument("--workers", type=int, help="processes (default: the CPUs available)")
     p.add_argument("--shard", metavar="I/N", help="run only the blocks k with k %% N == I - 1")
-    p.add_argument("--platform", default="ieee", help="profile whose fp16 budget judges (default ieee)")
+    p.add_argument("--platform", default="ieee",
+                   help="profile that judges, as certify does (default ieee; kept in the checkpoint)")
     p.add_argument("--max-blocks", type=int, metavar="N", help="stop after N blocks (run again to continue)")
     p.add_argument("--out", help="folder for sweep.json (the checkpoint and the result)")
     actions = p.add_subparsers(dest="action", parser_class=common.parser_class)
     m = actions.add_parser("merge", help="combine the sweep.json of shards into one")
     m.add_argument("dirs", nargs="+", metavar="DIR")
     m.add_argument("--out", dest="merge_out", required=True, help="folder for the merged sweep.json")
-    m.add_argument("--platform", dest="merge_platform", help="profile whose fp16 budget judges (default ieee)")
     p.set_defaults(run=lambda args: _merge(args, common) if args.action == "merge" else _sweep(args, common))
 
 
@@ -93,7 +94,8 @@ def _sweep(args, common) -> int:
     from sl1conf.reference import kernel
 
     workers = args.workers or kernel.default_threads()
-    config = S.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant)
+    config = S.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant,
+                           platform=args.platform)
     show = _progress() if sys.stderr.isatty() else None
     try:
         state = S.run_sweep(config, out, workers=workers, shard=shard, max_blocks=args.max_blocks,
@@ -115,7 +117,6 @@ def _merge(args, common) -> int:
     dirs = [Path(d) for d in args.dirs]
     if any(d.resolve() == out.resolve() for d in dirs):
         raise common.UsageError(f"--out {out} is one of the inputs: merge into another folder")
-    profile = _profile(args.merge_platform or "ieee", common)
     try:
         states = []
         for d in dirs:
@@ -131,6 +132,7 @@ def _merge(args, common) -> int:
                 raise S.SweepError(f"{out} holds blocks the inputs do not: merge into another folder")
     except S.SweepError as exc:
         raise common.UsageError(str(exc)) from None
+    profile = _profile(merged["config"]["platform"], common)  # the profile the shards judged under
     missing = merged["blocks"] - len(merged["done"])
     note = f"incomplete: {missing} blocks are in none of the inputs" if missing else ""
     code = _finish(merged, profile, out, common, note)
@@ -169,21 +171,29 @@ def summary_lines(state: dict, note: str = "") -> list:
     lines += [f"  {b:<12}  {n:>14,}" for b, n in s["histogram"].items()]
     w = s["worst"]
     if w is None:
-        lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)")
+        lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["excepted"]["elements"]
+                     else "worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
     else:
         lines.append(f"worst: {w['ulp']} ULP at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
                      f"{w['expected']}, got {w['got']}")
-        lines.append(f"  sl1conf explain --dtype fp16 --dy {c['dy']} --x1 {w['x1']} --x2 {w['x2']} "
-                     f"--beta {c['beta']}")
-    lines.append(f"beyond the {v['platform']} fp16 budget ({v['budget_ulp']} ULP) and no accepted "
-                 f"model's bits: {v['rejected']:,} elements"
+        lines.append("  " + explain_command("fp16", c["dy"], w["x1"], w["x2"], c["beta"]))
+    lines.append(f"judged as certify judges on {v['platform']} (fp16 budget {v['budget_ulp']} ULP): "
+                 f"{v['rejected']:,} elements rejected"
                  + (f"; calls without a result: {v['failed_elements']:,} elements" if v["failed_elements"] else ""))
-    if v["example"] is not None and v["example"] != w:
-        e = v["example"]
-        lines.append(f"  for example x1 {e['x1']}, x2 {e['x2']}: expected {e['expected']}, got {e['got']} "
-                     f"({e['ulp']} ULP)")
+    for rid, r in v["requirements"].items():
+        e = r["worst"]
+        lines.append(f"  {rid} {r['title']}: {r['elements']:,} elements, worst x1 {e['x1']}, x2 {e['x2']}: "
+                     f"expected {e['expected']}, got {e['got']} ({e['ulp']} ULP)")
+    if v["excepted"]["elements"]:
+        e = v["excepted"]["worst"]
+        lines.append(f"accepted only as a model's, an alternative's or flushing's bits beyond the budget: "
+                     f"{v['excepted']['elements']:,} elements, up to {e['ulp']} ULP (x1 {e['x1']}, x2 {e['x2']})")
+    for question, answers in v["open_answers"].items():
+        lines.append(f"open ({question}, R16): " + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
     if note:
         lines.append(note)
+    if not v["checked_elements"]:
+        lines.append("nothing was checked: no call returned a result")
     lines.append(f"verdict: {'PASS' if v['pass'] else 'FAIL'}" + ("" if state["complete"] else
                                                                    " (so far: not every block is done)"))
     return lines

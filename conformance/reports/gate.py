@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sl1conf.conformance.rules.catalog import SEEN_UNDER
+
 __all__ = ["GateResult", "gate", "label", "compare_rows"]
 
 HELD = ("pass", "recorded")
@@ -176,7 +178,7 @@ def compare_rows(reports: list) -> tuple:
             seen = {}
             for run in r["runs"]:
                 for req in run["requirements"]:
-                    if run["dtype"] == d and req["id"] == "R17":
+                    if run["dtype"] == d and req["id"] == SEEN_UNDER["model"]:
                         o = req.get("observed")
                         text = o if isinstance(o, str) else ", ".join(o)
                         seen.setdefault("none" if text.startswith("none") else text, []).append(run["variant"])

@@ -15,13 +15,11 @@ import numpy as np
 from sl1conf.reference import formats as F
 
 from sl1conf.conformance.common.commands import certify_command, explain_command
+from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
-__all__ = ["Failure", "Row", "View", "view", "sections", "all_held", "decimal", "STATUS_ORDER", "OPEN_REQUIREMENTS"]
+__all__ = ["Failure", "Row", "View", "view", "sections", "all_held", "decimal", "STATUS_ORDER"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
-OPEN_REQUIREMENTS = ("R06", "R16", "R17")
-"""Where the requirement's report records behaviour the manual leaves open (flushing,
-beta <= 0 and other acceptable answers, the evaluation model matched)."""
 
 
 def decimal(dtype: str, hex_bits: str) -> str:
@@ -127,9 +125,13 @@ def _with_decimals(dtype: str, element: dict) -> dict:
 
 def _observation(req: dict) -> str:
     obs = req.get("observed")
-    if isinstance(obs, dict):
-        return "; ".join(f"{fam}: " + ", ".join(f"{k} x{v}" for k, v in answers.items())
-                         for fam, answers in obs.items()) or "nothing to record"
+    if isinstance(obs, dict):  # R16: per open question, how many open elements (or calls) each answer explains
+        def one(question, seen):
+            unit = "calls" if "calls" in seen else "open elements"
+            total = seen.get("calls", seen.get("elements", 0))
+            return (f"{question}: {total} {unit}: "
+                    + ", ".join(f"{name} {n}" for name, n in seen.get("answers", {}).items()))
+        return "; ".join(one(q, seen) for q, seen in obs.items()) or "nothing to record"
     if isinstance(obs, list):
         return ", ".join(obs) or "none"
     return str(obs) if obs is not None else ""
@@ -152,7 +154,8 @@ def view(report: dict) -> View:
             worst = r.get("worst")
             rows.append(Row(d, v, r["id"], r["title"], r["kind"], r["status"], r.get("checked"),
                             r.get("failed"), worst.get("ulp") if worst else None))
-            if r["id"] in OPEN_REQUIREMENTS and r.get("observed") is not None:
+            req = CATALOG_BY_ID.get(r["id"])
+            if req is not None and req.observes and r.get("observed") is not None:
                 observed.append((d, v, r["id"], r["title"], _observation(r)))
             if r["status"] != "fail":
                 continue

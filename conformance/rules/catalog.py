@@ -1,27 +1,392 @@
-"""The requirement catalog: stable ids, one-line statements, kind, and where each is checked.
+"""The requirement catalog: every requirement, and how it is checked, in one place.
 
-Ids are never renumbered; a removed requirement leaves a gap. ``kind`` is "required"
-(a failure fails the verdict) or "recorded" (the manual leaves the behaviour open: the
-report says what was observed, the verdict does not depend on it). A requirement whose
-kind depends on the profile says so in ``strict_only`` (required under a strict profile,
-recorded otherwise).
+Why executable: the statement a report prints, the families a requirement is exercised
+on, whether it is required, recorded or required only on strict profiles, whether it
+records an answer to an open question, and the code that checks it are one object, so
+certify, fuzz, sweep, the pytest plugin, JUnit, the waivers and the reports cannot
+disagree on what a requirement is. Ids are never renumbered; a removed requirement leaves
+a gap. To add a requirement: add one :class:`Requirement` to :data:`CATALOG` (and, for a
+rule about single elements, one :class:`ElementRule` to :data:`ELEMENT_RULES`), then
+regenerate docs/requirements.md (``python -m sl1conf.conformance.rules.catalog``).
+
+Two kinds of check:
+
+* element rules (:data:`ELEMENT_RULES`, R01 to R06): which elements a rule is about and
+  which of them it accepts, read off a :class:`~sl1conf.conformance.rules.judge.Judgement`.
+  The judge applies every one of them to every element wherever it is judged, so an
+  element breaks the same requirement in a vector case, a fuzz batch or a sweep block.
+* run checks (``Requirement.check``): a function of one certify run (:class:`RunContext`,
+  given by the engine) returning what the report says of the requirement: counts, the worst
+  element, examples, what was observed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable, Optional
 
-__all__ = ["Requirement", "CATALOG", "by_id"]
+import numpy as np
+
+from sl1conf.conformance.rules import openbehaviour
+from sl1conf.reference import formats as F
+
+__all__ = ["Requirement", "ElementRule", "CATALOG", "ELEMENT_RULES", "by_id", "RunContext", "Tally",
+           "Check", "run_verdict", "report_verdict", "markdown", "EXAMPLES", "call_fault", "CATALOG_BY_ID",
+           "SEEN_UNDER", "MEMORY", "compare_variants", "open_answers"]
+
+EXAMPLES = 5  # failing inputs listed per requirement
+
+
+# --------------------------------------------------------------------------------------
+# element rules
+
+
+@dataclass(frozen=True)
+class ElementRule:
+    """A rule about single elements: ``applies(j)`` the elements it is about, ``accepts(j)``
+    those of them it accepts (both masks over a Judgement's elements)."""
+
+    id: str
+    applies: Callable
+    accepts: Callable
+    strict_only: bool = False
+
+    def decides(self, profile) -> bool:
+        """Whether a rejection makes the element unacceptable under ``profile`` (a rule
+        required only on strict profiles is only recorded elsewhere)."""
+        return not self.strict_only or profile.strict_zero_sign
+
+
+def _budget(j) -> np.ndarray:
+    """R01's acceptance: exact, within the budget, a model's or an alternative's bits, or
+    the flush-to-zero oracle's where the profile accepts flushing."""
+    ok = j.exact | j.within | j.excused
+    return ok | j.ftz if j.ftz_accepted else ok
+
+
+def _special(fmt, bits) -> np.ndarray:
+    return (np.asarray(bits) & fmt.exp_mask) == fmt.exp_mask
+
+
+def _zero(fmt, bits) -> np.ndarray:
+    return (np.asarray(bits) & ~np.array(fmt.sign_mask, fmt.uint)) == 0
+
+
+ELEMENT_RULES: tuple = (
+    # Most specific first: an element that breaks several rules is filed under the first (the
+    # fuzzer keys its findings so); certify counts it under each.
+    # R02: on the boundary no budget: +-dy exactly (or a model's or an alternative's bits).
+    ElementRule("R02", lambda j: j.boundary, lambda j: j.exact | j.excused),
+    # R03: where the exact result is finite and an intermediate overflows (or the result is
+    # infinite or NaN anyway): no infinity or NaN, beyond a model's (or alternative's) bits.
+    ElementRule("R03", lambda j: ~_special(j.fmt, j.expected.oracle) & (j.overflow_prone | _special(j.fmt, j.got)),
+                lambda j: ~_special(j.fmt, j.got) | j.excused),
+    # R04: where the exact result is NaN or infinite: that, or a model's or alternative's bits.
+    ElementRule("R04", lambda j: _special(j.fmt, j.expected.oracle), lambda j: j.exact | j.excused),
+    # R05: a zero result where the exact result is zero: its sign (strict profiles decide on it).
+    ElementRule("R05", lambda j: _zero(j.fmt, j.expected.oracle) & _zero(j.fmt, j.got),
+                lambda j: (j.got == j.expected.oracle) | j.excused, strict_only=True),
+    # R06: elements flushing would change, or with a subnormal input: R01's rule, reported apart.
+    ElementRule("R06", lambda j: ~F.same_result(j.fmt, j.expected.oracle, j.expected.oracle_ftz) | j.subnormal_inputs,
+                _budget),
+    # R01: every element, within the budget (or an accepted model, alternative, flushing).
+    ElementRule("R01", lambda j: np.ones(j.exact.shape, bool), _budget),
+)
+
+
+# --------------------------------------------------------------------------------------
+# run checks
+
+
+class Tally:
+    """Counts and the worst failing element of one requirement (or one family of it)."""
+
+    def __init__(self, fmt):
+        self.fmt, self.checked, self.failed, self.worst, self.examples = fmt, 0, 0, None, []
+
+    def add(self, j, bad: np.ndarray, checked: "int | None" = None):
+        """``bad`` elements of judgement ``j`` (``checked``: how many were looked at, default all)."""
+        self.checked += int(bad.size if checked is None else checked)
+        idx = np.flatnonzero(bad)
+        if not idx.size:
+            return
+        self.failed += int(idx.size)
+        k = int(idx[int(np.argmax(j.dist[idx]))])
+        ex = self.element(j, k)
+        if self.worst is None or ex["ulp_value"] > self.worst["ulp_value"]:
+            self.worst = ex
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(ex)
+
+    def note(self, case_id: str, detail: str) -> None:
+        """One failing call (not an element), with what was wrong."""
+        self.failed += 1
+        if len(self.examples) < EXAMPLES:
+            self.examples.append({"case": case_id, "detail": detail})
+
+    def merge(self, other: "Tally") -> None:
+        self.checked += other.checked
+        self.failed += other.failed
+        if other.worst and (self.worst is None or other.worst["ulp_value"] > self.worst["ulp_value"]):
+            self.worst = other.worst
+        self.examples += other.examples[: max(0, EXAMPLES - len(self.examples))]
+
+    def element(self, j, k: int) -> dict:
+        fmt, c, d = self.fmt, j.case, int(j.dist[k])
+        return {"case": j.row["id"], "element": k, "dy": F.hex_bits(fmt, c.dy[k]), "x1": F.hex_bits(fmt, c.x1[k]),
+                "x2": F.hex_bits(fmt, c.x2[k]), "beta": F.hex_bits(fmt, c.beta),
+                "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, j.got[k]),
+                "ulp": "nan-mismatch" if d == F.NAN_MISMATCH else d, "ulp_value": d}
+
+    def entry(self) -> dict:
+        out = {"checked": self.checked, "failed": self.failed}
+        if self.worst is not None:
+            out["worst"] = {k: v for k, v in self.worst.items() if k != "ulp_value"}
+        if self.examples:
+            out["examples"] = [{k: v for k, v in e.items() if k != "ulp_value"} for e in self.examples]
+        return out
+
+
+@dataclass
+class Check:
+    """What a run check found: ``tally`` (None for a recorded requirement that counts nothing),
+    ``applicable`` (False: nothing this requirement is about was in the run), extra fields."""
+
+    tally: Optional[Tally] = None
+    applicable: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class RunContext:
+    """One certify run, as the run checks see it (the engine fills it in)."""
+
+    fmt: F.Format
+    profile: object
+    variant: str
+    adapter: object
+    judged: list  # Judgement per call that returned, with row, case, outcome, family, fill_ok
+    broken: list  # (row, case, outcome) per call that crashed, hung or failed
+    calls: list  # (row, case) per call made
+
+    def of(self, families) -> list:
+        return [j for j in self.judged if j.family in families]
+
+
+def _element_check(rid: str) -> Callable[[RunContext], Check]:
+    """A run check counting an element rule's rejections over every judged call."""
+    def check(ctx: RunContext) -> Check:
+        t = Tally(ctx.fmt)
+        for j in ctx.judged:
+            t.add(j, j.rejected[rid], checked=int(j.checked[rid].sum()))
+        return Check(t, applicable=t.checked > 0)
+    return check
+
+
+def _accuracy(ctx: RunContext) -> Check:
+    per_family = {}
+    for j in ctx.judged:
+        per_family.setdefault(j.family, Tally(ctx.fmt)).add(j, j.rejected["R01"])
+    total = Tally(ctx.fmt)
+    for t in per_family.values():
+        total.merge(t)
+    return Check(total, extra={"families": [{"family": n, "status": "fail" if t.failed else "pass", **t.entry()}
+                                            for n, t in per_family.items()]})
+
+
+def _subnormals(ctx: RunContext) -> Check:
+    c = _element_check("R06")(ctx)
+    flushed = sum(int(j.ftz_only.sum()) for j in ctx.judged)
+    gradual = sum(int((~F.same_result(ctx.fmt, j.expected.oracle, j.expected.oracle_ftz) & j.exact).sum())
+                  for j in ctx.judged)
+    c.extra["observed"] = (
+        "gradual underflow (no flushing seen)" if not flushed else
+        f"flush-to-zero ({flushed} elements)" if not gradual else
+        f"mixed: {gradual} elements with gradual underflow, {flushed} with the flush-to-zero result "
+        "(an evaluation model's intermediate rounding can give that result without flushing)")
+    return c
+
+
+def _lengths(ctx: RunContext) -> Check:
+    js = ctx.of(CATALOG_BY_ID["R07"].families)
+    t = Tally(ctx.fmt)
+    for j in js:
+        t.add(j, ~j.ok)
+        if not j.fill_ok:
+            t.note(j.row["id"], f"wrote past length {j.case.call_length} in dx1")
+    return Check(t, applicable=bool(js))
+
+
+def _length_zero(ctx: RunContext) -> Check:
+    t = Tally(ctx.fmt)
+    for j in ctx.judged:
+        if j.case.call_length <= 0:
+            t.checked += 1
+            if not j.fill_ok:
+                t.note(j.row["id"], f"wrote into dx1 with length {j.case.call_length}")
+    return Check(t, applicable=t.checked > 0)
+
+
+def _core_masks(ctx: RunContext) -> Check:
+    """The same data under every non-empty mask gives the same bits (the engine adds the
+    shared-against-private half when both variants ran)."""
+    t = Tally(ctx.fmt)
+    if ctx.variant == "s":
+        groups = {}
+        for j in ctx.of(CATALOG_BY_ID["R09"].families):
+            if j.case.core_mask:
+                key = (j.case.dy.tobytes(), j.case.x1.tobytes(), j.case.x2.tobytes(), j.case.beta)
+                groups.setdefault(key, []).append(j)
+        for js in groups.values():
+            for j in js[1:]:
+                t.checked += 1
+                if not F.same_result(ctx.fmt, j.outcome.out, js[0].outcome.out).all():
+                    t.note(j.row["id"], f"core_mask {j.case.core_mask:#x} differs from {js[0].case.core_mask:#x} "
+                           f"(case {js[0].row['id']})")
+    return Check(t, applicable=ctx.variant == "s" and t.checked > 0)
+
+
+def call_fault(rid: str, outcome) -> "str | None":
+    """What a returned call did wrong for memory requirement ``rid`` (R10, R11, R12), or None.
+    Why here: certify and the fuzzer name the same faults with the same words."""
+    o = outcome
+    if rid == "R10" and (o.wrote_outside or (o.fault and o.fault.startswith("write"))):
+        return o.fault or "wrote next to an array"
+    if rid == "R11" and o.fault and o.fault.startswith("read"):
+        return o.fault
+    if rid == "R12" and o.inputs_changed:
+        return f"changed {', '.join(o.inputs_changed)}"
+    return None
+
+
+def _memory(rid: str) -> Callable[[RunContext], Check]:
+    def check(ctx: RunContext) -> Check:
+        t = Tally(ctx.fmt)
+        for cid, o in [(j.row["id"], j.outcome) for j in ctx.judged] + [(r["id"], o) for r, _, o in ctx.broken]:
+            t.checked += 1
+            detail = call_fault(rid, o)
+            if detail:
+                t.note(cid, detail)
+        return Check(t, applicable=ctx.adapter.capabilities.memory_checked)
+    return check
+
+
+def _returns(ctx: RunContext) -> Check:
+    t = Tally(ctx.fmt)
+    t.checked = len(ctx.calls)
+    for row, _, o in ctx.broken:
+        t.note(row["id"], f"{o.status}: {o.detail}")
+    return Check(t)
+
+
+def _deterministic(ctx: RunContext) -> Check:
+    again = ctx.judged[:40]
+    t = Tally(ctx.fmt)
+    for j, second in zip(again, ctx.adapter.run([j.case for j in again])):
+        t.checked += 1
+        if second.status != "ok" or not np.array_equal(second.out, j.outcome.out):
+            t.note(j.row["id"], "a repeated call gave different bits")
+    return Check(t)
+
+
+def _in_place(ctx: RunContext) -> Check:
+    from dataclasses import replace
+
+    t = Tally(ctx.fmt)
+    if not ctx.adapter.capabilities.in_place:
+        return Check(t, applicable=False)
+    sample = [j for j in ctx.judged if j.case.n and j.case.call_length == j.case.n][:12]
+    pairs = [(j, replace(j.case, out_alias=alias, length=None)) for j in sample for alias in ("dy", "x1", "x2")]
+    for (j, ac), o in zip(pairs, ctx.adapter.run([ac for _, ac in pairs])):
+        t.checked += 1
+        if o.status != "ok" or not F.same_result(ctx.fmt, o.out, j.outcome.out).all():
+            t.note(ac.id, f"dx1 over {ac.out_alias}: " + (o.detail if o.status != "ok" else "different bits"))
+    return Check(t)
+
+
+def open_answers(judgements) -> dict:
+    """R16's record: per open question, how many open elements there were and how many of
+    them each acceptable answer (the oracle's, an alternative's) explains; ``other``: none.
+    An element is open where some alternative differs from the oracle's answer."""
+    seen: dict = {}
+    for j in judgements:
+        for name, bits in j.expected.alternatives.items():
+            question = openbehaviour.QUESTION_OF[name]
+            open_ = ~F.same_result(j.fmt, bits, j.expected.oracle)
+            if not open_.any():
+                continue
+            q = seen.setdefault(question, {"elements": 0, "answers": {}, "_masks": []})
+            q["_masks"].append((name, open_, j))
+    out = {}
+    for question in openbehaviour.QUESTIONS:
+        if question not in seen:
+            continue
+        q = seen[question]
+        by_j: dict = {}
+        for name, open_, j in q["_masks"]:
+            by_j.setdefault(id(j), [j, np.zeros(j.exact.shape, bool), []])
+            by_j[id(j)][1] |= open_
+            by_j[id(j)][2].append(name)
+        answers, elements, other = {}, 0, 0
+        for j, open_, names in by_j.values():
+            elements += int(open_.sum())
+            explained = open_ & j.exact
+            answers["oracle"] = answers.get("oracle", 0) + int(explained.sum())
+            for name in names:
+                hit = open_ & j.alt[name]
+                explained |= hit
+                answers[name] = answers.get(name, 0) + int(hit.sum())
+            other += int((open_ & ~explained).sum())
+        answers = {k: v for k, v in answers.items() if v}
+        if other:
+            answers["other"] = other
+        out[question] = {"elements": elements, "answers": answers}
+    return out
+
+
+def _open_behaviour(ctx: RunContext) -> Check:
+    observed = open_answers(ctx.judged)
+    zero_mask = [j for j in ctx.judged if ctx.variant == "s" and j.case.variant == "s" and j.case.core_mask == 0]
+    if zero_mask:
+        nothing = sum(j.fill_ok for j in zero_mask)
+        answers = {"nothing written": nothing, "wrote with core_mask 0": len(zero_mask) - nothing}
+        observed[openbehaviour.CORE_MASK_ZERO] = {"calls": len(zero_mask), "answers": {k: v for k, v in answers.items() if v}}
+    return Check(extra={"observed": observed})
+
+
+def _model(ctx: RunContext) -> Check:
+    names = list(ctx.judged[0].models) if ctx.judged else []
+    matched = [m for m in names if all(j.models[m].all() for j in ctx.judged)]
+    return Check(extra={"observed": matched or "none (no accepted model matches bit for bit)"})
+
+
+# --------------------------------------------------------------------------------------
+# the catalog
 
 
 @dataclass(frozen=True)
 class Requirement:
+    """One requirement: what the report prints and how it is checked.
+
+    ``kind``: "required" (a failure fails the verdict) or "recorded" (the manual leaves the
+    behaviour open: the report says what was observed). ``strict_only``: required under a
+    strict profile, recorded otherwise. ``families``: the vector families it is aimed at
+    ("*": every family; empty: every call). ``per_family``: judged and reported family by
+    family (waivers may name families). ``observes``: the report records what was observed
+    (an answer to an open question, or the behaviour seen)."""
+
     id: str
     title: str
     statement: str
+    check: Callable[[RunContext], Check]
     kind: str = "required"
-    families: tuple = ()  # vector families it is judged on ("*" for every family)
+    families: tuple = ()
     strict_only: bool = False
+    per_family: bool = False
+    observes: bool = False
+
+    def kind_for(self, profile) -> str:
+        return "recorded" if self.strict_only and not profile.strict_zero_sign else self.kind
 
 
 CATALOG: tuple = (
@@ -29,60 +394,108 @@ CATALOG: tuple = (
                 "Every element is within the profile's ULP budget of the correctly rounded result, or is "
                 "bit for bit an accepted evaluation model, an acceptable alternative the vectors list, or "
                 "(where the profile accepts flushing) the flush-to-zero oracle; judged per family.",
-                families=("*",)),
+                _accuracy, families=("*",), per_family=True),
     Requirement("R02", "boundary",
                 "Where x1 - x2 equals +beta or -beta exactly the result is +dy or -dy exactly (or an "
-                "accepted evaluation model's bits).", families=("boundary-exact",)),
+                "accepted evaluation model's bits), whatever family the element is in.",
+                _element_check("R02"), families=("boundary-exact",)),
     Requirement("R03", "overflow",
                 "No infinity or NaN where the exact result is finite: intermediate overflow (x1 - x2, "
                 "diff * dy, 1 / beta) must not reach the result, beyond what an accepted model does.",
-                families=("fp16-overflow", "range-overflow")),
+                _element_check("R03"), families=("fp16-overflow", "range-overflow")),
     Requirement("R04", "nan-and-infinity",
                 "NaN in any input gives NaN (any NaN); infinities follow the branches as the oracle does.",
-                families=("nan-inf",)),
+                _element_check("R04"), families=("nan-inf",)),
     Requirement("R05", "signed-zero",
                 "Zero results carry the sign IEEE 754 gives the formula (x - x = +0, -(+0) = -0, the "
-                "product of signs in the middle line).", families=("signed-zero",), strict_only=True),
+                "product of signs in the middle line).", _element_check("R05"), families=("signed-zero",),
+                strict_only=True),
     Requirement("R06", "subnormals",
                 "Subnormal inputs and results follow gradual underflow, or, where the profile accepts it, "
-                "flush to zero consistently; the report says which was observed.", families=("underflow",)),
+                "flush to zero consistently; the report says which was observed.", _subnormals,
+                families=("underflow",), observes=True),
     Requirement("R07", "lengths-and-tails",
                 "Every length, odd ones and those that leave a tail after the vector body included, gives "
-                "the same accuracy, and nothing is written past length.",
+                "the same accuracy, and nothing is written past length.", _lengths,
                 families=("lengths-compact", "lengths")),
     Requirement("R08", "length-zero",
-                "A call with length 0 (or negative) writes nothing."),
+                "A call with length 0 (or negative) writes nothing.", _length_zero),
     Requirement("R09", "core-mask-invariance",
                 "Every non-empty core_mask gives the same bits for the same data, and the shared and "
-                "private versions agree.", families=("core-masks",)),
+                "private versions agree.", _core_masks, families=("core-masks",)),
     Requirement("R10", "no-write-outside",
-                "Nothing is written outside dx1[0, length) (guard pages and canaries)."),
+                "Nothing is written outside dx1[0, length) (guard pages and canaries).", _memory("R10")),
     Requirement("R11", "no-read-past-end",
-                "No input is read past its end (guard pages)."),
+                "No input is read past its end (guard pages).", _memory("R11")),
     Requirement("R12", "inputs-unchanged",
-                "dy, x1 and x2 are unchanged by the call (unless dx1 is one of them)."),
+                "dy, x1 and x2 are unchanged by the call (unless dx1 is one of them).", _memory("R12")),
     Requirement("R13", "no-crash-no-hang",
-                "Every call returns: no crash, no hang past the timeout."),
+                "Every call returns: no crash, no hang past the timeout.", _returns),
     Requirement("R14", "deterministic",
-                "Repeating a call gives the same bits."),
+                "Repeating a call gives the same bits.", _deterministic),
     Requirement("R15", "in-place",
                 "When the implementation claims in-place use, dx1 over dy, x1 or x2 gives the same bits "
-                "as separate buffers."),
+                "as separate buffers.", _in_place),
     Requirement("R16", "open-behaviour",
                 "Where the manual leaves the answer open (beta <= 0, beta = 0 with diff = 0, beta = inf "
-                "with an infinite diff, core_mask = 0), which acceptable answer the implementation gives.",
-                kind="recorded", families=("beta-special", "core-masks")),
+                "with an infinite diff, diff rounded across the boundary, core_mask = 0), which acceptable "
+                "answer the implementation gives, element by element.",
+                _open_behaviour, kind="recorded", families=("beta-special", "core-masks", "boundary-rounded-diff"),
+                observes=True),
     Requirement("R17", "evaluation-model",
-                "The evaluation model the implementation matches bit for bit, if any.", kind="recorded",
-                families=("*",)),
+                "The evaluation model the implementation matches bit for bit, if any.", _model, kind="recorded",
+                families=("*",), observes=True),
 )
+CATALOG_BY_ID = {r.id: r for r in CATALOG}
+
+SEEN_UNDER = {"crash": "R13", "timeout": "R13", "error": "R13", "past-length": "R07", "core-mask": "R09",
+              "determinism": "R14", "model": "R17"}
+"""The requirement each kind of observation outside a single element is filed under (the
+fuzzer's findings, the comparison of the shared and private versions, the model matched)."""
+MEMORY = {"R10": "memory", "R11": "memory", "R12": "inputs-changed"}
+"""The requirements :func:`call_fault` answers for, and what the fuzzer calls their findings."""
+
+
+def compare_variants(shared: dict, private: dict, fmt: F.Format, outputs_shared: dict, outputs_private: dict) -> None:
+    """R09's second half, added to the shared run's R09 entry: the shared version (all cores)
+    and the private version give the same bits, case by case (``outputs_*``: case id -> dx1)."""
+    entry = next(r for r in shared["requirements"] if r["id"] == SEEN_UNDER["core-mask"])
+    checked = failed = 0
+    examples = entry.setdefault("examples", [])
+    for cid in sorted(set(outputs_shared) & set(outputs_private)):
+        checked += 1
+        if not F.same_result(fmt, outputs_shared[cid], outputs_private[cid]).all():
+            failed += 1
+            if len(examples) < EXAMPLES:
+                examples.append({"case": cid, "detail": "the shared version (all cores) and the private "
+                                 "version give different bits"})
+    if not examples:
+        entry.pop("examples")
+    entry["checked"] = entry.get("checked", 0) + checked
+    entry["failed"] = entry.get("failed", 0) + failed
+    entry["shared_vs_private"] = {"checked": checked, "failed": failed}
+    if entry["status"] == "not-applicable" and checked:
+        entry["status"] = "pass"
+    if failed:
+        entry["status"] = "fail"
+    shared["verdict"] = run_verdict(shared["requirements"])
 
 
 def by_id(rid: str) -> Requirement:
-    for r in CATALOG:
-        if r.id == rid:
-            return r
-    raise KeyError(f"unknown requirement {rid!r}; known: {', '.join(r.id for r in CATALOG)}")
+    try:
+        return CATALOG_BY_ID[rid]
+    except KeyError:
+        raise KeyError(f"unknown requirement {rid!r}; known: {', '.join(CATALOG_BY_ID)}") from None
+
+
+def run_verdict(requirements: list) -> str:
+    """A run's verdict from its requirement entries: fail when a required one fails."""
+    return "fail" if any(r["status"] == "fail" and r["kind"] == "required" for r in requirements) else "pass"
+
+
+def report_verdict(runs: list) -> str:
+    """A report's verdict: pass when there is a run and every run passes (nothing run is no pass)."""
+    return "pass" if runs and all(r["verdict"] == "pass" for r in runs) else "fail"
 
 
 def markdown() -> str:
@@ -92,8 +505,11 @@ def markdown() -> str:
              "`python -m sl1conf.conformance.rules.catalog > docs/requirements.md`; do not edit by hand.",
              "Ids are never renumbered; a removed requirement leaves a gap.", "",
              "`required`: a failure fails the verdict. `recorded`: the manual leaves the behaviour open,",
-             "so the report says what was observed and the verdict does not depend on it.", "",
-             "| id | name | kind | judged on | statement |", "|---|---|---|---|---|"]
+             "so the report says what was observed and the verdict does not depend on it.",
+             "R01 to R06 are element rules: the judge (`rules/judge.py`) applies each of them to every",
+             "element wherever it is judged (certify, fuzz, sweep); the families named are where the",
+             "vectors aim at them.", "",
+             "| id | name | kind | aimed at | statement |", "|---|---|---|---|---|"]
     for r in CATALOG:
         kind = "required (strict profiles), recorded otherwise" if r.strict_only else r.kind
         fams = "every family" if r.families == ("*",) else (

@@ -1,1 +1,177 @@
-"""placeholder"""
+"""The one judge: is an element acceptable, and if not, which requirement does it break.
+
+Why one: certify, ``sl1conf fuzz``, ``sl1conf sweep``, the pytest plugin and the reports all
+decide here, so an element gets the same verdict wherever and whenever it is judged. An
+element is compared with everything acceptable (:class:`Expected`): the correctly rounded
+result (``oracle``), the flush-to-zero oracle, every accepted evaluation model's bits and
+the open-behaviour alternatives (``rules.openbehaviour``). Which of those count, and with
+what ULP budget, is the platform profile's; which elements each rule is about is the
+catalog's (``rules.catalog``: the element rules of R01 to R06). The tolerance policy is
+this file plus the profile: nothing else accepts or rejects an element.
+
+Which rounding happens where: the oracle is correctly rounded (round to nearest even,
+gradual underflow); the models round as their names say (docs/evaluation-models.md); the
+flush-to-zero oracle reads subnormal inputs as signed zeros and flushes a subnormal result.
+NaN is compared as a class (any NaN equals any NaN); the sign of zero counts where the
+profile is strict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sl1conf.conformance.rules import openbehaviour
+from sl1conf.reference import exact as X
+from sl1conf.reference import fast_oracle
+from sl1conf.reference import formats as F
+from sl1conf.reference.models import accepted_models
+
+__all__ = ["Expected", "Judgement", "expected_for", "judge", "is_special", "is_zero"]
+
+
+@dataclass
+class Expected:
+    """Everything acceptable for the elements of one call (bit arrays of equal length)."""
+
+    oracle: np.ndarray
+    oracle_ftz: np.ndarray
+    models: dict  # accepted model name -> bits
+    alternatives: dict = field(default_factory=dict)  # open-behaviour alternative name -> bits
+
+    def at(self, idx) -> "Expected":
+        """The same, for some of the elements."""
+        return Expected(self.oracle[idx], self.oracle_ftz[idx], {k: v[idx] for k, v in self.models.items()},
+                        {k: v[idx] for k, v in self.alternatives.items()})
+
+
+def expected_for(fmt: F.Format, dy, x1, x2, beta: int, *, variant: str = "p", core_mask: int = 0xFF,
+                 with_alternatives: bool = True) -> Expected:
+    """Everything acceptable for these inputs, computed afresh (fuzz and sweep; certify reads
+    the same columns from the vector set, where they were computed by this same code)."""
+    f = lambda b: np.ascontiguousarray(b, dtype=fmt.uint).view(fmt.dtype)  # noqa: E731
+    args = (f(dy), f(x1), f(x2))
+    b = f(np.array([beta], fmt.uint))[0]
+    bits = lambda a: np.ascontiguousarray(np.asarray(a, fmt.dtype)).view(fmt.uint)  # noqa: E731
+    return Expected(bits(fast_oracle.smoothl1lossgrad(*args, b)),
+                    bits(fast_oracle.smoothl1lossgrad(*args, b, flush_subnormals=True)),
+                    {m.name: bits(m(*args, b)) for m in accepted_models(fmt)},
+                    openbehaviour.alternatives(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask)
+                    if with_alternatives else {})
+
+
+def is_special(fmt: F.Format, bits) -> np.ndarray:
+    """Infinity or NaN."""
+    return (np.asarray(bits) & fmt.exp_mask) == fmt.exp_mask
+
+
+def is_zero(fmt: F.Format, bits) -> np.ndarray:
+    """+0 or -0."""
+    return (np.asarray(bits) & ~np.array(fmt.sign_mask, fmt.uint)) == 0
+
+
+def _is_subnormal(fmt: F.Format, bits) -> np.ndarray:
+    b = np.asarray(bits)
+    return ((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0)
+
+
+@dataclass
+class Judgement:
+    """One call's elements against everything acceptable (arrays over the judged elements).
+
+    The masks the element rules read: ``exact`` (the correctly rounded result, NaN as a
+    class), ``dist`` (ULPs from it; ``formats.NAN_MISMATCH`` where one side is NaN),
+    ``within`` (within the profile's budget, zero sign included where strict), ``ftz`` (the
+    flush-to-zero oracle's bits), ``models`` and ``alt`` (equal to each accepted model and
+    alternative), ``boundary`` (the exact diff is +-beta). ``ok``: accepted by every rule
+    that applies; ``rejected``: requirement id -> elements that rule rejects; ``breaks``: the
+same for the rules that decide under the profile (a strict-only rule is recorded elsewhere).
+    """
+
+    fmt: F.Format
+    got: np.ndarray
+    expected: Expected
+    exact: np.ndarray
+    dist: np.ndarray
+    within: np.ndarray
+    ftz: np.ndarray
+    ftz_accepted: bool
+    models: dict
+    alt: dict
+    boundary: np.ndarray
+    subnormal_inputs: np.ndarray
+    overflow_prone: np.ndarray  # an intermediate (x1 - x2, diff * dy, 1 / beta) overflows the format
+    ok: np.ndarray = None
+    rejected: dict = field(default_factory=dict)
+    breaks: dict = field(default_factory=dict)  # the rejections that make an element unacceptable here
+    checked: dict = field(default_factory=dict)  # requirement id -> elements its rule applies to
+    # what the judgement is of, where the caller knows it (certify: the vector case)
+    row: dict = None
+    case: object = None
+    outcome: object = None
+    family: str = ""
+    fill_ok: bool = True  # elements a correct call does not write still hold the fill
+
+    def part(self, lo: int, hi: int) -> "Judgement":
+        """The judgement of elements lo..hi-1 (views): one call's share of a judgement made
+        over a whole run at once (every rule is a function of the element alone)."""
+        s = slice(lo, hi)
+        cut = lambda d: {k: v[s] for k, v in d.items()}  # noqa: E731
+        return Judgement(self.fmt, self.got[s], self.expected.at(s), self.exact[s], self.dist[s], self.within[s],
+                         self.ftz[s], self.ftz_accepted, cut(self.models), cut(self.alt), self.boundary[s],
+                         self.subnormal_inputs[s], self.overflow_prone[s], self.ok[s], cut(self.rejected), cut(self.breaks),
+                         cut(self.checked))
+
+    @property
+    def excused(self) -> np.ndarray:
+        """Bit for bit an accepted model or an open alternative (whatever the distance)."""
+        return np.logical_or.reduce([*self.models.values(), *self.alt.values(), np.zeros(self.exact.shape, bool)])
+
+    @property
+    def ftz_only(self) -> np.ndarray:
+        """The flush-to-zero oracle's bits and not the IEEE oracle's."""
+        return self.ftz & ~self.exact
+
+    @property
+    def excepted(self) -> np.ndarray:
+        """Accepted, but beyond the budget: accepted only as a model's, an alternative's or the
+        flush-to-zero oracle's bits (reports show these apart from the largest error)."""
+        return self.ok & ~self.exact & ~self.within
+
+
+def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> Judgement:
+    """Every element of ``got`` (bits, as many as ``expected`` has) under ``profile``: the
+    masks, then each element rule of the catalog; ``ok`` is where none rejects. ``beta``: the
+    call's bit pattern, or one per element (many calls judged at once)."""
+    from sl1conf.conformance.rules.catalog import ELEMENT_RULES
+
+    got = np.asarray(got, fmt.uint)
+    oracle = expected.oracle
+    exact = F.same_result(fmt, got, oracle)
+    dist = np.where(exact, 0, F.ulp_distance(fmt, got, oracle))
+    within = dist <= profile.max_ulp[fmt.name]
+    if profile.strict_zero_sign:
+        within &= ~((is_zero(fmt, got) | is_zero(fmt, oracle)) & (((got ^ oracle) & fmt.sign_mask) != 0))
+    with np.errstate(all="ignore"):  # diff exactly (binary64 holds it), then the products in binary64
+        s, _ = X.exact_diff(fmt, x1, x2)
+        top = X.beta_value(fmt, fmt.inf_bits - 1)
+        b = np.abs(X.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), got.shape)))
+        prone = (np.abs(s) > top) | (np.abs(s * X.as_f64(fmt, dy)) > top) | (1.0 / b > top)
+    sub = _is_subnormal(fmt, dy) | _is_subnormal(fmt, x1) | _is_subnormal(fmt, x2) | _is_subnormal(fmt, beta)
+    j = Judgement(fmt, got, expected, exact, dist, within, F.same_result(fmt, got, expected.oracle_ftz),
+                  profile.flush_to_zero == "accepted",
+                  {name: F.same_result(fmt, got, bits) for name, bits in expected.models.items()},
+                  {name: F.same_result(fmt, got, bits) for name, bits in expected.alternatives.items()},
+                  X.at_boundary(fmt, x1, x2, beta), np.broadcast_to(sub, got.shape), prone)
+    ok = np.ones(got.shape, bool)
+    for rule in ELEMENT_RULES:
+        applies = rule.applies(j)
+        bad = applies & ~rule.accepts(j)
+        j.checked[rule.id] = applies
+        j.rejected[rule.id] = bad
+        if rule.decides(profile):
+            ok &= ~bad
+            j.breaks[rule.id] = bad
+    j.ok = ok
+    return j

@@ -13,13 +13,15 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sl1conf.conformance.common.errors import SuiteError
+
 __all__ = ["Profile", "ProfileError", "PROFILE_DIR", "builtin_profiles", "load_profile"]
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
 _FTZ = ("forbidden", "accepted")
 
 
-class ProfileError(Exception):
+class ProfileError(SuiteError):
     """An unknown or malformed profile; one line naming the file and the problem."""
 
 

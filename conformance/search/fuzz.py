@@ -5,15 +5,15 @@ Why batches by seed: batch ``k`` is drawn from ``SeedSequence(seed, spawn_key=(k
 (``--shard I/N``) own disjoint batch indices, and local processes, a Dask cluster or N CI
 jobs all cover exactly the same work for the same seed.
 
-Why the checks are certify's: every element is judged by ``engine.judge_elements`` (the
-correctly rounded result within the profile's ULP budget, an accepted model, an open
-alternative, flush-to-zero where allowed), and where the exact x1 - x2 is +-beta by R02's
-stricter rule (the correctly rounded +-dy, a model or an alternative, no ULP budget), only
-after the fast oracle says it is not the correctly rounded result bit for bit, so an honest
-implementation costs one oracle call per batch. Crashes, hangs, memory the call should not
-touch, core_mask dependence and repeated calls that differ are findings too. Findings are
-deduplicated by :func:`key` (what failed, where and on what kind of value), so a systematic
-defect yields a handful of findings.
+Why the checks are certify's: every element is judged by the one judge (``rules.judge``,
+with the catalog's element rules R01 to R06 and the open-behaviour alternatives computed by
+the same policy the vector families use), only after the fast oracle says it is not the
+correctly rounded result bit for bit (a correctly rounded element is accepted by every
+rule, and every rule is a function of the element alone), so an honest implementation costs
+one oracle call per batch. Crashes, hangs, memory the call should not touch, core_mask
+dependence and repeated calls that differ are findings too, each under the requirement id
+certify reports it under. Findings are deduplicated by :func:`key` (the requirement, where
+and on what kind of value), so a systematic defect yields a handful of findings.
 """
 
 from __future__ import annotations
@@ -33,15 +33,16 @@ import numpy as np
 from sl1conf.adapters.base import Adapter, Case, Outcome
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
-from sl1conf.reference.models import accepted_models
+from sl1conf.reference import exact as X
 
-from sl1conf.conformance.certify.engine import _model_or_alternative, judge_elements
+from sl1conf.conformance.rules.catalog import MEMORY, SEEN_UNDER, call_fault
+from sl1conf.conformance.rules.judge import expected_for, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
 from sl1conf.conformance.search.shards import Shard, parse_shard
 
 __all__ = ["Campaign", "Finding", "BatchResult", "Result", "batch_seed", "make_batch", "check_cases",
-           "at_boundary", "run_batch", "run", "worker_init", "key_text", "SHORT", "BOUNDARY"]
+           "run_batch", "run", "worker_init", "key_text", "SHORT", "BOUNDARY"]
 
 BATCH_ELEMENTS = 1 << 16
 """Elements of a batch's long case, per dtype and variant (a little less: the tail varies)."""
@@ -95,8 +96,9 @@ class Campaign:
 
 @dataclass(frozen=True)
 class Finding:
-    """One failure on one case of a batch: ``kind`` is element, crash, timeout, error, memory,
-    inputs-changed, core-mask or determinism; ``element`` the first failing element."""
+    """One failure on one case of a batch: ``requirement`` the catalog id it breaks (as certify
+    reports it), ``kind`` what was seen (element, crash, timeout, error, memory,
+    inputs-changed, core-mask or determinism); ``element`` the first failing element."""
 
     kind: str
     case: int
@@ -104,6 +106,11 @@ class Finding:
     element: Optional[int] = None
     detail: str = ""
     batch: Optional[int] = None
+    breaks: tuple = ()  # for a wrong element: every requirement it breaks (the key names the most specific)
+
+    @property
+    def requirement(self) -> str:
+        return self.key[0]
 
 
 @dataclass
@@ -194,28 +201,13 @@ def twin_mask(case: Case, full: int) -> Optional[int]:
     return None if other == case.core_mask else other
 
 
-def at_boundary(fmt: F.Format, x1, x2, beta: int) -> np.ndarray:
-    """Where the exact ``x1 - x2`` is +beta or -beta, for a positive finite beta (R02's
-    elements, as certify's boundary-exact family has them). Why exact: TwoSum in binary64
-    (``families._exact_diff``) is exact for fp16 and fp32, a rounded diff is not."""
-    from sl1conf.conformance.vectors.families import _eq, _exact_diff
-
-    b = float(np.array([beta], fmt.uint).view(fmt.dtype)[0])
-    if not 0 < b < np.inf:
-        return np.zeros(np.shape(x1), bool)
-    s, e = _exact_diff(fmt, x1, x2)
-    return _eq(s, e, b) | _eq(s, e, -b)
-
-
 def _classes(fmt: F.Format, case: Case, idx: np.ndarray) -> list[tuple]:
-    """(branch, value kind) of elements: what a failure is keyed by beside its kind."""
-    from sl1conf.conformance.vectors.families import _exact_diff, _gt, _lt
-
-    s, e = _exact_diff(fmt, case.x1[idx], case.x2[idx])
+    """(branch, value kind) of elements: what a failure is keyed by beside its requirement."""
+    s, e = X.exact_diff(fmt, case.x1[idx], case.x2[idx])
     beta = float(case.floats()[3])
     branch = np.where(np.isnan(s) | np.isnan(beta), "nan", np.where(
-        _gt(s, e, beta), "gt", np.where(_lt(s, e, -beta), "lt", "mid")))
-    branch = np.where(at_boundary(fmt, case.x1[idx], case.x2[idx], case.beta), BOUNDARY, branch)
+        X.gt(s, e, beta), "gt", np.where(X.lt(s, e, -beta), "lt", "mid")))
+    branch = np.where(X.at_boundary(fmt, case.x1[idx], case.x2[idx], case.beta), BOUNDARY, branch)
     bits = [a[idx] for a in (case.dy, case.x1, case.x2)]
     special = np.logical_or.reduce([(b & fmt.exp_mask) == fmt.exp_mask for b in bits])
     sub = np.logical_or.reduce([((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0) for b in bits])
@@ -229,76 +221,57 @@ def _beta_class(fmt: F.Format, beta: int) -> str:
     return ("-" if sign else "+") + cls.value
 
 
-def key(kind: str, case: Case, *extra) -> tuple:
-    """The deduplication key: kind, dtype, variant, short or long, then value classes."""
-    return (kind, case.dtype, case.variant, "short" if case.n <= SHORT else "long", *extra)
+def key(requirement: str, case: Case, *extra) -> tuple:
+    """The deduplication key: requirement id, dtype, variant, short or long, then what was seen
+    (for a wrong element: its branch, value kind and beta's class)."""
+    return (requirement, case.dtype, case.variant, "short" if case.n <= SHORT else "long", *extra)
 
 
 def key_text(k: tuple) -> str:
     return "/".join(map(str, k))
 
 
-def judge_call(profile: Profile, case: Case, got: np.ndarray) -> np.ndarray:
-    """Accepted elements of ``got`` (the written elements): certify's judgement, evaluated only
-    where the result is not the correctly rounded one, and the open alternatives (the vector
-    families' rules) only for what is still not accepted. Where the exact diff is +-beta,
-    R02's rule: the correctly rounded +-dy, a model or an alternative (no ULP budget)."""
-    from sl1conf.conformance.vectors.families import finish_case  # the rules that give vector cases their alternatives
-    from sl1conf.conformance.vectors.cases import VectorCase
-
+def judge_call(profile: Profile, case: Case, got: np.ndarray) -> dict:
+    """Requirement id -> the elements of ``got`` (the written elements) it rejects: the one
+    judge, run only where the result is not the correctly rounded one (where it is, every
+    rule accepts it). Empty when every element is accepted."""
     fmt, w = case.format, case.elements_written
     dy, x1, x2, beta = case.floats()
-    args = (dy[:w], x1[:w], x2[:w])
-    oracle = fast_oracle.smoothl1lossgrad(*args, beta).view(fmt.uint)
-    ok = F.same_result(fmt, got, oracle)
-    idx = np.flatnonzero(~ok)
+    oracle = fast_oracle.smoothl1lossgrad(dy[:w], x1[:w], x2[:w], beta).view(fmt.uint)
+    idx = np.flatnonzero(~F.same_result(fmt, got, oracle))
     if not idx.size:
-        return ok
-    boundary = at_boundary(fmt, case.x1[:w], case.x2[:w], case.beta)
-
-    def judged(at, alternatives=None):
-        sub = [a[at] for a in args]
-        models = {m.name: np.asarray(m(*sub, beta), fmt.dtype).view(fmt.uint) for m in accepted_models(fmt)}
-        ftz = fast_oracle.smoothl1lossgrad(*sub, beta, flush_subnormals=True).view(fmt.uint)
-        j = judge_elements(fmt, profile, got[at], oracle[at], ftz, models, alternatives)
-        return np.where(boundary[at], j.exact | _model_or_alternative(j), j.ok)
-
-    ok[idx] = judged(idx)
-    rest = np.flatnonzero(~ok)
-    if rest.size:
-        # alternatives of the whole call where it is short (as its saved vector case will have them)
-        at = np.arange(w) if w <= 4096 else rest
-        vc = finish_case(fmt, VectorCase(case.dy[at], case.x1[at], case.x2[at], case.beta, variant=case.variant,
-                                     core_mask=case.core_mask))
-        pos = np.searchsorted(at, rest)
-        ok[rest] = judged(rest, {name: alt[pos] for name, alt in vc.alternatives.items()})
-    return ok
+        return {}
+    sub = [a[:w][idx] for a in (case.dy, case.x1, case.x2)]
+    exp = expected_for(fmt, *sub, case.beta, variant=case.variant, core_mask=case.core_mask)
+    j = judge(fmt, profile, got[idx], exp, *sub, case.beta)
+    return {rid: idx[bad] for rid, bad in j.breaks.items() if bad.any()}
 
 
 def _call_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Finding]:
     if o.status == "unsupported":
         return []
     if o.status != "ok":
-        return [Finding(o.status, i, key(o.status, case), detail=o.detail)]
+        return [Finding(o.status, i, key(SEEN_UNDER[o.status], case, o.status), detail=o.detail)]
     out = []
-    if o.wrote_outside or o.fault:
-        out.append(Finding("memory", i, key("memory", case), detail=o.fault or "wrote next to an array"))
-    if o.inputs_changed:
-        out.append(Finding("inputs-changed", i, key("inputs-changed", case),
-                           detail=f"changed {', '.join(o.inputs_changed)}"))
+    for rid, kind in MEMORY.items():
+        detail = call_fault(rid, o)
+        if detail:
+            out.append(Finding(kind, i, key(rid, case, kind), detail=detail))
     w = case.elements_written
     if not np.array_equal(o.out[w:], case.initial_out()[w:]):
-        out.append(Finding("memory", i, key("memory", case), detail="wrote past length in dx1"))
-    ok = judge_call(profile, case, o.out[:w])
-    bad = np.flatnonzero(~ok)
-    if bad.size:
-        fmt = case.format
-        beta_class = _beta_class(fmt, case.beta)
+        out.append(Finding("memory", i, key(SEEN_UNDER["past-length"], case, "memory"), detail="wrote past length in dx1"))
+    fmt = case.format
+    beta_class = _beta_class(fmt, case.beta)
+    rejected = judge_call(profile, case, o.out[:w])
+    if rejected:
+        rids = list(rejected)  # most specific first
+        bad = np.unique(np.concatenate(list(rejected.values())))
+        code = sum(np.isin(bad, rejected[rid]).astype(np.int64) << r for r, rid in enumerate(rids))
         seen = {}
-        for e, cls in zip(bad.tolist(), _classes(fmt, case, bad)):
-            seen.setdefault(cls, e)
-        for cls, e in seen.items():
-            out.append(Finding("element", i, key("element", case, *cls, beta_class), element=e,
+        for e, c, cls in zip(bad.tolist(), code.tolist(), _classes(fmt, case, bad)):
+            seen.setdefault((tuple(rid for r, rid in enumerate(rids) if c >> r & 1), cls), e)
+        for (rids, cls), e in seen.items():  # filed under the most specific requirement it breaks
+            out.append(Finding("element", i, key(rids[0], case, *cls, beta_class), element=e, breaks=rids,
                                detail=f"{int(bad.size)} of {w} elements not accepted"))
     return out
 
@@ -323,13 +296,13 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case]) -> list[F
     for i, j in twins.items():
         a, b = outcomes[i], outcomes[j]
         if a.status == b.status == "ok" and not F.same_result(fmt_of(i), a.out, b.out).all():
-            findings.append(Finding("core-mask", i, key("core-mask", cases[i]),
+            findings.append(Finding("core-mask", i, key(SEEN_UNDER["core-mask"], cases[i], "core-mask"),
                                     detail=f"core_mask {cases[i].core_mask:#x} and {extra[j - len(cases)].core_mask:#x} "
                                            "give different bits"))
     if repeat is not None:
         a, b = outcomes[repeat], outcomes[-1]
         if a.status == b.status == "ok" and not np.array_equal(a.out, b.out):
-            findings.append(Finding("determinism", repeat, key("determinism", cases[repeat]),
+            findings.append(Finding("determinism", repeat, key(SEEN_UNDER["determinism"], cases[repeat], "determinism"),
                                     detail="a repeated call gave different bits"))
     return findings
 
@@ -449,11 +422,13 @@ def run(campaign: Campaign, *, adapter: "Adapter | None" = None, profile: "Profi
 # ------------------------------------------------------------------ shrinking a finding
 
 def same_failure(adapter: Adapter, profile: Profile, finding: Finding) -> Callable[[Case], Optional[Finding]]:
-    """The shrinker's predicate: a finding of the same kind on the case (for a wrong result,
-    on the same branch of the formula), or None."""
+    """The shrinker's predicate: a finding of the same requirement and kind on the case (for a
+    wrong result, on the same branch of the formula and breaking the same requirements, so the
+    saved case fails in certify as the finding did), or None."""
     def fails(case: Case) -> Optional[Finding]:
         for f in check_cases(adapter, profile, [case]):
-            if f.kind == finding.kind and (f.kind != "element" or f.key[4] == finding.key[4]):
+            if (f.requirement, f.kind, f.breaks) == (finding.requirement, finding.kind, finding.breaks) and (
+                    f.kind != "element" or f.key[4] == finding.key[4]):
                 return f
         return None
     return fails

@@ -11,11 +11,15 @@ interrupted sweep resumes where it stopped. A tally is sums and order-independen
 choices (the worst element: largest distance, ties to the lowest pair number), so
 resumed, parallel and merged sweeps give the same result as one uninterrupted run.
 
-Elements are judged as ``engine._judge`` judges them: exact (NaN as a class), within
-the profile's ULP budget (zero signs checked where the profile is strict), or bit for
-bit an accepted evaluation model (or the flush-to-zero oracle where the profile
-accepts flushing). The tally keeps the ULP histogram split by "which of those else
-does the element equal", so any profile's verdict comes from the same tally.
+Elements are judged by the one judge (``rules.judge``) under the sweep's platform profile,
+exactly as certify judges them: every element rule of the catalog (R01 accuracy, R02 the
+boundary, R03 overflow, R04 NaN and infinity, R05 zero signs on strict profiles, R06
+subnormals), the accepted models, the flush-to-zero oracle where the profile accepts
+flushing, and the open-behaviour alternatives (beta <= 0, beta = +inf, a rounded diff)
+computed by the policy the vector families use. The tally counts rejected elements per
+requirement id, elements accepted only beyond the budget (as a model's, an alternative's
+or the flush-to-zero oracle's bits), the alternatives that accepted them (R16's record),
+and the ULP histogram split by "which else does the element equal" (for information).
 """
 
 from __future__ import annotations
@@ -37,7 +41,11 @@ from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
-from sl1conf.conformance.vectors.export import _atomic_write
+from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.files import write_atomic
+from sl1conf.conformance.rules import openbehaviour
+from sl1conf.conformance.rules.catalog import by_id
+from sl1conf.conformance.rules.judge import expected_for, judge
 from sl1conf.conformance.search.shards import WHOLE, Shard
 
 __all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset",
@@ -57,7 +65,7 @@ STATE_FILE = "sweep.json"
 STATE_FORMAT = "sl1conf-sweep/1"
 
 
-class SweepError(Exception):
+class SweepError(SuiteError):
     """Bad input for a sweep (a subset, a checkpoint of another sweep): one line, no traceback."""
 
 
@@ -173,7 +181,8 @@ def _pick(a, b, key):
 
 
 def _worse(e) -> tuple:
-    return (-e["ulp"], e["index"])
+    """Larger distance first (NaN against a number before any distance), then the lowest pair."""
+    return (-(1 << 30) if e["ulp"] == "nan" else -e["ulp"], e["index"])
 
 
 def _first(e) -> int:
@@ -192,6 +201,12 @@ class Tally:
         self.first_zsign = [None] * len(ROWS)
         self.failed = 0  # elements of calls that returned no result
         self.failure = None  # the first such call
+        self.rejected = {}  # requirement id -> elements the judge rejects for it
+        self.rejected_elements = 0  # elements some requirement rejects (each counted once)
+        self.reject_worst = {}  # requirement id -> its worst (largest distance, then lowest pair)
+        self.excepted = 0  # accepted only as a model's, an alternative's or flushing's bits, beyond the budget
+        self.excepted_worst = None
+        self.open = {}  # alternative -> elements it accepted that the oracle's answer would not be (R16)
 
     def merge(self, other: "Tally") -> "Tally":
         self.elements += other.elements
@@ -203,7 +218,42 @@ class Tally:
             self.worst[r] = _pick(self.worst[r], other.worst[r], _worse)
             self.first_nan[r] = _pick(self.first_nan[r], other.first_nan[r], _first)
             self.first_zsign[r] = _pick(self.first_zsign[r], other.first_zsign[r], _first)
+        self.rejected_elements += other.rejected_elements
+        for rid, n in other.rejected.items():
+            self.rejected[rid] = self.rejected.get(rid, 0) + n
+            self.reject_worst[rid] = _pick(self.reject_worst.get(rid), other.reject_worst.get(rid), _worse)
+        self.excepted += other.excepted
+        self.excepted_worst = _pick(self.excepted_worst, other.excepted_worst, _worse)
+        for name, n in other.open.items():
+            self.open[name] = self.open.get(name, 0) + n
         return self
+
+    def judge(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
+        """One block's verdicts, by the one judge, on the elements that are not the correctly
+        rounded result (those every rule accepts)."""
+        idx = np.flatnonzero(~F.same_result(FP16, got, want))
+        if not idx.size:
+            return
+        sub = [a[idx] for a in (dy, x1, x2)]
+        j = judge(FP16, profile, got[idx], expected_for(FP16, *sub, beta), *sub, beta)
+        ex = lambda k: _example(lo + idx[k], x1[idx[k]], x2[idx[k]], want[idx[k]], got[idx[k]], j.dist[k])  # noqa: E731
+
+        def worst(mask):
+            at = np.flatnonzero(mask)
+            return ex(int(at[np.argmax(np.where(j.dist[at] == F.NAN_MISMATCH, 1 << 30, j.dist[at]))]))
+        self.rejected_elements += int((~j.ok).sum())
+        for rid, bad in j.breaks.items():
+            if bad.any():
+                self.rejected[rid] = self.rejected.get(rid, 0) + int(bad.sum())
+                self.reject_worst[rid] = _pick(self.reject_worst.get(rid), worst(bad), _worse)
+        far = j.excepted
+        if far.any():
+            self.excepted += int(far.sum())
+            self.excepted_worst = _pick(self.excepted_worst, worst(far), _worse)
+        for name, hit in j.alt.items():
+            n = int((hit & ~j.exact & ~j.within).sum())
+            if n:
+                self.open[name] = self.open.get(name, 0) + n
 
     def add(self, lo, dy, x1, x2, beta, got, want) -> None:
         """One block's results (bit patterns; pair numbers from ``lo``)."""
@@ -266,7 +316,10 @@ class Tally:
                           "worst": self.worst[r], "first_nan": self.first_nan[r],
                           "first_zero_sign": self.first_zsign[r]}
         return {"elements": self.elements, "failed_elements": self.failed, "first_failure": self.failure,
-                "rows": rows}
+                "rows": rows, "rejected_elements": self.rejected_elements, "rejected": {rid: {"elements": n, "worst": self.reject_worst[rid]}
+                                           for rid, n in sorted(self.rejected.items())},
+                "excepted": {"elements": self.excepted, "worst": self.excepted_worst},
+                "open_answers": dict(sorted(self.open.items()))}
 
     @classmethod
     def from_json(cls, data: dict) -> "Tally":
@@ -278,33 +331,33 @@ class Tally:
                 for b, c in row[key].items():
                     arr[r, BUCKETS.index(b)] = c
             t.worst[r], t.first_nan[r], t.first_zsign[r] = row["worst"], row["first_nan"], row["first_zero_sign"]
+        for rid, entry in data["rejected"].items():
+            t.rejected[rid], t.reject_worst[rid] = entry["elements"], entry["worst"]
+        t.excepted, t.excepted_worst = data["excepted"]["elements"], data["excepted"]["worst"]
+        t.rejected_elements = data["rejected_elements"]
+        t.open = dict(data["open_answers"])
         return t
 
 
 def verdict(tally: Tally, profile) -> dict:
-    """The engine's rule over a tally: rejected are the elements beyond the profile's fp16
-    budget (NaN against a number included; a zero of the wrong sign where the profile is
-    strict) that equal no accepted model's bits (nor the flush-to-zero oracle's, where the
-    profile accepts flushing). Calls that returned nothing fail too."""
-    budget = profile.max_ulp["fp16"]
-    rows = [0] if profile.flush_to_zero == "accepted" else [0, 1]
-    beyond = [b for b in range(NB) if budget < b <= LARGE or b == B_NAN]
-    rest = [b for b in range(NB) if b not in beyond]
-    rejected = int(tally.hist[np.ix_(rows, beyond)].sum())
-    if profile.strict_zero_sign:
-        rejected += int(tally.zsign[np.ix_(rows, rest)].sum())
+    """The sweep's verdict, in certify's words: the elements the judge rejected, per
+    requirement (the worst of each with its input), calls that returned no result, and what
+    was accepted only beyond the budget or as an open alternative. Nothing checked is no pass."""
+    by_req = {rid: {"title": by_id(rid).title, "elements": n, "worst": tally.reject_worst[rid]}
+              for rid, n in sorted(tally.rejected.items())}
+    rejected = tally.rejected_elements
     example = None
-    for r in rows:  # the worst beyond the budget, else a NaN, else a zero sign
-        w = tally.worst[r]
-        if w is not None and w["ulp"] > budget:
-            example = _pick(example, w, _worse)
-    for slots, wanted in ((tally.first_nan, True), (tally.first_zsign, profile.strict_zero_sign)):
-        for r in rows:
-            if example is None and wanted and slots[r] is not None:
-                example = slots[r]
-    return {"platform": profile.name, "budget_ulp": budget, "rejected": rejected,
-            "failed_elements": tally.failed, "example": example,
-            "pass": rejected == 0 and tally.failed == 0}
+    for entry in by_req.values():
+        example = _pick(example, entry["worst"], _worse)
+    open_by_question = {}
+    for name, n in tally.open.items():
+        open_by_question.setdefault(openbehaviour.QUESTION_OF[name], {})[name] = n
+    checked = tally.elements - tally.failed
+    return {"platform": profile.name, "budget_ulp": profile.max_ulp["fp16"], "rejected": rejected,
+            "requirements": by_req, "failed_elements": tally.failed, "example": example,
+            "excepted": {"elements": tally.excepted, "worst": tally.excepted_worst},
+            "open_answers": open_by_question, "checked_elements": checked,
+            "pass": rejected == 0 and tally.failed == 0 and checked > 0}
 
 
 # --------------------------------------------------------------------------------------
@@ -321,11 +374,13 @@ class SweepConfig:
     subset: str = "all"
     variant: str = "p"
     block: int = BLOCK
+    platform: str = "ieee"  # the profile that judges (a checkpoint resumes only under the same one)
 
     def key(self, subset: Subset) -> dict:
         h = lambda b: F.hex_bits(FP16, b)  # noqa: E731
         return {"impl": self.impl, "dtype": "fp16", "beta": h(self.beta), "dy": h(self.dy),
-                "subset": subset.name, "variant": self.variant, "block_elements": self.block}
+                "subset": subset.name, "variant": self.variant, "block_elements": self.block,
+                "platform": self.platform}
 
 
 class _Block:
@@ -336,6 +391,9 @@ class _Block:
         self.subset = parse_subset(config.subset, config.beta)
         self.adapter = adapter if adapter is not None else load(config.impl)
         self.dy = np.full(config.block, config.dy, np.uint16)
+        from sl1conf.conformance.rules.profiles import load_profile
+
+        self.profile = load_profile(config.platform)
 
     def run(self, k: int) -> Tally:
         c = self.config
@@ -350,7 +408,9 @@ class _Block:
             return tally
         f = lambda a: a.view(np.float16)  # noqa: E731
         want = fast_oracle.smoothl1lossgrad(f(dy), f(x1), f(x2), np.uint16(c.beta).view(np.float16))
-        tally.add(lo, dy, x1, x2, c.beta, outcome.out[:hi - lo], want.view(np.uint16))
+        got, want = outcome.out[:hi - lo], want.view(np.uint16)
+        tally.add(lo, dy, x1, x2, c.beta, got, want)
+        tally.judge(lo, dy, x1, x2, c.beta, got, want, self.profile)
         return tally
 
 
@@ -426,7 +486,7 @@ def load_state(folder) -> "dict | None":
 
 def save_state(folder, state: dict) -> None:
     data = {**state, "done": ranges(state["done"]), "tally": state["tally"].to_json()}
-    _atomic_write(Path(folder) / STATE_FILE, [json.dumps(data, indent=1), "\n"])
+    write_atomic(Path(folder) / STATE_FILE, [json.dumps(data, indent=1), "\n"])
 
 
 def check_same(state: dict, key: dict, where) -> None:

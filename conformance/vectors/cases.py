@@ -44,12 +44,13 @@ class VectorCase:
     def call_length(self) -> int:
         return self.n if self.length is None else int(self.length)
 
-    def call(self, dtype: str):
-        """This case as the API call an adapter runs (its fill, its elements written)."""
+    def call(self, dtype: str, *, variant=None, core_mask=None, id: str = ""):
+        """This case as the API call an adapter runs (its fill, its elements written), on its own
+        variant and core_mask or the ones given (a shared case run on the private version)."""
         from sl1conf.adapters.base import Case
 
-        return Case(dtype, self.dy, self.x1, self.x2, self.beta, variant=self.variant,
-                    core_mask=self.core_mask, length=self.length)
+        return Case(dtype, self.dy, self.x1, self.x2, self.beta, variant=variant or self.variant,
+                    core_mask=self.core_mask if core_mask is None else core_mask, length=self.length, id=id)
 
 
 @dataclass

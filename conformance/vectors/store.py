@@ -38,6 +38,7 @@ from sl1conf.reference import formats as F
 from sl1conf.reference.models import models_for
 
 from sl1conf.conformance.common import jsonfiles
+from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.jsonfiles import read_checked
 from sl1conf.conformance.vectors.cases import Family, VectorCase
 
@@ -48,7 +49,7 @@ INPUTS = ("dy", "x1", "x2")
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the .npz is byte-reproducible
 
 
-class VectorSetError(Exception):
+class VectorSetError(SuiteError):
     """A vector set that cannot be used: names the file (or case) and the problem."""
 
 
@@ -61,22 +62,47 @@ def columns_for(fmt: F.Format) -> list[str]:
     return ["oracle", "oracle-ftz", *(f"model-{m.name}" for m in models_for(fmt))]
 
 
-def _expected(fmt: F.Format, column: str, case: VectorCase) -> np.ndarray:
-    """One column's dx1 for one case: the fill pattern where a correct call writes nothing."""
-    call = case.call(fmt.name)
-    out, written = call.initial_out(), call.elements_written
-    if written:
-        args = [a[:written].view(fmt.dtype) for a in (case.dy, case.x1, case.x2)]
-        beta = np.array([case.beta], fmt.uint).view(fmt.dtype)[0]
-        if column == "oracle":
-            res = fast_oracle.smoothl1lossgrad(*args, beta)
-        elif column == "oracle-ftz":
-            res = fast_oracle.smoothl1lossgrad(*args, beta, flush_subnormals=True)
+def _columns(fmt: F.Format, cases: list[VectorCase], columns: list[str]) -> dict:
+    """Each column's dx1 for the cases, concatenated: the fill pattern where a correct call
+    writes nothing. Computed over all cases at once (every column is computed once per
+    distinct beta), element for element what one case at a time gives."""
+    calls = [case.call(fmt.name) for case in cases]
+    n = [case.n for case in cases]
+    written = np.concatenate([np.arange(k) < call.elements_written for k, call in zip(n, calls)]) if cases \
+        else np.zeros(0, bool)
+    cat = lambda parts: np.concatenate(parts).astype(fmt.uint, copy=False) if parts else np.zeros(0, fmt.uint)  # noqa: E731
+    args = [cat([getattr(c, a) for c in cases])[written].view(fmt.dtype) for a in ("dy", "x1", "x2")]
+    beta_bits = np.repeat(np.array([c.beta for c in cases], np.int64), n).astype(fmt.uint)[written]
+    fill = cat([call.initial_out() for call in calls])
+    # one group per distinct beta; a case with a NaN input alone (which NaN's payload a model's
+    # result carries depends on how numpy's loops meet the elements, so it is computed as the
+    # case itself, as one call; the bytes of a set never depend on its other cases)
+    case_of = np.repeat(np.arange(len(cases)), n)[written]
+    has_nan = [bool(F.is_nan_bits(fmt, np.concatenate([c.dy, c.x1, c.x2, [c.beta]]).astype(fmt.uint)).any())
+               for c in cases]
+    alone = np.array(has_nan, bool)[case_of] if cases else np.zeros(0, bool)
+    groups = [(b.view(fmt.dtype), (beta_bits == b) & ~alone) for b in np.unique(beta_bits[~alone])]
+    groups += [(np.array([cases[k].beta], fmt.uint).view(fmt.dtype)[0], case_of == k)
+               for k in np.flatnonzero(has_nan)]
+    out = {}
+    for column in columns:
+        if column in ("oracle", "oracle-ftz"):
+            fn = lambda *a, _ftz=column == "oracle-ftz": fast_oracle.smoothl1lossgrad(*a, flush_subnormals=_ftz)  # noqa: E731
         else:
             from sl1conf.reference.models import get_model
-            res = get_model(column.removeprefix("model-"))(*args, beta)
-        out[:written] = np.asarray(res, fmt.dtype).view(fmt.uint)
+            fn = get_model(column.removeprefix("model-"))
+        res = np.empty(int(written.sum()), fmt.uint)
+        for beta, at in groups:  # one scalar beta per call, as one case at a time (NaN payloads included)
+            res[at] = np.asarray(fn(*(a[at] for a in args), beta), fmt.dtype).view(fmt.uint)
+        col = fill.copy()
+        col[written] = res
+        out[column] = col
     return out
+
+
+def _expected(fmt: F.Format, column: str, case: VectorCase) -> np.ndarray:
+    """One column's dx1 for one case (what :func:`verify` recomputes)."""
+    return _columns(fmt, [case], [column])[column]
 
 
 def _sha256(data: bytes) -> str:
@@ -98,11 +124,10 @@ def _npz_bytes(arrays: dict) -> bytes:
     return buf.getvalue()
 
 
-def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tuple[dict, dict]:
-    """(manifest without file hashes, {file name: bytes})."""
+def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tuple[dict, dict, dict]:
+    """(manifest without file hashes, {file name: bytes}, {file stem: array})."""
     columns = columns_for(fmt)
     data = {name: [] for name in INPUTS}
-    expected = {c: [] for c in columns}
     alternatives, cases, fam_rows = [], [], []
     offset = alt_offset = 0
     for fam in families:
@@ -110,8 +135,6 @@ def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tup
         for index, case in enumerate(fam.cases):
             for name in INPUTS:
                 data[name].append(np.ascontiguousarray(getattr(case, name), fmt.uint))
-            for c in columns:
-                expected[c].append(_expected(fmt, c, case))
             alts = []
             for alt_name in sorted(case.alternatives):
                 arr = np.ascontiguousarray(case.alternatives[alt_name], fmt.uint)
@@ -133,7 +156,8 @@ def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tup
                          "flags": list(fam.flags), "cases": len(fam.cases), "elements": elements})
     cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, fmt.uint)  # noqa: E731
     arrays = {name: cat(data[name]) for name in INPUTS}
-    arrays.update({f"expected-{c}": cat(expected[c]) for c in columns})
+    expected = _columns(fmt, [case for fam in families for case in fam.cases], columns)
+    arrays.update({f"expected-{c}": expected[c] for c in columns})
     arrays["alternatives"] = cat(alternatives)
     files = {f"{stem}.bin": arrays[stem].astype(fmt.uint.newbyteorder("<")).tobytes() for stem in arrays}
     files["vectors.npz"] = _npz_bytes(arrays)
@@ -147,7 +171,26 @@ def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tup
                                 "cross-checked with the mpmath oracle (64-bit truncated quotient and sticky bit)"},
         "columns": columns, "elements": int(offset), "families": fam_rows, "cases": cases,
     }
-    return manifest, files
+    return manifest, files, arrays
+
+
+def _manifest_text(manifest: dict) -> str:
+    return json.dumps(manifest, indent=1, sort_keys=True) + "\n"
+
+
+def _complete(fmt, families: list[Family], seed: int, large: bool) -> tuple[dict, dict, dict]:
+    """(manifest with file hashes, {file name: bytes}, {file stem: array})."""
+    manifest, files, arrays = _build(fmt, families, seed, large)
+    manifest["files"] = {name: {"sha256": _sha256(blob), "bytes": len(blob)} for name, blob in sorted(files.items())}
+    return manifest, files, arrays
+
+
+def in_memory(fmt, families: list[Family], *, seed: int, large: bool = False) -> "VectorSet":
+    """The vector set :func:`write` would write, without the disk: the same manifest (and so the
+    same manifest SHA-256 and set id) and arrays, nothing to load back or validate again."""
+    fmt = F.format_by_name(fmt)
+    manifest, _, arrays = _complete(fmt, families, seed, large)
+    return VectorSet(None, manifest, arrays, _sha256(_manifest_text(manifest).encode()))
 
 
 def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = False, force: bool = False) -> Path:
@@ -159,8 +202,7 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
     if out.exists() and not _replaceable(out):
         raise VectorSetError(f"{out} is not a vector set folder (no sl1conf manifest.json) and not empty: "
                              "--force replaces only vector sets")
-    manifest, files = _build(fmt, families, seed, large)
-    manifest["files"] = {name: {"sha256": _sha256(blob), "bytes": len(blob)} for name, blob in sorted(files.items())}
+    manifest, files, _ = _complete(fmt, families, seed, large)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -170,7 +212,7 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
     try:
         for name, blob in files.items():
             (tmp / name).write_bytes(blob)
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        (tmp / "manifest.json").write_text(_manifest_text(manifest))
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
             os.replace(out, old / "set")
@@ -204,11 +246,12 @@ def _replaceable(path: Path) -> bool:
 
 @dataclass
 class VectorSet:
-    """A loaded (and checked) vector set."""
+    """A loaded (and checked) vector set, or one generated in memory (``path`` None)."""
 
-    path: Path
+    path: "Path | None"
     manifest: dict
     arrays: dict  # file stem -> uint array
+    manifest_sha256: str = ""  # of manifest.json as written (the set's identity in reports)
 
     @property
     def format(self) -> F.Format:
@@ -269,7 +312,7 @@ def load(path) -> VectorSet:
         if arrays[stem].size != total:
             raise VectorSetError(f"{root / (stem + '.bin')}: {arrays[stem].size} elements, expected {total}")
     _check_consistency(mpath, manifest, fmt, arrays)
-    return VectorSet(root, manifest, arrays)
+    return VectorSet(root, manifest, arrays, _sha256(mpath.read_bytes()))
 
 
 def _check_consistency(mpath: Path, manifest: dict, fmt: F.Format, arrays: dict) -> None:
