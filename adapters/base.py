@@ -24,7 +24,8 @@ import numpy as np
 
 from sl1conf.reference.formats import Format, format_by_name
 
-__all__ = ["DTYPES", "VARIANTS", "ALIASES", "FILL_BYTE", "Case", "Outcome", "Capabilities", "Adapter", "AdapterError"]
+__all__ = ["DTYPES", "VARIANTS", "ALIASES", "FILL_BYTE", "Case", "Outcome", "Capabilities", "Adapter", "AdapterError",
+           "ArrayFunction"]
 
 DTYPES = ("fp16", "fp32")
 VARIANTS = ("s", "p")  # shared storage with core_mask, private storage
@@ -182,7 +183,7 @@ class Adapter(abc.ABC):
         self.close()
 
 
-class _ArrayFunction(Adapter):
+class ArrayFunction(Adapter):
     """An in-process adapter over a function of (dy, x1, x2, beta) float arrays."""
 
     capabilities = Capabilities(in_place=True, core_masks=None)

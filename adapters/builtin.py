@@ -10,7 +10,7 @@ from __future__ import annotations
 from sl1conf.reference import fast_oracle, kernel, oracle
 from sl1conf.reference.models import get_model
 
-from .base import DTYPES, Adapter, AdapterError, Capabilities, Case, Outcome, _ArrayFunction
+from .base import DTYPES, Adapter, AdapterError, Capabilities, Case, Outcome, ArrayFunction
 
 __all__ = ["KernelAdapter", "builtin"]
 
@@ -46,11 +46,11 @@ def builtin(rest: str) -> Adapter:
     ``builtin:kernel[:<model>]``, ``builtin:model:<name>``, ``builtin:sample[:<defect>]``
     (the bundled C sample library built and run through ctypes)."""
     if rest == "oracle":
-        return _ArrayFunction("builtin:oracle", oracle.smoothl1lossgrad)
+        return ArrayFunction("builtin:oracle", oracle.smoothl1lossgrad)
     if rest == "oracle-ftz":
-        return _ArrayFunction("builtin:oracle-ftz", oracle.smoothl1lossgrad_ftz)
+        return ArrayFunction("builtin:oracle-ftz", oracle.smoothl1lossgrad_ftz)
     if rest == "fast-oracle":
-        return _ArrayFunction("builtin:fast-oracle", fast_oracle.smoothl1lossgrad)
+        return ArrayFunction("builtin:fast-oracle", fast_oracle.smoothl1lossgrad)
     if rest == "kernel" or rest.startswith("kernel:"):
         return KernelAdapter(rest.partition(":")[2] or None)
     if rest == "sample" or rest.startswith("sample:"):  # the bundled C library, through ctypes
@@ -64,7 +64,7 @@ def builtin(rest: str) -> Adapter:
             model = get_model(name)
         except ValueError as exc:
             raise AdapterError(str(exc)) from None
-        return _ArrayFunction(f"builtin:model:{name}", model,
+        return ArrayFunction(f"builtin:model:{name}", model,
                               dtypes=tuple(d for d in DTYPES if model.applies_to(d)))
     raise AdapterError(f"unknown builtin implementation {rest!r}: expected oracle, oracle-ftz, "
                        "fast-oracle, kernel, kernel:<model>, model:<name> or sample[:<defect>]")

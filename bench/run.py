@@ -15,6 +15,8 @@ Rows per size and format:
                          the memory-bandwidth yardstick
   fast-oracle            sl1conf.reference.fast_oracle (correctly rounded)
   mpmath-oracle          sl1conf.reference.oracle (correctly rounded), small sizes only
+
+and the certification latency (bench/certify_latency.py: the engine and the whole command).
 """
 
 from __future__ import annotations
@@ -126,6 +128,10 @@ def markdown(result: dict) -> str:
                      for n in sizes]
             lines.append(f"| {k} | " + " | ".join(cells) + " |")
         lines.append("")
+    if "certify_latency" in result:
+        from certify_latency import markdown as latency_markdown
+
+        lines += latency_markdown(result["certify_latency"])
     return "\n".join(lines)
 
 
@@ -155,6 +161,11 @@ def main(argv=None) -> int:
             result["ratios"][np.dtype(dtype).name][str(n)] = ratios(rows, args.threads)
             print(f"{np.dtype(dtype).name} n={n}: " + ", ".join(
                 f"{r['impl']} {r['elements_per_s'] / 1e6:.3g}M/s" for r in rows), flush=True)
+    from certify_latency import measure
+
+    result["certify_latency"] = measure()
+    print("certify latency: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["certify_latency"]["rows"].items()),
+          flush=True)
     result["wall_seconds"] = time.time() - t0
     out = Path(args.out)
     write_atomic(out.with_suffix(".json"), json.dumps(result, indent=1) + "\n")

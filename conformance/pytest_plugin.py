@@ -164,15 +164,10 @@ class _Conformance:
                     raise pytest.UsageError(f"--sl1-dtype {missing[0]}: no --sl1-vectors set holds {missing[0]} "
                                             f"vectors (given: {', '.join(self.vectors) or 'none'})")
                 asked = [d for d in asked if d in self.vectors]
-            dtypes = [d for d in asked if d in self.adapter.dtypes]
-            variants = [v for v in dict.fromkeys(opt.sl1_variant or self.profile.variants)
-                        if v in self.adapter.variants]
-            if not dtypes or not variants:
-                raise pytest.UsageError(
-                    f"{self.adapter.name} offers {', '.join(self.adapter.dtypes)} "
-                    f"({', '.join(self.adapter.variants)}); profile {self.profile.name} wants "
-                    f"{', '.join(asked) or 'nothing'} ({', '.join(opt.sl1_variant or self.profile.variants)}): "
-                    "nothing to certify")
+            try:
+                dtypes, variants = self.profile.select(self.adapter, asked, opt.sl1_variant)
+            except ProfileError as exc:
+                raise pytest.UsageError(str(exc)) from None
         except BaseException:
             self.close()
             raise

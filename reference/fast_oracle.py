@@ -54,7 +54,7 @@ import numpy as np
 
 from . import kernel
 from .formats import FP16, FP32, Format, format_by_name, is_nan_bits
-from .oracle import _evaluate
+from .oracle import evaluate_bits
 
 __all__ = ["FastResult", "evaluate", "smoothl1lossgrad", "smoothl1lossgrad_ftz", "flush_subnormal_bits"]
 
@@ -89,7 +89,7 @@ def _fp32(dy, x1, x2, beta_bits: int) -> tuple[np.ndarray, int]:
     count = kernel.f32_filtered(dy, x1.view(np.float32), x2.view(np.float32), beta, out, ambiguous)
     idx = np.flatnonzero(ambiguous) if count else ()
     for i in idx:
-        out[i] = _evaluate(FP32, int(dy[i]), int(x1[i]), int(x2[i]), beta_bits, False, False)
+        out[i] = evaluate_bits(FP32, int(dy[i]), int(x1[i]), int(x2[i]), beta_bits, False, False)
     return out, int(count)
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "Format", "FP16", "FP32", "FP64", "FORMATS", "format_by_name", "FloatClass",
     "classify", "decode_parts", "decode", "round_to_format", "ordered", "ulp_distance",
     "NAN_MISMATCH", "is_nan_bits", "same_result", "hex_bits", "parse_value", "to_bits", "from_bits", "hexfloat",
+    "as_fraction",
 ]
 
 
@@ -169,7 +170,7 @@ def decode(fmt: Format, bits: int) -> Fraction:
     return -mag if sign else mag
 
 
-def _as_fraction(value) -> Fraction:
+def as_fraction(value) -> Fraction:
     """An exact Fraction from an int, Fraction or mpmath mpf (no rounding)."""
     if isinstance(value, (int, Fraction)):
         return Fraction(value)
@@ -198,7 +199,7 @@ def round_to_format(fmt: Format, value, *, negative_zero: bool = False, sticky: 
     Overflow: magnitudes at or past ``max_finite`` plus half an ulp go to inf,
     as IEEE 754 round-to-nearest says.
     """
-    q = _as_fraction(value)
+    q = as_fraction(value)
     sign = 1 if (q < 0 or (q == 0 and negative_zero)) else 0
     mag = abs(q)
     if mag == 0:

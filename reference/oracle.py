@@ -52,11 +52,11 @@ from fractions import Fraction
 import numpy as np
 from mpmath import libmp
 
-from .formats import (FloatClass, Format, _as_fraction, classify, decode, decode_parts, format_by_name,
+from .formats import (FloatClass, Format, as_fraction, classify, decode, decode_parts, format_by_name,
                       round_to_format)
 
 __all__ = [
-    "WORK_PREC", "Branch", "Element", "evaluate_element", "smoothl1lossgrad",
+    "WORK_PREC", "Branch", "Element", "evaluate_element", "evaluate_bits", "smoothl1lossgrad",
     "smoothl1lossgrad_ftz",
 ]
 
@@ -122,16 +122,16 @@ def _neg(v):
 
 def _frac(v) -> "Fraction | str":
     """An extended value for display: "+inf"/"-inf" as they are, a libmp value as a Fraction."""
-    return v if isinstance(v, str) else _as_fraction(v)
+    return v if isinstance(v, str) else as_fraction(v)
 
 
 def evaluate_element(fmt: "Format | str", dy: int, x1: int, x2: int, beta: int,
                      *, flush_subnormals: bool = False) -> Element:
     """The correctly rounded dx1 for one element of bit patterns, and how it came about."""
-    return _evaluate(format_by_name(fmt), dy, x1, x2, beta, flush_subnormals, True)
+    return evaluate_bits(format_by_name(fmt), dy, x1, x2, beta, flush_subnormals, True)
 
 
-def _evaluate(fmt: Format, dy: int, x1: int, x2: int, beta: int, flush: bool, detail: bool):
+def evaluate_bits(fmt: Format, dy: int, x1: int, x2: int, beta: int, flush: bool, detail: bool):
     """evaluate_element's work; without ``detail`` it skips the exact values and returns bits."""
     (dyc, dys, dyv), (c1, s1, v1), (c2, s2, v2), (bc, bs, bv) = (
         _read(fmt, b, flush) for b in (dy, x1, x2, beta))
@@ -230,7 +230,7 @@ def smoothl1lossgrad(dy, x1, x2, beta, *, flush_subnormals: bool = False) -> np.
     flat_out = out.reshape(-1)
     for i, (a, b, c) in enumerate(zip(b_dy.reshape(-1).tolist(), b_x1.reshape(-1).tolist(),
                                       b_x2.reshape(-1).tolist())):
-        flat_out[i] = _evaluate(fmt, a, b, c, beta_bits, flush_subnormals, False)
+        flat_out[i] = evaluate_bits(fmt, a, b, c, beta_bits, flush_subnormals, False)
     return out.view(fmt.dtype)
 
 

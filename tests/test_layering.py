@@ -592,8 +592,6 @@ def test_no_cycle_between_modules():
     assert not cycles, "import cycles between modules:\n" + "\n".join(cycles)
 
 
-@pytest.mark.xfail(strict=True, reason="reference/oracle.py, reference/fast_oracle.py, adapters/builtin.py "
-                   "and conformance/cli/fuzz.py import private names of other modules; to be fixed")
 def test_no_private_name_of_another_module():
     source, _ = repository()
     bad = []

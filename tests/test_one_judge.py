@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sl1conf.adapters.base import Case, _ArrayFunction
+from sl1conf.adapters.base import Case, ArrayFunction
 from sl1conf.conformance.certify.engine import judge_run
 from sl1conf.conformance.rules.profiles import load_profile
 from sl1conf.conformance.search import fuzz as Z
@@ -61,7 +61,7 @@ def test_certify_fuzz_and_sweep_agree_element_by_element(tmp_path, impl, beta_te
     rng = np.random.default_rng(7)
     beta, x1, x2 = inputs(beta_text, rng)
     dy = np.full(x1.size, 0x3C00, np.uint16)
-    adapter = _ArrayFunction("test", impl)
+    adapter = ArrayFunction("test", impl)
     profile = load_profile("ieee")
 
     # certify: the elements as a vector set (cases of 1024), judged by the engine
@@ -110,7 +110,7 @@ def test_sweep_records_the_open_answers_and_passes_beta_zero(tmp_path):
     answer at diff = 0 (-dy, the neg-dy alternative) recorded under the beta = 0 question."""
     beta, _ = F.parse_value(FP16, "0")
     config = S.SweepConfig("test", beta, 0x3C00, "x2=0", block=1 << 14)
-    state = S.run_sweep(config, tmp_path, adapter=_ArrayFunction("test", torch_like))
+    state = S.run_sweep(config, tmp_path, adapter=ArrayFunction("test", torch_like))
     v = S.verdict(state["tally"], load_profile("ieee"))
     assert v["pass"] and v["rejected"] == 0
     assert v["open_answers"]["beta = 0"] == {"neg-dy": 2}  # x1 = +0 and x1 = -0, diff = 0

@@ -171,12 +171,10 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     if only_reqs - known:
         raise SelectionError(f"--only: no requirement {', '.join(sorted(only_reqs - known))}; "
                          f"requirements are {min(known)} to {max(known)}")
-    dtypes = [d for d in (dtypes or profile.dtypes) if d in adapter.dtypes]
-    variants = [v for v in (variants or profile.variants) if v in adapter.variants]
+    dtypes, variants = profile.select(adapter, dtypes, variants)
     runs, sets, seen_cases = [], {}, set()
     started = datetime.now(timezone.utc)
     for dtype in dtypes:
-        profile.require_dtype(dtype)
         given = vectors.get(dtype) if isinstance(vectors, dict) else vectors
         vs = vectors_for(dtype, given, quick)
         manifest_sha = vs.manifest_sha256

@@ -129,10 +129,10 @@ def _cmd_certify(args) -> int:
         raise UsageError(f"--impl {args.impl}: {exc}") from None
     with impl:
         dtypes = [d.name for d in args.dtype] if args.dtype else None
-        common = [d for d in (dtypes or profile.dtypes) if d in impl.dtypes]
-        if not common:
-            raise UsageError(f"{impl.name} offers {', '.join(impl.dtypes)}; profile {profile.name} wants "
-                             f"{', '.join(dtypes or profile.dtypes)}: nothing to certify")
+        try:
+            profile.select(impl, dtypes, args.variant)  # before the run: nothing to certify is bad usage
+        except ProfileError as exc:
+            raise UsageError(str(exc)) from None
         only = [o.strip() for part in (args.only or []) for o in part.split(",") if o.strip()]
         invocation = {"impl": args.impl, "platform": args.platform,
                       "profile": str(Path(args.profile).resolve()) if args.profile else None,

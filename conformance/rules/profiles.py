@@ -49,6 +49,22 @@ class Profile:
         if dtype not in self.dtypes:
             raise ProfileError(f"profile {self.name} has no {dtype} (it documents {', '.join(self.dtypes)})")
 
+    def select(self, adapter, dtypes=None, variants=None, *, what: str = "certify") -> tuple[list, list]:
+        """The dtypes and variants to run: those asked for (default: the profile's), each one the
+        profile documents, that the implementation offers. One rule for certify, fuzz, sweep and
+        the pytest plugin; ProfileError (one line) when a dtype is not the profile's or nothing
+        is left to ``what``."""
+        asked = list(dict.fromkeys(self.dtypes if dtypes is None else dtypes))
+        for d in asked:
+            self.require_dtype(d)
+        wanted = list(dict.fromkeys(self.variants if variants is None else variants))
+        chosen = [d for d in asked if d in adapter.dtypes], [v for v in wanted if v in adapter.variants]
+        if not chosen[0] or not chosen[1]:
+            raise ProfileError(f"{adapter.name} offers {', '.join(adapter.dtypes)} ({', '.join(adapter.variants)}); "
+                               f"profile {self.name} wants {', '.join(asked) or 'nothing'} ({', '.join(wanted) or 'nothing'}): "
+                               f"nothing to {what}")
+        return chosen
+
     def summary(self) -> dict:
         return {"name": self.name, "title": self.title, "path": self.path, "sha256": self.sha256,
                 "dtypes": list(self.dtypes), "variants": list(self.variants), "cores": self.cores,

@@ -199,7 +199,7 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
     out = Path(out_dir)
     if out.exists() and not force:
         raise VectorSetError(f"{out} exists: choose another folder or pass --force to replace it")
-    if out.exists() and not _replaceable(out):
+    if out.exists() and not is_replaceable(out):
         raise VectorSetError(f"{out} is not a vector set folder (no sl1conf manifest.json) and not empty: "
                              "--force replaces only vector sets")
     manifest, files, _ = _complete(fmt, families, seed, large)
@@ -232,7 +232,7 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
     return out
 
 
-def _replaceable(path: Path) -> bool:
+def is_replaceable(path: Path) -> bool:
     """An empty folder, or a folder holding a vector set: what --force may replace."""
     if not path.is_dir():
         return False

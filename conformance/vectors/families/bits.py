@@ -78,15 +78,22 @@ def negated(fmt: Format, bits) -> "int | np.ndarray":
 
 
 def stepped(fmt: Format, bits: int, k: int) -> int:
-    """The value k steps along the ordered line (-inf .. -0=+0 .. +inf)."""
-    o = int(F.ordered(fmt, np.array([bits], fmt.uint))[0]) + k
+    """The value k steps along the ordered line (-inf .. -0=+0 .. +inf): ``formats.ordered`` for
+    one pattern, in Python integers (generation calls it tens of thousands of times)."""
+    b = int(bits)
+    mag = b & (fmt.exp_mask | fmt.frac_mask)
+    o = (-mag if b & fmt.sign_mask else mag) + k
     return o if o >= 0 else (-o) | fmt.sign_mask
 
 
-def ulp_at(fmt: Format, bits: int) -> float:
-    """The spacing of the format at a finite value (its ulp), as binary64."""
-    field = (int(bits) & fmt.exp_mask) >> fmt.frac_bits
-    return 2.0 ** (max(field, 1) - fmt.emax - fmt.frac_bits)
+def ulp_at(fmt: Format, bits):
+    """The spacing of the format at a finite value (its ulp), as binary64: one pattern (a float)
+    or an array of them (an array; powers of two, so exactly what the scalar form gives)."""
+    if np.ndim(bits) == 0:
+        field = (int(bits) & fmt.exp_mask) >> fmt.frac_bits
+        return 2.0 ** (max(field, 1) - fmt.emax - fmt.frac_bits)
+    field = (np.asarray(bits).astype(np.int64) & fmt.exp_mask) >> fmt.frac_bits
+    return np.exp2((np.maximum(field, 1) - fmt.emax - fmt.frac_bits).astype(np.float64))
 
 
 def is_subnormal(fmt: Format, bits) -> np.ndarray:

@@ -117,7 +117,7 @@ def boundary_rounded_diff_cases(fmt: Format, rng: np.random.Generator) -> list:
             edge = beta if sign > 0 else negated(fmt, beta)
             m = 1200
             near = bit_array(fmt, [stepped(fmt, edge, int(k)) for k in rng.integers(-1, 2, m)])
-            q = np.array([ulp_at(fmt, int(b)) for b in near])
+            q = ulp_at(fmt, near)
             delta = bits_of(fmt, random_signs(rng, m) * random_significands(fmt, rng, m) * q
                             * 2.0 ** rng.integers(-4, 1, m))
             swap = rng.random(m) < 0.5
