@@ -246,3 +246,65 @@ def test_property_options_need_the_property(pytester):
     result = _pytest(pytester, "--sl1-impl", "builtin:kernel", "--sl1-platform", "ieee",
                      "--sl1-fuzz-examples", "5")
     assert result.ret == 4 and "go with --sl1-fuzz" in result.stderr.str()
+
+
+# ------------------------------------------------------------------ summary.json and its schema
+
+SUMMARY_SCHEMA = Path(__file__).parent.parent / "conformance" / "schemas" / "fuzz-summary.schema.json"
+DEFECTIVE = ["--impl", "builtin:model:recipmul-fp16", "--platform", "ieee", "--dtype", "fp16",
+             "--batch-elements", "256", "--elements", "4000", "--seed", "3"]
+
+
+def _shards_and_merge(capsys, tmp_path) -> list:
+    """Two shards of a campaign with failures and their merge; the three output folders."""
+    for i in (1, 2):
+        assert run(capsys, *DEFECTIVE, "--shard", f"{i}/2", "--out", str(tmp_path / f"s{i}"))[0] == 1
+    assert run(capsys, "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "m"))[0] == 1
+    return [tmp_path / name for name in ("s1", "s2", "m")]
+
+
+def test_every_summary_written_matches_its_schema(capsys, tmp_path):
+    import jsonschema  # a dependency; checked here directly, not through the suite's own reader
+
+    schema = json.loads(SUMMARY_SCHEMA.read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    folders = _shards_and_merge(capsys, tmp_path)
+    assert run(capsys, *KERNEL, "--out", str(tmp_path / "clean"))[0] == 0  # nothing found, nothing saved
+    assert run(capsys, "--impl", "builtin:sample:SEGV", "--platform", "ieee", "--dtype", "fp32", "--variant", "p",
+               "--elements", "100", "--batch-elements", "64", "--seed", "1", "--out", str(tmp_path / "segv"))[0] == 1
+    kinds = set()
+    for folder in [*folders, tmp_path / "clean", tmp_path / "segv"]:
+        doc = json.loads((folder / "summary.json").read_text())
+        jsonschema.validate(doc, schema)
+        kinds |= {e["kind"] for e in doc["saved"]}
+        assert all(e["key"].split("/")[0] in {"R02", "R03", "R13"} for e in doc["saved"])
+    assert kinds == {"element", "crash"}
+    merged = json.loads((folders[2] / "summary.json").read_text())
+    assert merged["merged_from"] and merged["saved"] and merged["missing_shards"] == []
+
+
+@pytest.mark.parametrize("edit", [
+    lambda s: s.update(elements="many"),  # a wrong type in a required field
+    lambda s: s["saved"][0].update(kind="wrong"),  # not one of the kinds
+    lambda s: s["failures"].pop("keys"),
+])
+def test_a_hand_edited_summary_is_one_line_naming_it(edit, capsys, tmp_path):
+    s1, s2, _ = _shards_and_merge(capsys, tmp_path)
+    path = s1 / "summary.json"
+    doc = json.loads(path.read_text())
+    edit(doc)
+    path.write_text(json.dumps(doc))
+    for argv in (["merge", str(s1), str(s2), "--out", str(tmp_path / "again")], ["replay", str(s1), "--batch", "0"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+        assert err.startswith(f"sl1conf: error: {path}: does not match the schema at "), err
+    assert not (tmp_path / "again").exists()
+
+
+def test_a_summary_that_would_not_match_is_a_bug_and_is_not_written(capsys, tmp_path, monkeypatch):
+    from sl1conf.conformance.cli import fuzz
+
+    monkeypatch.setattr(fuzz, "_commands", lambda summary, out: [None])  # certify: strings, not null
+    with pytest.raises(RuntimeError, match="does not match the schema at certify/0"):
+        main(["fuzz", *KERNEL, "--out", str(tmp_path / "o")])
+    assert not (tmp_path / "o" / "summary.json").exists()

@@ -282,3 +282,74 @@ def test_cli_errors_exit_2_and_keep_the_checkpoint(tmp_path, capsys):
         assert code == 2 and err.startswith("sl1conf: error: ") and message in err, (argv, err)
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert (out / "sweep.json").read_bytes() == saved
+
+
+# --------------------------------------------------------------------------------------
+# sweep.json and its schema
+
+
+def _state_schema() -> dict:
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent.parent / "conformance" / "schemas" / "sweep-state.schema.json").read_text())
+
+
+class Crashing(KernelAdapter):
+    """The kernel, except that block 3 crashes: a state with a first_failure."""
+
+    def run(self, cases):
+        if cases[0].id == "block 3":
+            return [Outcome("crash", detail="signal 11")]
+        return super().run(cases)
+
+
+def test_every_sweep_json_written_matches_its_schema(tmp_path, capsys):
+    import jsonschema  # a dependency; checked here directly, not through load_state
+
+    schema = _state_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    sweep(tmp_path, "partial", max_blocks=3)  # a checkpoint, no summary yet
+    sweep(tmp_path, "crash", adapter=Crashing())
+    sweep(tmp_path, "planted", dy=0xBC00, subset="x2=0x3000", adapter=Planted())
+    for i in (1, 2):
+        sweep(tmp_path, f"s{i}", shard=Shard(i, 2))
+    assert cli(capsys, "sweep", "merge", tmp_path / "s1", tmp_path / "s2", "--out", tmp_path / "merged")[0] == 0
+    assert cli(capsys, "sweep", "--impl", "builtin:kernel:muldiv-fp16", "--beta", "1000", "--dy", "1000",
+               "--subset", "x2=0", "--out", tmp_path / "fails")[0] == 1
+    assert cli(capsys, "sweep", "--impl", "builtin:kernel", "--beta=-1", "--dy", "1", "--subset", "x2=0x3c00",
+               "--max-blocks", "1", "--out", tmp_path / "open")[0] == 0
+    docs = {p.parent.name: json.loads(p.read_text()) for p in tmp_path.glob("*/sweep.json")}
+    assert len(docs) == 8
+    for doc in docs.values():
+        jsonschema.validate(doc, schema)
+    assert docs["crash"]["tally"]["first_failure"]["status"] == "crash"
+    assert set(docs["planted"]["tally"]["rejected"]) == {"R01", "R03", "R05"}
+    assert docs["fails"]["summary"]["verdict"]["pass"] is False and "summary" not in docs["partial"]
+    assert "beta < 0" in docs["open"]["summary"]["verdict"]["open_answers"]
+
+
+def test_a_hand_edited_sweep_json_is_one_line_naming_it(tmp_path, capsys):
+    base = ["sweep", "--impl", "builtin:kernel", "--beta", "0.1", "--dy", "1", "--subset", "x2=0x3c00",
+            "--max-blocks", "1"]
+    assert cli(capsys, *base, "--out", tmp_path / "o")[0] == 0
+    path = tmp_path / "o" / "sweep.json"
+    state = json.loads(path.read_text())
+    state["tally"]["elements"] = "many"  # a wrong type in a required field
+    path.write_text(json.dumps(state))
+    saved = path.read_bytes()
+    for argv in ([*base, "--out", tmp_path / "o"], ["sweep", "merge", tmp_path / "o", "--out", tmp_path / "m"]):
+        code, _, err = cli(capsys, *argv)
+        assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert err.startswith(f"sl1conf: error: {path}: does not match the schema at tally/elements: "), err
+    assert path.read_bytes() == saved and not (tmp_path / "m").exists()
+    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/1"):
+        path.write_text(json.dumps({**state, "format": "sl1conf-sweep/0"}))
+        S.load_state(tmp_path / "o")
+
+
+def test_a_sweep_json_that_would_not_match_is_a_bug_and_is_not_written(tmp_path):
+    state = sweep(tmp_path, "s", max_blocks=1)
+    saved = (tmp_path / "s" / S.STATE_FILE).read_bytes()
+    with pytest.raises(RuntimeError, match="does not match the schema at shards/0"):
+        S.save_state(tmp_path / "s", {**state, "shards": [1]})
+    assert (tmp_path / "s" / S.STATE_FILE).read_bytes() == saved

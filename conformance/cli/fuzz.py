@@ -27,6 +27,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.search import fuzz as Z
 from sl1conf.reference import fast_oracle
@@ -158,20 +159,14 @@ def _load(impl: str, platform: str):
 # ------------------------------------------------------------------ the output folder
 
 def _read_summary(folder: Path) -> dict:
+    """``folder``'s summary.json, checked against schemas/fuzz-summary.schema.json: a missing,
+    corrupt or hand-edited one is one line naming the file (exit 2)."""
     if not folder.is_dir():
         raise _Error(f"{folder}: " + ("not a folder" if folder.exists() else "no such folder"))
-    try:
-        doc = json.loads((folder / "summary.json").read_text())
-    except FileNotFoundError:
-        raise _Error(f"{folder}: not a sl1conf fuzz output (no summary.json)") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise _Error(f"{folder / 'summary.json'}: not valid JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise _Error(f"{folder / 'summary.json'}: not a sl1conf fuzz summary")
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise _Error(f"{folder / 'summary.json'}: unknown schema version {doc.get('schema_version')!r} "
-                     f"(this sl1conf reads {SCHEMA_VERSION})")
-    return doc
+    path = folder / "summary.json"
+    if not path.exists():
+        raise _Error(f"{folder}: not a sl1conf fuzz output (no summary.json)")
+    return jsonfiles.read_checked(path, "fuzz-summary.schema.json", SCHEMA_VERSION, _Error)
 
 
 def _claim(out: Path, identity: dict, shards: list, force: bool) -> "dict | None":
@@ -286,6 +281,8 @@ def _write_all(out: Path, summary: dict, saved: list, old) -> None:
     summary["vectors"] = _write_sets(out, summary["campaign"]["seed"], sets, old)
     summary["saved"] = [entry for entry, _ in saved]
     summary["certify"] = _commands(summary, out)
+    # what we write must read back: a summary that does not match its schema is a bug (a traceback)
+    jsonfiles.validate(summary, "fuzz-summary.schema.json", RuntimeError, f"the summary for {out / 'summary.json'}")
     write_atomic(out / "summary.json", json.dumps(summary, indent=1) + "\n")
 
 

@@ -41,6 +41,7 @@ from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
+from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.rules import openbehaviour
@@ -469,24 +470,43 @@ def parse_ranges(text: str) -> set:
 
 
 def load_state(folder) -> "dict | None":
-    """The sweep state in ``folder`` (None when there is none)."""
+    """The sweep state in ``folder`` (None when there is none), checked against
+    schemas/sweep-state.schema.json (``format`` is its version): SweepError, one line naming
+    the file and the problem, if it is not JSON, of another format or does not match."""
     path = Path(folder) / STATE_FILE
     if not path.exists():
         return None
     try:
         state = json.loads(path.read_text())
-        if state.get("format") != STATE_FORMAT:
-            raise ValueError(f"format is {state.get('format')!r}, not {STATE_FORMAT}")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise SweepError(f"{path} is not a readable sweep state ({exc})") from None
+    found = state.get("format") if isinstance(state, dict) else None
+    if found != STATE_FORMAT:
+        raise SweepError(f"{path} is not a readable sweep state (format is {found!r}, not {STATE_FORMAT})")
+    jsonfiles.validate(state, "sweep-state.schema.json", SweepError, str(path))
+    try:  # the schema admits only what these read; the net catches a gap in it
         state["tally"] = Tally.from_json(state["tally"])
         state["done"] = parse_ranges(state["done"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise SweepError(f"{path} is not a readable sweep state ({exc})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise SweepError(f"{path} is not a readable sweep state ({type(exc).__name__}: {exc})") from None
     return state
 
 
 def save_state(folder, state: dict) -> None:
+    """Write ``state`` to FOLDER/sweep.json atomically, checked against
+    schemas/sweep-state.schema.json first (a mismatch is a bug: RuntimeError, a traceback).
+
+    The check costs about as much as a block (some 70 ms: jsonschema re-checks the schema on
+    every call), and the document has the same shape after every block, so the checkpoints
+    after 1, 2, 4, 8, ... blocks are checked, and every final write: a complete sweep, and the
+    command line's write of its summary (one of the current tally)."""
     data = {**state, "done": ranges(state["done"]), "tally": state["tally"].to_json()}
-    write_atomic(Path(folder) / STATE_FILE, [json.dumps(data, indent=1), "\n"])
+    path = Path(folder) / STATE_FILE
+    n = len(state["done"])
+    final = state["complete"] or (state.get("summary") or {}).get("elements") == data["tally"]["elements"]
+    if final or n & (n - 1) == 0:
+        jsonfiles.validate(data, "sweep-state.schema.json", RuntimeError, f"the sweep state for {path}")
+    write_atomic(path, [json.dumps(data, indent=1), "\n"])
 
 
 def check_same(state: dict, key: dict, where) -> None:
