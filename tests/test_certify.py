@@ -232,3 +232,23 @@ def test_shared_and_private_versions_must_agree(capsys, tmp_path):
     code, _, _, report = certify(capsys, tmp_path, "--impl", "builtin:kernel", "--platform", "ft78ne")
     r09 = next(r for r in report["runs"][0]["requirements"] if r["id"] == "R09")
     assert code == 0 and r09["shared_vs_private"]["checked"] > 400 and r09["shared_vs_private"]["failed"] == 0
+
+
+def test_generated_vectors_in_memory_give_the_report_a_written_set_gives(tmp_path):
+    """certify without --vectors keeps the generated set in memory; the report must be the one
+    the same set written to disk and loaded back gives (same set id and manifest hash, same
+    runs), apart from where the set came from and when the report was made."""
+    from sl1conf.adapters import load
+    from sl1conf.conformance.certify.engine import certify, quick_families
+    from sl1conf.conformance.rules.profiles import load_profile
+    from sl1conf.conformance.vectors import store as V
+    from sl1conf.conformance.vectors.families import generate
+
+    adapter, profile = load("builtin:kernel"), load_profile("mt7004")
+    folder = V.write(tmp_path / "set", "fp16", generate("fp16", 2026, list(quick_families())), seed=2026)
+    in_memory = certify(adapter, profile, dtypes=["fp16"], quick=True)
+    from_disk = certify(adapter, profile, dtypes=["fp16"], vectors=folder)
+    for report in (in_memory, from_disk):
+        report.pop("created"), report.pop("quick")
+        report["vectors"]["fp16"].pop("source")
+    assert in_memory == from_disk

@@ -9,6 +9,8 @@ the oracle.
 
 from __future__ import annotations
 
+from sl1conf.conformance.cli.args import UsageError, dtype, seed
+
 import numpy as np
 
 from sl1conf.reference import formats as F
@@ -90,3 +92,18 @@ def demo_sample_library(dtypes, *, seed: int, out=print) -> int:
             out(f"  {fmt.name:<6}{len(cases):>6}{elements:>10}{same:>9}{worst:>9}  "
                 f"{'; '.join(sorted(memory)) or 'clean (guard pages, canaries, inputs)'}")
     return 0
+
+
+def _run(args) -> int:
+    if args.elements < 1:
+        raise UsageError(f"--elements must be at least 1, not {args.elements}")
+    return run_demo(args.dtype, elements=args.elements, seed=args.seed)
+
+
+def register(sub) -> None:
+    """Add ``demo`` to the ``sl1conf`` parser."""
+    p = sub.add_parser("demo", help="compare every evaluation model with the exact oracle")
+    p.add_argument("--dtype", type=dtype, action="append", help="fp16 or fp32 (repeatable; default both)")
+    p.add_argument("--elements", type=int, default=3000, help="elements per dtype (default 3000)")
+    p.add_argument("--seed", type=seed, default=2026, help="random seed (default 2026)")
+    p.set_defaults(run=_run)

@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from sl1conf.conformance.cli.args import EXIT_OK, UsageError, dtype
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import models_for
 from sl1conf.reference.oracle import evaluate_element
@@ -82,3 +83,25 @@ def explain(fmt: F.Format, texts: dict[str, str]) -> str:
             ulp = "sign"  # +0 against -0
         lines.append(f"  {model.name:<16}{F.hex_bits(fmt, out):<{fmt.bits // 4 + 4}}{ulp:>5}  {value_text(fmt, out)}")
     return "\n".join(lines)
+
+
+def _run(args) -> int:
+    texts = {"dy": args.dy, "x1": args.x1, "x2": args.x2, "beta": args.beta}
+    for name, text in texts.items():
+        try:
+            F.parse_value(args.dtype, text)
+        except ValueError as exc:
+            raise UsageError(f"--{name}: {exc}") from None
+    print(explain(args.dtype, texts))
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    """Add ``explain`` to the ``sl1conf`` parser."""
+    p = sub.add_parser("explain", help="take one element apart: exact diff, branch, result, models",
+                       description="Values are decimals (0.1), hex floats (0x1.8p-1), hex bit "
+                                   "patterns (0x3c00), inf, -inf or nan.")
+    p.add_argument("--dtype", type=dtype, required=True, help="fp16 or fp32")
+    for name in ("dy", "x1", "x2", "beta"):
+        p.add_argument(f"--{name}", required=True, metavar="V")
+    p.set_defaults(run=_run)

@@ -27,6 +27,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype, seed
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.search import fuzz as Z
@@ -49,11 +50,9 @@ EXIT_INTERRUPTED = 130
 __all__ = ["register"]
 
 
-class _Error(Exception):
-    """One line for the user (turned into cli.UsageError)."""
 
 
-def register(sub, common) -> None:
+def register(sub) -> None:
     """Add ``sl1conf fuzz`` (with the actions merge and replay) to the parser."""
     p = sub.add_parser(
         "fuzz", help="fuzz an implementation; save every failure as a minimized regression vector",
@@ -64,12 +63,12 @@ def register(sub, common) -> None:
     p.add_argument("dirs", nargs="*", metavar="DIR", help="fuzz output folders (merge, replay)")
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (replay: default the campaign's)")
     p.add_argument("--platform", metavar="NAME", help="ieee, ft78ne, mt7004 or a profile .toml file")
-    p.add_argument("--dtype", type=common.dtype, action="append", help="fp16 or fp32 (default: all in common)")
+    p.add_argument("--dtype", type=dtype, action="append", help="fp16 or fp32 (default: all in common)")
     p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
     p.add_argument("--seconds", type=float, help="run for this long (default 60 unless --elements)")
     p.add_argument("--elements", type=int, help="check about this many elements (all shards together)")
     p.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
-    p.add_argument("--seed", type=common.seed, help="campaign seed (default: a fresh one, printed and recorded)")
+    p.add_argument("--seed", type=seed, help="campaign seed (default: a fresh one, printed and recorded)")
     p.add_argument("--shard", metavar="I/N", default="1/1", help="run shard I of N (default 1/1)")
     p.add_argument("--batch-elements", type=int, default=Z.BATCH_ELEMENTS,
                    help=f"elements of each batch's long case (default {Z.BATCH_ELEMENTS})")
@@ -81,14 +80,11 @@ def register(sub, common) -> None:
     p.add_argument("--force", action="store_true", help="write into a non-empty folder that is not this campaign's")
 
     def run(args) -> int:
-        try:
-            if args.action == "merge":
-                return _merge(args, common)
-            if args.action == "replay":
-                return _replay(args, common)
-            return _campaign(args, common)
-        except _Error as exc:
-            raise common.UsageError(str(exc)) from None
+        if args.action == "merge":
+            return _merge(args)
+        if args.action == "replay":
+            return _replay(args)
+        return _campaign(args)
 
     p.set_defaults(run=run)
 
@@ -102,35 +98,33 @@ def _only(args, allowed: set, action: str) -> None:
                 "force": False}
     extra += sorted(n for n, d in defaults.items() if n not in allowed and getattr(args, n) != d)
     if extra:
-        raise _Error(f"{action} does not take --{extra[0].replace('_', '-')}")
+        raise UsageError(f"{action} does not take --{extra[0].replace('_', '-')}")
 
 
 def _positive(name: str, value, minimum=1) -> None:
     if value is not None and not value >= minimum:
-        raise _Error(f"--{name} must be at least {minimum}, not {value}")
+        raise UsageError(f"--{name} must be at least {minimum}, not {value}")
 
 
 def _campaign_from(args, adapter, profile) -> Z.Campaign:
     if args.seconds is not None and args.elements is not None:
-        raise _Error("give --seconds or --elements, not both")
+        raise UsageError("give --seconds or --elements, not both")
     if args.seconds is not None and not (args.seconds > 0 and math.isfinite(args.seconds)):
-        raise _Error(f"--seconds must be a positive number, not {args.seconds}")
+        raise UsageError(f"--seconds must be a positive number, not {args.seconds}")
     for name in ("elements", "workers", "batch_elements"):
         _positive(name.replace("_", "-"), getattr(args, name))
     _positive("max-cases", args.max_cases, 0)
     try:
         Z.parse_shard(args.shard)
     except ValueError as exc:
-        raise _Error(f"--shard: {exc}") from None
-    dtypes = [d.name for d in args.dtype] if args.dtype else list(profile.dtypes)
-    for d in dtypes:
-        if d not in profile.dtypes:
-            raise _Error(f"profile {profile.name} has no {d} (it documents {', '.join(profile.dtypes)})")
-    dtypes = [d for d in dict.fromkeys(dtypes) if d in adapter.dtypes]
-    variants = [v for v in dict.fromkeys(args.variant or profile.variants) if v in adapter.variants]
-    if not dtypes or not variants:
-        raise _Error(f"{adapter.name} offers {', '.join(adapter.dtypes)} ({', '.join(adapter.variants)}); "
-                     f"profile {profile.name} wants {', '.join(profile.dtypes)}: nothing to fuzz")
+        raise UsageError(f"--shard: {exc}") from None
+    from sl1conf.conformance.rules.profiles import ProfileError
+
+    try:
+        dtypes, variants = profile.select(adapter, [d.name for d in args.dtype] if args.dtype else None,
+                                          args.variant, what="fuzz")
+    except ProfileError as exc:
+        raise UsageError(str(exc)) from None
     batches = seconds = None
     if args.elements is not None:
         batches = max(1, math.ceil(args.elements / (args.batch_elements * len(dtypes) * len(variants))))
@@ -149,11 +143,11 @@ def _load(impl: str, platform: str):
     try:
         profile = load_profile(platform)
     except ProfileError as exc:
-        raise _Error(f"--platform {platform}: {exc}") from None
+        raise UsageError(f"--platform {platform}: {exc}") from None
     try:
         return load(impl), profile
     except AdapterError as exc:
-        raise _Error(f"--impl {impl}: {exc}") from None
+        raise UsageError(f"--impl {impl}: {exc}") from None
 
 
 # ------------------------------------------------------------------ the output folder
@@ -162,11 +156,11 @@ def _read_summary(folder: Path) -> dict:
     """``folder``'s summary.json, checked against schemas/fuzz-summary.schema.json: a missing,
     corrupt or hand-edited one is one line naming the file (exit 2)."""
     if not folder.is_dir():
-        raise _Error(f"{folder}: " + ("not a folder" if folder.exists() else "no such folder"))
+        raise UsageError(f"{folder}: " + ("not a folder" if folder.exists() else "no such folder"))
     path = folder / "summary.json"
     if not path.exists():
-        raise _Error(f"{folder}: not a sl1conf fuzz output (no summary.json)")
-    return jsonfiles.read_checked(path, "fuzz-summary.schema.json", SCHEMA_VERSION, _Error)
+        raise UsageError(f"{folder}: not a sl1conf fuzz output (no summary.json)")
+    return jsonfiles.read_checked(path, "fuzz-summary.schema.json", SCHEMA_VERSION, UsageError)
 
 
 def _claim(out: Path, identity: dict, shards: list, force: bool) -> "dict | None":
@@ -175,20 +169,20 @@ def _claim(out: Path, identity: dict, shards: list, force: bool) -> "dict | None
     from sl1conf.conformance.common.files import writable_folder
 
     if out.exists() and not out.is_dir():
-        raise _Error(f"--out {out} exists and is not a folder")
+        raise UsageError(f"--out {out} exists and is not a folder")
     with _cannot_write(out):
         empty = not out.exists() or not any(out.iterdir())
-        writable_folder(out, _Error)
+        writable_folder(out, UsageError)
     if empty:
         return None
     try:
         old = _read_summary(out)
-    except (_Error, OSError, ValueError):
+    except (UsageError, OSError, ValueError):
         old = None
     if old is not None and old["identity"] == identity and old["shards"] == shards:
         return old
     if not force:
-        raise _Error(f"--out {out} is not empty and not an output of this campaign: choose another folder "
+        raise UsageError(f"--out {out} is not empty and not an output of this campaign: choose another folder "
                      "or pass --force")
     return old
 
@@ -206,7 +200,7 @@ def _vector_case(case, kind: str):
 def _write_sets(out: Path, seed: int, cases_by_dtype: dict, old: "dict | None") -> dict:
     """``vectors-<dtype>`` for each dtype's (family spec, VectorCase) list; stale ones removed."""
     from sl1conf.conformance.vectors.cases import Family
-    from sl1conf.conformance.vectors.store import VectorSetError, _replaceable, write
+    from sl1conf.conformance.vectors.store import VectorSetError, is_replaceable, write
 
     written = {}
     for dtype, items in cases_by_dtype.items():
@@ -217,11 +211,11 @@ def _write_sets(out: Path, seed: int, cases_by_dtype: dict, old: "dict | None") 
         try:
             write(out / f"vectors-{dtype}", dtype, order, seed=seed, force=True)
         except VectorSetError as exc:
-            raise _Error(str(exc)) from None
+            raise UsageError(str(exc)) from None
         written[dtype] = f"vectors-{dtype}"
     for dtype, name in ((old or {}).get("vectors") or {}).items():
         stale = out / name
-        if dtype not in written and stale.is_dir() and _replaceable(stale):
+        if dtype not in written and stale.is_dir() and is_replaceable(stale):
             shutil.rmtree(stale)
     return written
 
@@ -254,7 +248,7 @@ def _cannot_write(out: Path):
     try:
         yield
     except OSError as exc:
-        raise _Error(f"{out}: cannot write there ({exc.strerror or exc})") from None
+        raise UsageError(f"{out}: cannot write there ({exc.strerror or exc})") from None
 
 
 def _save(out: Path, summary: dict, saved: list, old) -> None:
@@ -403,7 +397,7 @@ def _execute(campaign, adapter, profile, workers: int, scheduler, stop):
                 with dask_executor(scheduler) as (executor, threads):
                     return Z.run(campaign, executor=executor, in_flight=2 * threads, progress=show, stop=stop)
             except DaskError as exc:
-                raise _Error(str(exc)) from None
+                raise UsageError(str(exc)) from None
         if workers > 1:
             with _local_pool(workers, stop) as pool:
                 return Z.run(campaign, executor=pool, in_flight=2 * workers, progress=show, stop=stop)
@@ -498,16 +492,16 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
             "implementation": adapter.describe(), "profile": profile.summary(), "host": describe_host()}
 
 
-def _campaign(args, common) -> int:
+def _campaign(args) -> int:
     _only(args, {"impl", "platform", "dtype", "variant", "seconds", "elements", "workers", "seed", "shard",
                  "batch_elements", "max_cases", "scheduler", "out", "force"}, "a campaign")
     if args.dirs:
-        raise _Error(f"unexpected folder {args.dirs[0]}: a campaign writes to --out (merge and replay take folders)")
+        raise UsageError(f"unexpected folder {args.dirs[0]}: a campaign writes to --out (merge and replay take folders)")
     for name in ("impl", "platform", "out"):
         if getattr(args, name) is None:
-            raise _Error(f"a campaign needs --{name}")
+            raise UsageError(f"a campaign needs --{name}")
     if args.scheduler and args.workers != 1:
-        raise _Error("--workers is for local runs; a Dask cluster (--scheduler) has its own workers")
+        raise UsageError("--workers is for local runs; a Dask cluster (--scheduler) has its own workers")
     adapter, profile = _load(args.impl, args.platform)
     with adapter:
         campaign = _campaign_from(args, adapter, profile)
@@ -524,29 +518,29 @@ def _campaign(args, common) -> int:
     if stop():
         print("fuzz: interrupted: the summary covers the batches that finished", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return common.EXIT_FAIL if result.first else common.EXIT_OK
+    return EXIT_FAIL if result.first else EXIT_OK
 
 
 # ------------------------------------------------------------------ merge
 
-def _merge(args, common) -> int:
+def _merge(args) -> int:
     from sl1conf.conformance.vectors.store import VectorSetError, load
 
     _only(args, {"out", "force"}, "merge")
     if not args.dirs or args.out is None:
-        raise _Error("merge needs the folders to merge and --out DIR")
+        raise UsageError("merge needs the folders to merge and --out DIR")
     parts = [(Path(d), _read_summary(Path(d))) for d in args.dirs]
     first = parts[0][1]
     shards, batches = [], set()
     for folder, s in parts:
         if s["identity"] != first["identity"]:
             diff = sorted(k for k in s["identity"] if s["identity"][k] != first["identity"].get(k))
-            raise _Error(f"{folder} is another campaign than {parts[0][0]} (differs in {', '.join(diff)})")
+            raise UsageError(f"{folder} is another campaign than {parts[0][0]} (differs in {', '.join(diff)})")
         if set(s["shards"]) & set(shards):
-            raise _Error(f"{folder}: shard {sorted(set(s['shards']) & set(shards))[0]} is merged twice")
+            raise UsageError(f"{folder}: shard {sorted(set(s['shards']) & set(shards))[0]} is merged twice")
         mine = set(_expand(s["batches"]["ranges"]))
         if mine & batches:
-            raise _Error(f"{folder}: batch {min(mine & batches)} was run by two of the outputs")
+            raise UsageError(f"{folder}: batch {min(mine & batches)} was run by two of the outputs")
         shards += s["shards"]
         batches |= mine
     out = Path(args.out)
@@ -560,7 +554,7 @@ def _merge(args, common) -> int:
                 try:
                     sets[dtype] = load(folder / s["vectors"][dtype])
                 except VectorSetError as exc:
-                    raise _Error(str(exc)) from None
+                    raise UsageError(str(exc)) from None
             vs = sets[dtype]
             rows = {r["id"]: r for r in vs.manifest["cases"]}
             items = []
@@ -592,20 +586,20 @@ def _merge(args, common) -> int:
                             "keys": sorted(keys)}}
     summary.pop("saved", None)
     _save(out, summary, saved, old)
-    return common.EXIT_FAIL if summary["failures"]["findings"] else common.EXIT_OK
+    return EXIT_FAIL if summary["failures"]["findings"] else EXIT_OK
 
 
 # ------------------------------------------------------------------ replay
 
-def _replay(args, common) -> int:
+def _replay(args) -> int:
     _only(args, {"impl", "batch"}, "replay")
     if len(args.dirs) != 1 or args.batch is None:
-        raise _Error("replay needs one fuzz output folder and --batch K")
+        raise UsageError("replay needs one fuzz output folder and --batch K")
     _positive("batch", args.batch, 0)
     s = _read_summary(Path(args.dirs[0]))
     ranges = s["batches"]["ranges"]
     if not any(a <= args.batch < b and (args.batch - a) % c == 0 for a, b, c in ranges):
-        raise _Error(f"--batch {args.batch}: {args.dirs[0]} did not run that batch (it ran {_ranges_text(ranges)})")
+        raise UsageError(f"--batch {args.batch}: {args.dirs[0]} did not run that batch (it ran {_ranges_text(ranges)})")
     campaign = Z.Campaign.from_dict(s["campaign"])
     adapter, profile = _load(args.impl or campaign.impl, campaign.platform)
     with adapter:
@@ -617,4 +611,4 @@ def _replay(args, common) -> int:
         c = cases[f.case]
         print(f"  {f.kind} case {f.case} ({c.dtype} {c.variant}, length {c.n}"
               + (f", element {f.element}" if f.element is not None else "") + f"): {f.detail}")
-    return common.EXIT_FAIL if findings else common.EXIT_OK
+    return EXIT_FAIL if findings else EXIT_OK

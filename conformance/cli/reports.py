@@ -7,37 +7,39 @@ import io
 import sys
 from pathlib import Path
 
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError
+
 __all__ = ["register"]
 
 
-def _load(common, path):
+def _load(path):
     from sl1conf.conformance.reports.write import ReportError, load_report
 
     try:
         return load_report(path)
     except ReportError as exc:
-        raise common.UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
 
 
-def _cmd_report(args, common) -> int:
+def _cmd_report(args) -> int:
     from sl1conf.conformance.reports.write import FORMATS, ReportError, write_report
 
-    report = _load(common, args.dir)
+    report = _load(args.dir)
     formats = args.format or [f for f in FORMATS if f != "json"]
     out = Path(args.out) if args.out else Path(report["_path"]).parent
     try:
         written = write_report(report, out, formats)
     except ReportError as exc:
-        raise common.UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     for path in written:
         print(f"wrote {path}")
-    return common.EXIT_OK
+    return EXIT_OK
 
 
-def _cmd_gate(args, common) -> int:
+def _cmd_gate(args) -> int:
     from sl1conf.conformance.reports.gate import gate, label
 
-    new, old = _load(common, args.new), _load(common, args.baseline)
+    new, old = _load(args.new), _load(args.baseline)
     result = gate(new, old)
     print(f"gate: {label(new)} ({new.get('created', '?')}) against the baseline {label(old)} "
           f"({old.get('created', '?')})")
@@ -45,16 +47,16 @@ def _cmd_gate(args, common) -> int:
         print(f"  {line}")
     if result.regressions:
         print(f"gate: FAIL, {len(result.regressions)} regression{'s' * (len(result.regressions) != 1)}")
-        return common.EXIT_FAIL
+        return EXIT_FAIL
     print("gate: PASS, no regression")
-    return common.EXIT_OK
+    return EXIT_OK
 
 
-def _cmd_compare(args, common) -> int:
+def _cmd_compare(args) -> int:
     from sl1conf.conformance.reports.gate import compare_rows
     from sl1conf.conformance.common.files import write_atomic
 
-    reports = [_load(common, p) for p in args.reports]
+    reports = [_load(p) for p in args.reports]
     header, rows = compare_rows(reports)
     if args.format == "csv":
         buf = io.StringIO()
@@ -71,20 +73,20 @@ def _cmd_compare(args, common) -> int:
     if args.out:
         out = Path(args.out)
         if out.is_dir():
-            raise common.UsageError(f"--out {out} is a folder; give a file name")
+            raise UsageError(f"--out {out} is a folder; give a file name")
         if not out.parent.is_dir():
-            raise common.UsageError(f"--out {out}: no folder {out.parent}")
+            raise UsageError(f"--out {out}: no folder {out.parent}")
         try:
             write_atomic(out, text)
         except OSError as exc:
-            raise common.UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
+            raise UsageError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
         print(f"wrote {out}")
     else:
         sys.stdout.write(text)
-    return common.EXIT_OK
+    return EXIT_OK
 
 
-def register(sub, common) -> None:
+def register(sub) -> None:
     """Add ``report``, ``gate`` and ``compare`` to the ``sl1conf`` parser."""
     p = sub.add_parser("report", help="render report.md, report.html and junit.xml again from report.json",
                        description="Renders from report.json alone, so reports can be redone later or elsewhere.")
@@ -92,15 +94,15 @@ def register(sub, common) -> None:
     p.add_argument("--format", choices=("html", "md", "junit"), action="append",
                    help="html, md or junit (repeatable; default all three)")
     p.add_argument("--out", help="folder to write into (default: the report's own folder)")
-    p.set_defaults(run=lambda args: _cmd_report(args, common))
+    p.set_defaults(run=_cmd_report)
 
     p = sub.add_parser("gate", help="exit 1 if NEW regressed against the baseline report, else 0")
     p.add_argument("new", metavar="NEW", help="the new report.json (or its folder)")
     p.add_argument("--baseline", required=True, metavar="OLD", help="the baseline report.json (or its folder)")
-    p.set_defaults(run=lambda args: _cmd_gate(args, common))
+    p.set_defaults(run=_cmd_gate)
 
     p = sub.add_parser("compare", help="one table of several reports side by side")
     p.add_argument("reports", nargs="+", metavar="REPORT", help="report.json files (or their folders)")
     p.add_argument("--format", choices=("md", "html", "csv"), default="md", help="md (default), html or csv")
     p.add_argument("--out", help="file to write (default: standard output)")
-    p.set_defaults(run=lambda args: _cmd_compare(args, common))
+    p.set_defaults(run=_cmd_compare)

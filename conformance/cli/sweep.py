@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, Parser, UsageError, dtype
 from sl1conf.reference import formats as F
 
 from sl1conf.conformance.common.commands import explain_command
@@ -25,13 +26,13 @@ x1 - x2 is within K fp16 steps of +beta or -beta; K defaults to 8). Re-running t
 resumes from OUT/sweep.json; 'sl1conf sweep merge' combines shards. See docs/sweeps.md."""
 
 
-def register(sub, common) -> None:
+def register(sub) -> None:
     """Add this module's subcommands to the ``sl1conf`` parser (see cli.build_parser)."""
     p = sub.add_parser("sweep", help=HELP, description=DESCRIPTION)
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (as for certify)")
     p.add_argument("--beta", metavar="V")
     p.add_argument("--dy", metavar="V")
-    p.add_argument("--dtype", type=common.dtype, default=F.FP16, help="fp16 only (the default): fp32 has 2^64 pairs")
+    p.add_argument("--dtype", type=dtype, default=F.FP16, help="fp16 only (the default): fp32 has 2^64 pairs")
     p.add_argument("--subset", default="all", help="all (default), x2=V or around-beta[:K]")
     p.add_argument("--variant", choices=("s", "p"), default="p", help="s or p (default p)")
     p.add_argument("--workers", type=int, help="processes (default: the CPUs available)")
@@ -40,57 +41,57 @@ def register(sub, common) -> None:
                    help="profile that judges, as certify does (default ieee; kept in the checkpoint)")
     p.add_argument("--max-blocks", type=int, metavar="N", help="stop after N blocks (run again to continue)")
     p.add_argument("--out", help="folder for sweep.json (the checkpoint and the result)")
-    actions = p.add_subparsers(dest="action", parser_class=common.parser_class)
+    actions = p.add_subparsers(dest="action", parser_class=Parser)
     m = actions.add_parser("merge", help="combine the sweep.json of shards into one")
     m.add_argument("dirs", nargs="+", metavar="DIR")
     m.add_argument("--out", dest="merge_out", required=True, help="folder for the merged sweep.json")
-    p.set_defaults(run=lambda args: _merge(args, common) if args.action == "merge" else _sweep(args, common))
+    p.set_defaults(run=lambda args: _merge(args) if args.action == "merge" else _sweep(args))
 
 
-def _profile(name, common):
+def _profile(name):
     from sl1conf.conformance.rules.profiles import ProfileError, load_profile
 
     try:
         profile = load_profile(name)
         profile.require_dtype("fp16")
     except ProfileError as exc:
-        raise common.UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     return profile
 
 
-def _out_folder(text, common) -> Path:
+def _out_folder(text) -> Path:
     out = Path(text)
     if out.exists() and not out.is_dir():
-        raise common.UsageError(f"--out {out} exists and is not a folder")
+        raise UsageError(f"--out {out} exists and is not a folder")
     return out
 
 
-def _sweep(args, common) -> int:
+def _sweep(args) -> int:
     from sl1conf.adapters import AdapterError
 
     from sl1conf.conformance.search.shards import WHOLE, parse_shard
 
     missing = [o for o in ("impl", "beta", "dy", "out") if getattr(args, o) is None]
     if missing:
-        raise common.UsageError(f"sweep needs {', '.join('--' + o for o in missing)}")
+        raise UsageError(f"sweep needs {', '.join('--' + o for o in missing)}")
     if args.dtype.name != "fp16":
-        raise common.UsageError(f"sweep covers fp16 only, not {args.dtype.name}: fp32 has 2^64 pairs "
+        raise UsageError(f"sweep covers fp16 only, not {args.dtype.name}: fp32 has 2^64 pairs "
                                 "(use sl1conf fuzz or sl1conf certify for fp32)")
     values = {}
     for name in ("beta", "dy"):
         try:
             values[name], _ = F.parse_value(F.FP16, getattr(args, name))
         except ValueError as exc:
-            raise common.UsageError(f"--{name}: {exc}") from None
+            raise UsageError(f"--{name}: {exc}") from None
     try:
         shard = parse_shard(args.shard) if args.shard else WHOLE
     except ValueError as exc:
-        raise common.UsageError(f"--shard: {exc}") from None
+        raise UsageError(f"--shard: {exc}") from None
     for opt in ("workers", "max_blocks"):
         if getattr(args, opt) is not None and getattr(args, opt) < 1:
-            raise common.UsageError(f"--{opt.replace('_', '-')} must be at least 1")
-    profile = _profile(args.platform, common)
-    out = _out_folder(args.out, common)
+            raise UsageError(f"--{opt.replace('_', '-')} must be at least 1")
+    profile = _profile(args.platform)
+    out = _out_folder(args.out)
     from sl1conf.reference import kernel
 
     workers = args.workers or kernel.default_threads()
@@ -101,22 +102,22 @@ def _sweep(args, common) -> int:
         state = S.run_sweep(config, out, workers=workers, shard=shard, max_blocks=args.max_blocks,
                             progress=show)
     except S.SweepError as exc:
-        raise common.UsageError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     except AdapterError as exc:
-        raise common.UsageError(f"--impl {args.impl}: {exc}") from None
+        raise UsageError(f"--impl {args.impl}: {exc}") from None
     finally:
         if show:
             print("\r\033[K", end="", file=sys.stderr, flush=True)
     pending = len(shard.items(0, state["blocks"])) - sum(1 for k in state["done"] if shard.owns(k))
-    return _finish(state, profile, out, common, f"partial: {pending} blocks of this shard still to run; run "
+    return _finish(state, profile, out, f"partial: {pending} blocks of this shard still to run; run "
                    "the same command again to continue" if pending else "")
 
 
-def _merge(args, common) -> int:
-    out = _out_folder(args.merge_out, common)
+def _merge(args) -> int:
+    out = _out_folder(args.merge_out)
     dirs = [Path(d) for d in args.dirs]
     if any(d.resolve() == out.resolve() for d in dirs):
-        raise common.UsageError(f"--out {out} is one of the inputs: merge into another folder")
+        raise UsageError(f"--out {out} is one of the inputs: merge into another folder")
     try:
         states = []
         for d in dirs:
@@ -131,15 +132,15 @@ def _merge(args, common) -> int:
             if not old["done"] <= merged["done"]:
                 raise S.SweepError(f"{out} holds blocks the inputs do not: merge into another folder")
     except S.SweepError as exc:
-        raise common.UsageError(str(exc)) from None
-    profile = _profile(merged["config"]["platform"], common)  # the profile the shards judged under
+        raise UsageError(str(exc)) from None
+    profile = _profile(merged["config"]["platform"])  # the profile the shards judged under
     missing = merged["blocks"] - len(merged["done"])
     note = f"incomplete: {missing} blocks are in none of the inputs" if missing else ""
-    code = _finish(merged, profile, out, common, note)
-    return common.EXIT_FAIL if missing else code  # a merge that misses blocks has not checked them
+    code = _finish(merged, profile, out, note)
+    return EXIT_FAIL if missing else code  # a merge that misses blocks has not checked them
 
 
-def _finish(state, profile, out, common, note: str = "") -> int:
+def _finish(state, profile, out, note: str = "") -> int:
     """Print the summary, write it into OUT/sweep.json, and choose the exit status."""
     tally = state["tally"]
     seconds = S.elapsed(state)
@@ -152,7 +153,7 @@ def _finish(state, profile, out, common, note: str = "") -> int:
     for line in summary_lines(state, note):
         print(line)
     print(f"summary: {Path(out) / S.STATE_FILE}")
-    return common.EXIT_OK if state["summary"]["verdict"]["pass"] else common.EXIT_FAIL
+    return EXIT_OK if state["summary"]["verdict"]["pass"] else EXIT_FAIL
 
 
 def _value(hex_text: str) -> str:

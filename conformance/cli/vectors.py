@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
+from sl1conf.conformance.cli.args import Parser, UsageError, dtype, seed
 from sl1conf.reference import formats as F
 
 from sl1conf.conformance.vectors import store as V
 
-__all__ = ["generate", "verify", "list_set", "show", "export"]
-
-
-class CommandError(Exception):
-    """Bad input: the command line prints it as one line and exits 2."""
-
-
-def _load(path) -> V.VectorSet:
-    try:
-        return V.load(path)
-    except V.VectorSetError as exc:
-        raise CommandError(str(exc)) from None
+__all__ = ["generate", "verify", "list_set", "show", "export", "register"]
 
 
 def generate(dtype: F.Format, out, *, seed: int, names, large: bool, force: bool, echo=print) -> int:
@@ -26,13 +16,10 @@ def generate(dtype: F.Format, out, *, seed: int, names, large: bool, force: bool
     try:
         families = make_families(dtype.name, seed, names or None, large=large)
     except ValueError as exc:
-        raise CommandError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     if not families:
-        raise CommandError(f"none of the families asked for applies to {dtype.name}")
-    try:
-        path = V.write(out, dtype, families, seed=seed, large=large, force=force)
-    except V.VectorSetError as exc:
-        raise CommandError(str(exc)) from None
+        raise UsageError(f"none of the families asked for applies to {dtype.name}")
+    path = V.write(out, dtype, families, seed=seed, large=large, force=force)
     cases = sum(len(f.cases) for f in families)
     elements = sum(c.n for f in families for c in f.cases)
     echo(f"wrote {path}: {dtype.name}, {len(families)} families, {cases} cases, {elements} elements, seed {seed}")
@@ -40,7 +27,7 @@ def generate(dtype: F.Format, out, *, seed: int, names, large: bool, force: bool
 
 
 def verify(path, echo=print) -> int:
-    vs = _load(path)
+    vs = V.load(path)
     problems = V.verify(vs)
     for line in problems:
         echo(f"{vs.path}/{line}")
@@ -54,7 +41,7 @@ def verify(path, echo=print) -> int:
 
 
 def list_set(path, echo=print) -> int:
-    vs = _load(path)
+    vs = V.load(path)
     m = vs.manifest
     echo(f"{vs.path}: {m['dtype']}, seed {m['seed']}, generator {m['generator']['name']} "
          f"{m['generator']['version']}, {len(m['cases'])} cases, {m['elements']} elements")
@@ -65,13 +52,13 @@ def list_set(path, echo=print) -> int:
 
 
 def show(path, key: str, echo=print, limit: int = 8) -> int:
-    vs = _load(path)
+    vs = V.load(path)
     fmt = vs.format
     hx = lambda b: F.hex_bits(fmt, b)  # noqa: E731
     if "." in key:  # a case id
         rows = [r for r in vs.manifest["cases"] if r["id"] == key]
         if not rows:
-            raise CommandError(f"{vs.path}: no case {key!r} (case ids look like 3.12: family 3, case 12)")
+            raise UsageError(f"{vs.path}: no case {key!r} (case ids look like 3.12: family 3, case 12)")
         row = rows[0]
         fam = vs.family(row["family"])
         echo(f"case {row['id']} of family {fam['id']} {fam['name']}: {row['variant']} variant, "
@@ -92,7 +79,7 @@ def show(path, key: str, echo=print, limit: int = 8) -> int:
     try:
         fam = vs.family(key)
     except V.VectorSetError as exc:
-        raise CommandError(f"{exc} (give a family id or name, or a case id like 3.12)") from None
+        raise UsageError(f"{exc} (give a family id or name, or a case id like 3.12)") from None
     echo(f"family {fam['id']} {fam['name']}: {fam['cases']} cases, {fam['elements']} elements")
     echo(f"  {fam['description']}")
     echo(f"  {'case':<8}{'var':<5}{'mask':<8}{'length':>8}{'beta':>12}  {'result':<11}flags")
@@ -105,13 +92,52 @@ def show(path, key: str, echo=print, limit: int = 8) -> int:
 def export(path, fmt_name: str, out, *, force: bool, echo=print) -> int:
     from sl1conf.conformance.vectors import export as E
 
-    vs = _load(path)
+    vs = V.load(path)
     try:
         written = E.export(vs, fmt_name, out or ("sl1_vectors_c" if fmt_name == "c-header" else "sl1_vectors.txt"),
                            force=force)
-    except (V.VectorSetError, OSError) as exc:
-        raise CommandError(str(exc) if isinstance(exc, V.VectorSetError)
-                           else f"{out}: cannot write the export ({exc.strerror or exc})") from None
+    except OSError as exc:
+        raise UsageError(f"{out}: cannot write the export ({exc.strerror or exc})") from None
     for p in written:
         echo(f"wrote {p}")
     return 0
+
+
+def _run(args) -> int:
+    if args.action == "generate":
+        names = [n for part in (args.families or []) for n in part.split(",") if n]
+        return generate(args.dtype, args.out, seed=args.seed, names=names, large=args.large, force=args.force)
+    if args.action == "verify":
+        return verify(args.dir)
+    if args.action == "list":
+        return list_set(args.dir)
+    if args.action == "show":
+        return show(args.dir, args.id)
+    return export(args.dir, args.format, args.out, force=args.force)
+
+
+def register(sub) -> None:
+    """Add ``vectors generate | verify | list | show | export`` to the ``sl1conf`` parser."""
+    p = sub.add_parser("vectors", help="golden test vectors: generate, verify, list, show, export")
+    vsub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
+    g = vsub.add_parser("generate", help="write a vector set folder (docs/vector-format.md)")
+    g.add_argument("--dtype", type=dtype, required=True, help="fp16 or fp32")
+    g.add_argument("--out", required=True, help="folder to create")
+    g.add_argument("--seed", type=seed, default=2026, help="random seed (default 2026)")
+    g.add_argument("--families", action="append", metavar="NAMES",
+                   help="comma-separated family names (default: all)")
+    g.add_argument("--large", action="store_true", help="include the large (1,000,000+ element) family")
+    g.add_argument("--force", action="store_true", help="replace an existing folder")
+    for name, text in (("verify", "check checksums and schema, recompute every expected result"),
+                       ("list", "summarize the families of a set")):
+        v = vsub.add_parser(name, help=text)
+        v.add_argument("dir")
+    v = vsub.add_parser("show", help="one family (id or name) or one case (id like 3.12)")
+    v.add_argument("dir")
+    v.add_argument("id")
+    v = vsub.add_parser("export", help="a C header with a self-test program, or TestFloat-style hex text")
+    v.add_argument("dir")
+    v.add_argument("--format", choices=("c-header", "hex"), required=True)
+    v.add_argument("--out", help="output folder (c-header) or file (hex)")
+    v.add_argument("--force", action="store_true", help="replace existing output")
+    p.set_defaults(run=_run)

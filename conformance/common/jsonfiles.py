@@ -37,12 +37,24 @@ def read_checked(path, schema_name: str, version: int, error: type) -> dict:
     return doc
 
 
-def validate(doc, schema_name: str, error: type, label: str) -> None:
-    """``error("LABEL: does not match the schema at WHERE: WHY")`` unless ``doc`` matches."""
+@cache
+def _validator(name: str):
+    """One compiled validator per committed schema (the schema itself checked once): checking a
+    document is then milliseconds, cheap enough for every sweep checkpoint."""
     import jsonschema
 
-    try:
-        jsonschema.validate(doc, schema(schema_name))
-    except jsonschema.ValidationError as exc:
-        where = "/".join(str(p) for p in exc.absolute_path) or "(top)"
-        raise error(f"{label}: does not match the schema at {where}: {exc.message}") from None
+    doc = schema(name)
+    cls = jsonschema.validators.validator_for(doc)
+    cls.check_schema(doc)
+    return cls(doc)
+
+
+def validate(doc, schema_name: str, error: type, label: str) -> None:
+    """``error("LABEL: does not match the schema at WHERE: WHY")`` unless ``doc`` matches (the
+    first error, as ``jsonschema.validate`` reports it: the most relevant one)."""
+    import jsonschema
+
+    best = jsonschema.exceptions.best_match(_validator(schema_name).iter_errors(doc))
+    if best is not None:
+        where = "/".join(str(p) for p in best.absolute_path) or "(top)"
+        raise error(f"{label}: does not match the schema at {where}: {best.message}")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from sl1conf.conformance.common import jsonfiles
+from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.files import writable_folder, write_atomic
 
 __all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "load_report", "write_report", "validate"]
@@ -19,7 +20,7 @@ SCHEMA_VERSION = 1
 SCHEMA_FILE = "report.schema.json"
 
 
-class ReportError(Exception):
+class ReportError(SuiteError):
     """An unusable report file or folder: one line naming it and the problem."""
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from sl1conf.conformance.common.errors import SuiteError
+
 __all__ = ["DaskError", "dask_executor"]
 
 CONNECT_TIMEOUT = "20s"
 
 
-class DaskError(Exception):
+class DaskError(SuiteError):
     """Dask is not installed, or the scheduler cannot be reached (one line)."""
 
 

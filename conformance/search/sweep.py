@@ -494,18 +494,10 @@ def load_state(folder) -> "dict | None":
 
 def save_state(folder, state: dict) -> None:
     """Write ``state`` to FOLDER/sweep.json atomically, checked against
-    schemas/sweep-state.schema.json first (a mismatch is a bug: RuntimeError, a traceback).
-
-    The check costs about as much as a block (some 70 ms: jsonschema re-checks the schema on
-    every call), and the document has the same shape after every block, so the checkpoints
-    after 1, 2, 4, 8, ... blocks are checked, and every final write: a complete sweep, and the
-    command line's write of its summary (one of the current tally)."""
+    schemas/sweep-state.schema.json first (a mismatch is a bug: RuntimeError, a traceback)."""
     data = {**state, "done": ranges(state["done"]), "tally": state["tally"].to_json()}
     path = Path(folder) / STATE_FILE
-    n = len(state["done"])
-    final = state["complete"] or (state.get("summary") or {}).get("elements") == data["tally"]["elements"]
-    if final or n & (n - 1) == 0:
-        jsonfiles.validate(data, "sweep-state.schema.json", RuntimeError, f"the sweep state for {path}")
+    jsonfiles.validate(data, "sweep-state.schema.json", RuntimeError, f"the sweep state for {path}")
     write_atomic(path, [json.dumps(data, indent=1), "\n"])
 
 
@@ -534,9 +526,12 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
         raise ValueError("an adapter object runs in this process only (workers=1)")
     probe = adapter if adapter is not None else load(config.impl)
     try:
-        if "fp16" not in probe.dtypes or config.variant not in probe.variants:
-            raise SweepError(f"{probe.name} offers {'/'.join(probe.dtypes)} in variants "
-                             f"{'/'.join(probe.variants)}: no fp16 {config.variant}")
+        from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+
+        try:
+            load_profile(config.platform).select(probe, ["fp16"], [config.variant], what="sweep")
+        except ProfileError as exc:
+            raise SweepError(str(exc)) from None
         described = probe.describe()
     finally:
         if adapter is None:

@@ -203,6 +203,7 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
         raise VectorSetError(f"{out} is not a vector set folder (no sl1conf manifest.json) and not empty: "
                              "--force replaces only vector sets")
     manifest, files, _ = _complete(fmt, families, seed, large)
+    jsonfiles.validate(manifest, "vector-manifest.schema.json", RuntimeError, f"the manifest for {out}")  # a bug if not
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
