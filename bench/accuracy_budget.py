@@ -308,27 +308,15 @@ def x2_grid16(beta_bits: int, rng: np.random.Generator, size: int = 64) -> np.nd
     return grid.astype(np.uint16)
 
 
-def sweep_fp16_x1_all(rng, betas, dys, grid_size):
-    x1_all = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+def sweep_fp16_all_patterns(rng, betas, dys, grid_size, *, every: str = "x1"):
+    """Every pattern of one input (``every``: x1 or x2) against a grid of values of the other."""
+    all_patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
     for _, beta_bits in betas:
         grid = x2_grid16(beta_bits, rng)
         if grid_size < len(grid):
             grid = grid[np.linspace(0, len(grid) - 1, grid_size).round().astype(int)]
-        x1 = np.tile(x1_all, grid.size)
-        x2 = np.repeat(grid, x1_all.size)
-        for dy in dys:
-            yield np.full(x1.size, bits_of(FP16, dy), np.uint16), x1, x2, beta_bits
-
-
-def sweep_fp16_x2_all(rng, betas, dys, grid_size):
-    """The mirror image: every x2 pattern against a grid of x1 values."""
-    x2_all = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
-    for _, beta_bits in betas:
-        grid = x2_grid16(beta_bits, rng)
-        if grid_size < len(grid):
-            grid = grid[np.linspace(0, len(grid) - 1, grid_size).round().astype(int)]
-        x1 = np.repeat(grid, x2_all.size)
-        x2 = np.tile(x2_all, grid.size)
+        swept, fixed = np.tile(all_patterns, grid.size), np.repeat(grid, all_patterns.size)
+        x1, x2 = (swept, fixed) if every == "x1" else (fixed, swept)
         for dy in dys:
             yield np.full(x1.size, bits_of(FP16, dy), np.uint16), x1, x2, beta_bits
 
@@ -775,10 +763,10 @@ def main(argv=None) -> int:
               f"every x1 pattern (65,536) x {grid} x2 values (zeros, +-beta and neighbours, +-2beta, "
               f"+-beta/2, range edges, every binade) x betas {{{', '.join(n for n, _ in betas16)}}} x dy "
               f"{{{', '.join(dy_label(v) for v in dys16)}}}",
-              sweep_fp16_x1_all(rng, betas16, dys16, grid))
+              sweep_fp16_all_patterns(rng, betas16, dys16, grid, every="x1"))
     run.sweep("fp16-x2-all", "fp16",
               f"every x2 pattern (65,536) x {grid} x1 values (the same kind of grid) x the same betas and dy",
-              sweep_fp16_x2_all(rng, betas16, dys16, grid))
+              sweep_fp16_all_patterns(rng, betas16, dys16, grid, every="x2"))
     betas16b = [BETAS16[i] for i in (2, 5)] if q else BETAS16
     pairs = 8 if q else 64
     run.sweep("fp16-dy-all", "fp16",

@@ -349,3 +349,21 @@ def test_scalar_path_overflows_where_the_formula_does_not(cpu, torch):
                                      Case("fp32", *(r[:1] for r in row), _beta_bits(fmt, 4.0))])
     assert long_call.out[0] == _bits(fmt, [big / 2])[0]
     assert short_call.out[0] == fmt.inf_bits
+
+
+@pytest.mark.parametrize("beta", ["0", "-1"])
+def test_sweep_gives_certifys_verdict_on_torchs_open_answers(torch, tmp_path, capsys, beta):
+    """`sl1conf sweep --impl torch:cpu --beta 0|-1 --dy 1 --subset x2=0` passes, as certify does on
+    those inputs: torch's answers at beta <= 0 are acceptable alternatives (recorded under R16),
+    and every other element is within the budget or an accepted model's bits."""
+    import json
+
+    from sl1conf.conformance.cli import main
+
+    code = main(["sweep", "--impl", "torch:cpu", f"--beta={beta}", "--dy", "1", "--subset", "x2=0",
+                 "--workers", "1", "--out", str(tmp_path / "s")])
+    out = capsys.readouterr().out
+    verdict = json.loads((tmp_path / "s" / "sweep.json").read_text())["summary"]["verdict"]
+    assert code == 0 and "verdict: PASS" in out and verdict["rejected"] == 0, out
+    question = "beta = 0" if beta == "0" else "beta < 0"
+    assert verdict["open_answers"][question] and f"open ({question}, R16)" in out
