@@ -115,7 +115,7 @@ def write_reports(with_torch: bool) -> int:
              "| implementation | `--impl` | platform | verdict | largest error (ULP) | report |",
              "|---|---|---|---|---|---|", *rows, "",
              "## Side by side", "", "`sl1conf compare reports/*/`:", "", compare.stdout.rstrip(), ""]
-    tmp = REPORTS / ".README.md.tmp"
+    tmp = REPORTS / ".README.md.tmp"  # (this script runs before sl1conf is installed: its own atomic write)
     tmp.write_text("\n".join(index))
     os.replace(tmp, REPORTS / "README.md")
     print(f"quickstart: wrote {REPORTS / 'README.md'}", flush=True)

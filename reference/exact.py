@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from sl1conf.reference import formats as F
 from sl1conf.reference.formats import Format
 
 __all__ = ["as_f64", "exact_diff", "gt", "lt", "eq", "position", "rounded_diff", "at_boundary", "beta_value"]

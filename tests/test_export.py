@@ -14,7 +14,7 @@
 - Both exports refuse to replace existing output without force, and are deterministic.
 - An empty set and a family without cases; an fp32 set builds with -DSL1_NO_HALF.
 - On a target: built with aarch64-linux-gnu-gcc -static, run under qemu-aarch64 (required in CI).
-- With conformance/vectors/families.py present: a realistic generated set, report as predicted.
+- With the vector families (conformance/vectors/families/): a realistic generated set, report as predicted.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sl1conf.adapters.base import Case, ArrayFunction
+from sl1conf.adapters.base import ArrayFunction, Case
 from sl1conf.conformance.certify.engine import judge_run
 from sl1conf.conformance.rules.profiles import load_profile
 from sl1conf.conformance.search import fuzz as Z
@@ -114,3 +114,51 @@ def test_sweep_records_the_open_answers_and_passes_beta_zero(tmp_path):
     v = S.verdict(state["tally"], load_profile("ieee"))
     assert v["pass"] and v["rejected"] == 0
     assert v["open_answers"]["beta = 0"] == {"neg-dy": 2}  # x1 = +0 and x1 = -0, diff = 0
+
+
+@pytest.mark.parametrize("platform, passes", [("mt7004", True), ("ieee", False)])
+def test_flushing_is_accepted_by_every_rule_where_the_profile_accepts_it(platform, passes):
+    """The flush-to-zero oracle itself, judged on subnormal-heavy inputs: on a flushing profile
+    (mt7004) no rule rejects it, the boundary and overflow rules included (a subnormal beta read
+    as zero puts diff = 0 on the boundary and makes 1 / beta overflow); on ieee it fails."""
+    from sl1conf.reference import fast_oracle
+
+    rng = np.random.default_rng(3)
+    n = 4096
+    sub = lambda: rng.integers(1, 0x400, n).astype(np.uint16) | (rng.integers(0, 2, n).astype(np.uint16) << 15)  # noqa: E731
+    x1 = np.where(rng.random(n) < 0.5, sub(), rng.integers(0, 0x7C00, n).astype(np.uint16))
+    x2 = np.where(rng.random(n) < 0.5, sub(), np.zeros(n, np.uint16))
+    dy = np.where(rng.random(n) < 0.3, sub(), np.full(n, 0x3C00, np.uint16))
+    profile = load_profile(platform)
+    for beta in (0x0001, 0x0155, 0x3C00):
+        flushing = lambda d, a, b, beta: fast_oracle.smoothl1lossgrad(d, a, b, beta, flush_subnormals=True)  # noqa: E731
+        adapter = ArrayFunction("ftz", flushing)
+        case = Case("fp16", dy, x1, x2, beta)
+        got = adapter.run([case])[0].out
+        rejected = Z.judge_call(profile, case, got)
+        assert (not rejected) == passes or (not passes and beta == 0x3C00 and not rejected), (beta, rejected)
+
+
+@pytest.mark.parametrize("platform", ["mt7004", "ieee"])
+@pytest.mark.parametrize("beta_text", ["0", "-1", "inf", "0x1p-14"])
+def test_shorter_calls_shared_variant_and_a_flushing_profile_agree_too(platform, beta_text):
+    """The same agreement for calls shorter than their buffers (length n - 3), on the shared
+    variant with every core of the profile, and on a profile that accepts flushing."""
+    rng = np.random.default_rng(11)
+    beta, x1, x2 = inputs(beta_text, rng)
+    x1, x2 = x1[::7].copy(), x2[::7].copy()  # a sample: every kind of element, fewer of them
+    dy = rng.integers(0, 1 << 16, x1.size).astype(np.uint16)
+    profile = load_profile(platform)
+    adapter = ArrayFunction("test", boundary_low)
+    chunks = [slice(k, min(k + 512, x1.size)) for k in range(0, x1.size, 512)]
+    cases = [finish_case(FP16, VectorCase(dy[s].copy(), x1[s].copy(), x2[s].copy(), beta, variant="s",
+                                          core_mask=profile.core_mask, length=s.stop - s.start - 3)) for s in chunks]
+    vs = V.in_memory("fp16", [Family(1, "boundary-exact", "test", cases=cases)], seed=0)
+    _, judged, broken = judge_run(adapter, profile, vs, "s")
+    assert not broken and len(judged) == len(chunks)
+    for j, vc in zip(judged, cases):
+        call = Case("fp16", vc.dy, vc.x1, vc.x2, beta, variant="s", core_mask=profile.core_mask, length=vc.length)
+        got = adapter.run([call])[0].out[:call.elements_written]
+        fuzz = {rid: idx.tolist() for rid, idx in Z.judge_call(profile, call, got).items()}
+        certify = {rid: np.flatnonzero(bad).tolist() for rid, bad in j.breaks.items() if bad.any()}
+        assert certify == fuzz

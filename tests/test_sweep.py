@@ -342,7 +342,7 @@ def test_a_hand_edited_sweep_json_is_one_line_naming_it(tmp_path, capsys):
         assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert err.startswith(f"sl1conf: error: {path}: does not match the schema at tally/elements: "), err
     assert path.read_bytes() == saved and not (tmp_path / "m").exists()
-    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/1"):
+    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/2"):
         path.write_text(json.dumps({**state, "format": "sl1conf-sweep/0"}))
         S.load_state(tmp_path / "o")
 

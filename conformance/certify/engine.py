@@ -13,14 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf import __version__
-from sl1conf.adapters.base import Adapter, Case
+from sl1conf.adapters.base import Adapter
 from sl1conf.conformance.certify.errorstats import ErrorStats
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.rules.catalog import CATALOG, RunContext, Tally, compare_variants, report_verdict, run_verdict
 from sl1conf.conformance.rules.judge import Expected, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store as V
-from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
 __all__ = ["quick_families", "SelectionError", "vectors_for", "judge_run", "certify"]
@@ -119,7 +118,7 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
     ctx = RunContext(fmt, profile, variant, adapter, judged, broken, calls)
     requirements = []
     for req in CATALOG:
-        found = req.check(ctx)
+        found = req.check(ctx, req)
         kind = req.kind_for(profile)
         entry = {"id": req.id, "title": req.title, "kind": kind, "statement": req.statement}
         if not found.applicable:

@@ -14,7 +14,7 @@ import argparse
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.reference import formats as F
 
-__all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype", "seed", "join_negative_values"]
+__all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -44,7 +44,7 @@ def join_negative_values(argv: list) -> list:
     return out
 
 
-def seed(text: str) -> int:
+def seed_arg(text: str) -> int:
     """argparse type: a whole number from 0."""
     try:
         value = int(text)
@@ -55,7 +55,7 @@ def seed(text: str) -> int:
     return value
 
 
-def dtype(text: str) -> F.Format:
+def dtype_arg(text: str) -> F.Format:
     """argparse type: fp16 or fp32."""
     try:
         return F.format_by_name(text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg
 
 __all__ = ["register"]
 
@@ -78,7 +78,7 @@ def register(sub) -> None:
                    help="builtin:kernel, ctypes:lib.so, sim:'cmd {case} {result}', torch:cpu, ...")
     p.add_argument("--platform", help="ieee, ft78ne or mt7004")
     p.add_argument("--profile", help="a profile TOML file instead of a built-in platform")
-    p.add_argument("--dtype", type=dtype, action="append", help="fp16 or fp32 (default: all in common)")
+    p.add_argument("--dtype", type=dtype_arg, action="append", help="fp16 or fp32 (default: all in common)")
     p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
     p.add_argument("--vectors", help="a vector set folder (default: the canonical families, generated)")
     p.add_argument("--quick", action="store_true", help="edge families only, no random ones")

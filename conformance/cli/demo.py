@@ -9,7 +9,7 @@ the oracle.
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import UsageError, dtype, seed
+from sl1conf.conformance.cli.args import UsageError, dtype_arg, seed_arg
 
 import numpy as np
 
@@ -103,7 +103,7 @@ def _run(args) -> int:
 def register(sub) -> None:
     """Add ``demo`` to the ``sl1conf`` parser."""
     p = sub.add_parser("demo", help="compare every evaluation model with the exact oracle")
-    p.add_argument("--dtype", type=dtype, action="append", help="fp16 or fp32 (repeatable; default both)")
+    p.add_argument("--dtype", type=dtype_arg, action="append", help="fp16 or fp32 (repeatable; default both)")
     p.add_argument("--elements", type=int, default=3000, help="elements per dtype (default 3000)")
-    p.add_argument("--seed", type=seed, default=2026, help="random seed (default 2026)")
+    p.add_argument("--seed", type=seed_arg, default=2026, help="random seed (default 2026)")
     p.set_defaults(run=_run)

@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from sl1conf.conformance.cli.args import EXIT_OK, UsageError, dtype
+from sl1conf.conformance.cli.args import EXIT_OK, UsageError, dtype_arg
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import models_for
 from sl1conf.reference.oracle import evaluate_element
@@ -101,7 +101,7 @@ def register(sub) -> None:
     p = sub.add_parser("explain", help="take one element apart: exact diff, branch, result, models",
                        description="Values are decimals (0.1), hex floats (0x1.8p-1), hex bit "
                                    "patterns (0x3c00), inf, -inf or nan.")
-    p.add_argument("--dtype", type=dtype, required=True, help="fp16 or fp32")
+    p.add_argument("--dtype", type=dtype_arg, required=True, help="fp16 or fp32")
     for name in ("dy", "x1", "x2", "beta"):
         p.add_argument(f"--{name}", required=True, metavar="V")
     p.set_defaults(run=_run)

@@ -27,15 +27,16 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype, seed
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, seed_arg
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.commands import certify_command, explain_command
+from sl1conf.conformance.rules.catalog import by_id
 from sl1conf.conformance.search import fuzz as Z
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 
 SCHEMA = "sl1conf-fuzz"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: findings keyed by requirement id; saved failures name their requirements
 REGRESSIONS = (100, "fuzz-regressions", "Failures found by sl1conf fuzz, each minimized to the shortest call "
                                         "and the simplest values that still fail.")
 CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data under two core masks gives "
@@ -63,12 +64,12 @@ def register(sub) -> None:
     p.add_argument("dirs", nargs="*", metavar="DIR", help="fuzz output folders (merge, replay)")
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (replay: default the campaign's)")
     p.add_argument("--platform", metavar="NAME", help="ieee, ft78ne, mt7004 or a profile .toml file")
-    p.add_argument("--dtype", type=dtype, action="append", help="fp16 or fp32 (default: all in common)")
+    p.add_argument("--dtype", type=dtype_arg, action="append", help="fp16 or fp32 (default: all in common)")
     p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
     p.add_argument("--seconds", type=float, help="run for this long (default 60 unless --elements)")
     p.add_argument("--elements", type=int, help="check about this many elements (all shards together)")
     p.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
-    p.add_argument("--seed", type=seed, help="campaign seed (default: a fresh one, printed and recorded)")
+    p.add_argument("--seed", type=seed_arg, help="campaign seed (default: a fresh one, printed and recorded)")
     p.add_argument("--shard", metavar="I/N", default="1/1", help="run shard I of N (default 1/1)")
     p.add_argument("--batch-elements", type=int, default=Z.BATCH_ELEMENTS,
                    help=f"elements of each batch's long case (default {Z.BATCH_ELEMENTS})")
@@ -118,13 +119,8 @@ def _campaign_from(args, adapter, profile) -> Z.Campaign:
         Z.parse_shard(args.shard)
     except ValueError as exc:
         raise UsageError(f"--shard: {exc}") from None
-    from sl1conf.conformance.rules.profiles import ProfileError
-
-    try:
-        dtypes, variants = profile.select(adapter, [d.name for d in args.dtype] if args.dtype else None,
-                                          args.variant, what="fuzz")
-    except ProfileError as exc:
-        raise UsageError(str(exc)) from None
+    dtypes, variants = profile.select(adapter, [d.name for d in args.dtype] if args.dtype else None,
+                                      args.variant, what="fuzz")
     batches = seconds = None
     if args.elements is not None:
         batches = max(1, math.ceil(args.elements / (args.batch_elements * len(dtypes) * len(variants))))
@@ -200,7 +196,7 @@ def _vector_case(case, kind: str):
 def _write_sets(out: Path, seed: int, cases_by_dtype: dict, old: "dict | None") -> dict:
     """``vectors-<dtype>`` for each dtype's (family spec, VectorCase) list; stale ones removed."""
     from sl1conf.conformance.vectors.cases import Family
-    from sl1conf.conformance.vectors.store import VectorSetError, is_replaceable, write
+    from sl1conf.conformance.vectors.store import is_replaceable, write
 
     written = {}
     for dtype, items in cases_by_dtype.items():
@@ -208,10 +204,7 @@ def _write_sets(out: Path, seed: int, cases_by_dtype: dict, old: "dict | None") 
         for spec, vc in items:
             families.setdefault(spec, Family(spec[0], spec[1], spec[2], ("fuzz",))).cases.append(vc)
         order = sorted(families.values(), key=lambda f: f.id != REGRESSIONS[0])
-        try:
-            write(out / f"vectors-{dtype}", dtype, order, seed=seed, force=True)
-        except VectorSetError as exc:
-            raise UsageError(str(exc)) from None
+        write(out / f"vectors-{dtype}", dtype, order, seed=seed, force=True)
         written[dtype] = f"vectors-{dtype}"
     for dtype, name in ((old or {}).get("vectors") or {}).items():
         stale = out / name
@@ -221,7 +214,7 @@ def _write_sets(out: Path, seed: int, cases_by_dtype: dict, old: "dict | None") 
 
 
 def _case_ids(items: list) -> list:
-    """The ids ``vectorset.write`` gives ``items`` (regressions first, then core masks)."""
+    """The ids ``store.write`` gives ``items`` (regressions first, then core masks)."""
     ids, counts = [], {}
     order = sorted(range(len(items)), key=lambda i: items[i][0][0] != REGRESSIONS[0])
     for i in order:
@@ -391,13 +384,10 @@ def _execute(campaign, adapter, profile, workers: int, scheduler, stop):
     show, clear = _progress()
     try:
         if scheduler:
-            from sl1conf.conformance.search.distributed import DaskError, dask_executor
+            from sl1conf.conformance.search.distributed import dask_executor
 
-            try:
-                with dask_executor(scheduler) as (executor, threads):
-                    return Z.run(campaign, executor=executor, in_flight=2 * threads, progress=show, stop=stop)
-            except DaskError as exc:
-                raise UsageError(str(exc)) from None
+            with dask_executor(scheduler) as (executor, threads):
+                return Z.run(campaign, executor=executor, in_flight=2 * threads, progress=show, stop=stop)
         if workers > 1:
             with _local_pool(workers, stop) as pool:
                 return Z.run(campaign, executor=pool, in_flight=2 * workers, progress=show, stop=stop)
@@ -453,7 +443,9 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
         if content in seen or final in seen:
             continue
         seen |= {content, final}
-        entry = {"kind": g.kind, "key": Z.key_text(f.key), "detail": g.detail, "dtype": case.dtype,
+        entry = {"requirement": g.requirement, "title": by_id(g.requirement).title,
+                 "breaks": list(g.breaks or (g.requirement,)),
+                 "kind": g.kind, "key": Z.key_text(f.key), "detail": g.detail, "dtype": case.dtype,
                  "variant": case.variant, "core_mask": f"{case.core_mask:#x}", "length": case.n,
                  "element": g.element, "found": {"batch": f.batch, "case": f.case, "element": f.element},
                  "replay": shlex.join(["sl1conf", "fuzz", "replay", str(out), "--batch", str(f.batch)])}
@@ -524,7 +516,7 @@ def _campaign(args) -> int:
 # ------------------------------------------------------------------ merge
 
 def _merge(args) -> int:
-    from sl1conf.conformance.vectors.store import VectorSetError, load
+    from sl1conf.conformance.vectors.store import load
 
     _only(args, {"out", "force"}, "merge")
     if not args.dirs or args.out is None:
@@ -551,10 +543,7 @@ def _merge(args) -> int:
         for e in s["saved"]:
             dtype = e["dtype"]
             if dtype not in sets:
-                try:
-                    sets[dtype] = load(folder / s["vectors"][dtype])
-                except VectorSetError as exc:
-                    raise UsageError(str(exc)) from None
+                sets[dtype] = load(folder / s["vectors"][dtype])
             vs = sets[dtype]
             rows = {r["id"]: r for r in vs.manifest["cases"]}
             items = []

@@ -13,24 +13,18 @@ __all__ = ["register"]
 
 
 def _load(path):
-    from sl1conf.conformance.reports.write import ReportError, load_report
+    from sl1conf.conformance.reports.write import load_report
 
-    try:
-        return load_report(path)
-    except ReportError as exc:
-        raise UsageError(str(exc)) from None
+    return load_report(path)
 
 
 def _cmd_report(args) -> int:
-    from sl1conf.conformance.reports.write import FORMATS, ReportError, write_report
+    from sl1conf.conformance.reports.write import FORMATS, write_report
 
     report = _load(args.dir)
     formats = args.format or [f for f in FORMATS if f != "json"]
     out = Path(args.out) if args.out else Path(report["_path"]).parent
-    try:
-        written = write_report(report, out, formats)
-    except ReportError as exc:
-        raise UsageError(str(exc)) from None
+    written = write_report(report, out, formats)
     for path in written:
         print(f"wrote {path}")
     return EXIT_OK

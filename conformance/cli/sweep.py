@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, Parser, UsageError, dtype
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, Parser, UsageError, dtype_arg
 from sl1conf.reference import formats as F
 
 from sl1conf.conformance.common.commands import explain_command
@@ -32,7 +32,7 @@ def register(sub) -> None:
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (as for certify)")
     p.add_argument("--beta", metavar="V")
     p.add_argument("--dy", metavar="V")
-    p.add_argument("--dtype", type=dtype, default=F.FP16, help="fp16 only (the default): fp32 has 2^64 pairs")
+    p.add_argument("--dtype", type=dtype_arg, default=F.FP16, help="fp16 only (the default): fp32 has 2^64 pairs")
     p.add_argument("--subset", default="all", help="all (default), x2=V or around-beta[:K]")
     p.add_argument("--variant", choices=("s", "p"), default="p", help="s or p (default p)")
     p.add_argument("--workers", type=int, help="processes (default: the CPUs available)")
@@ -49,13 +49,10 @@ def register(sub) -> None:
 
 
 def _profile(name):
-    from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+    from sl1conf.conformance.rules.profiles import load_profile
 
-    try:
-        profile = load_profile(name)
-        profile.require_dtype("fp16")
-    except ProfileError as exc:
-        raise UsageError(str(exc)) from None
+    profile = load_profile(name)
+    profile.require_dtype("fp16")
     return profile
 
 
@@ -118,21 +115,18 @@ def _merge(args) -> int:
     dirs = [Path(d) for d in args.dirs]
     if any(d.resolve() == out.resolve() for d in dirs):
         raise UsageError(f"--out {out} is one of the inputs: merge into another folder")
-    try:
-        states = []
-        for d in dirs:
-            state = S.load_state(d)
-            if state is None:
-                raise S.SweepError(f"{d} holds no {S.STATE_FILE}")
-            states.append(state)
-        merged = S.merge_states(states)
-        old = S.load_state(out)
-        if old is not None:
-            S.check_same(old, merged["config"], out)
-            if not old["done"] <= merged["done"]:
-                raise S.SweepError(f"{out} holds blocks the inputs do not: merge into another folder")
-    except S.SweepError as exc:
-        raise UsageError(str(exc)) from None
+    states = []
+    for d in dirs:
+        state = S.load_state(d)
+        if state is None:
+            raise S.SweepError(f"{d} holds no {S.STATE_FILE}")
+        states.append(state)
+    merged = S.merge_states(states)
+    old = S.load_state(out)
+    if old is not None:
+        S.check_same(old, merged["config"], out)
+        if not old["done"] <= merged["done"]:
+            raise S.SweepError(f"{out} holds blocks the inputs do not: merge into another folder")
     profile = _profile(merged["config"]["platform"])  # the profile the shards judged under
     missing = merged["blocks"] - len(merged["done"])
     note = f"incomplete: {missing} blocks are in none of the inputs" if missing else ""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import Parser, UsageError, dtype, seed
+from sl1conf.conformance.cli.args import Parser, UsageError, dtype_arg, seed_arg
 from sl1conf.reference import formats as F
 
 from sl1conf.conformance.vectors import store as V
@@ -121,9 +121,9 @@ def register(sub) -> None:
     p = sub.add_parser("vectors", help="golden test vectors: generate, verify, list, show, export")
     vsub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
     g = vsub.add_parser("generate", help="write a vector set folder (docs/vector-format.md)")
-    g.add_argument("--dtype", type=dtype, required=True, help="fp16 or fp32")
+    g.add_argument("--dtype", type=dtype_arg, required=True, help="fp16 or fp32")
     g.add_argument("--out", required=True, help="folder to create")
-    g.add_argument("--seed", type=seed, default=2026, help="random seed (default 2026)")
+    g.add_argument("--seed", type=seed_arg, default=2026, help="random seed (default 2026)")
     g.add_argument("--families", action="append", metavar="NAMES",
                    help="comma-separated family names (default: all)")
     g.add_argument("--large", action="store_true", help="include the large (1,000,000+ element) family")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sl1conf.conformance.rules.catalog import SEEN_UNDER
+from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
 __all__ = ["GateResult", "gate", "label", "compare_rows"]
 
@@ -178,7 +178,8 @@ def compare_rows(reports: list) -> tuple:
             seen = {}
             for run in r["runs"]:
                 for req in run["requirements"]:
-                    if run["dtype"] == d and req["id"] == SEEN_UNDER["model"]:
+                    entry = CATALOG_BY_ID.get(req["id"])
+                    if run["dtype"] == d and entry is not None and entry.reports_model:
                         o = req.get("observed")
                         text = o if isinstance(o, str) else ", ".join(o)
                         seen.setdefault("none" if text.startswith("none") else text, []).append(run["variant"])

@@ -5,9 +5,11 @@ decide here, so an element gets the same verdict wherever and whenever it is jud
 element is compared with everything acceptable (:class:`Expected`): the correctly rounded
 result (``oracle``), the flush-to-zero oracle, every accepted evaluation model's bits and
 the open-behaviour alternatives (``rules.openbehaviour``). Which of those count, and with
-what ULP budget, is the platform profile's; which elements each rule is about is the
-catalog's (``rules.catalog``: the element rules of R01 to R06). The tolerance policy is
-this file plus the profile: nothing else accepts or rejects an element.
+what ULP budget, is the platform profile's; which elements each rule is about and which of
+them it accepts is :data:`ELEMENT_RULES` here (the rules of the catalog's R01 to R06). The
+tolerance policy is this file plus the profile: nothing else accepts or rejects an element.
+Where the profile accepts flushing, the flush-to-zero oracle's bits are accepted by every
+rule (the boundary, overflow, NaN and zero-sign rules too).
 
 Which rounding happens where: the oracle is correctly rounded (round to nearest even,
 gradual underflow); the models round as their names say (docs/evaluation-models.md); the
@@ -19,6 +21,7 @@ profile is strict.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -28,7 +31,7 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
-__all__ = ["Expected", "Judgement", "expected_for", "judge", "is_special", "is_zero"]
+__all__ = ["Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero"]
 
 
 @dataclass
@@ -140,12 +143,65 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         return self.ok & ~self.exact & ~self.within
 
 
+@dataclass(frozen=True)
+class ElementRule:
+    """A rule about single elements, named by the requirement it checks (``rules.catalog``):
+    ``applies(j)`` the elements it is about, ``accepts(j)`` those of them it accepts (masks
+    over a Judgement's elements)."""
+
+    id: str
+    applies: Callable
+    accepts: Callable
+    strict_only: bool = False
+
+    def decides(self, profile) -> bool:
+        """Whether a rejection makes the element unacceptable under ``profile`` (a rule
+        required only on strict profiles is only recorded elsewhere)."""
+        return not self.strict_only or profile.strict_zero_sign
+
+
+def _flushed(j) -> np.ndarray:
+    """The flush-to-zero oracle's bits, where the profile accepts flushing: accepted by every rule."""
+    return j.ftz & j.ftz_accepted
+
+
+def _within_budget(j) -> np.ndarray:
+    """Exact, within the budget, a model's or an alternative's bits, or flushed."""
+    return j.exact | j.within | j.excused | _flushed(j)
+
+
+def _exactly(j) -> np.ndarray:
+    """No budget: exact, a model's or an alternative's bits, or flushed."""
+    return j.exact | j.excused | _flushed(j)
+
+
+ELEMENT_RULES: tuple = (
+    # Most specific first: an element that breaks several rules is filed under the first (the
+    # fuzzer keys its findings so); certify counts it under each.
+    # R02: on the boundary no budget: +-dy exactly.
+    ElementRule("R02", lambda j: j.boundary, _exactly),
+    # R03: where the exact result is finite and an intermediate overflows (or the result is
+    # infinite or NaN anyway): no infinity or NaN.
+    ElementRule("R03", lambda j: ~is_special(j.fmt, j.expected.oracle) & (j.overflow_prone | is_special(j.fmt, j.got)),
+                lambda j: ~is_special(j.fmt, j.got) | j.excused | _flushed(j)),
+    # R04: where the exact result is NaN or infinite: that (any NaN), no budget.
+    ElementRule("R04", lambda j: is_special(j.fmt, j.expected.oracle), _exactly),
+    # R05: a zero result where the exact result is zero: its sign (strict profiles decide on it).
+    ElementRule("R05", lambda j: is_zero(j.fmt, j.expected.oracle) & is_zero(j.fmt, j.got),
+                lambda j: (j.got == j.expected.oracle) | j.excused | _flushed(j), strict_only=True),
+    # R06: elements flushing would change, or with a subnormal input: R01's rule, reported apart.
+    ElementRule("R06", lambda j: ~F.same_result(j.fmt, j.expected.oracle, j.expected.oracle_ftz) | j.subnormal_inputs,
+                _within_budget),
+    # R01: every element, within the budget.
+    ElementRule("R01", lambda j: np.ones(j.exact.shape, bool), _within_budget),
+)
+"""The element rules: together with the profile, the whole tolerance policy of the suite."""
+
+
 def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> Judgement:
     """Every element of ``got`` (bits, as many as ``expected`` has) under ``profile``: the
     masks, then each element rule of the catalog; ``ok`` is where none rejects. ``beta``: the
     call's bit pattern, or one per element (many calls judged at once)."""
-    from sl1conf.conformance.rules.catalog import ELEMENT_RULES
-
     got = np.asarray(got, fmt.uint)
     oracle = expected.oracle
     exact = F.same_result(fmt, got, oracle)

@@ -63,7 +63,7 @@ ROWS = ("unmatched", "ftz", "model", "model+ftz")
 """What else a wrong element equals: nothing, only the flush-to-zero oracle, an accepted model."""
 AROUND_BETA_K = 8
 STATE_FILE = "sweep.json"
-STATE_FORMAT = "sl1conf-sweep/1"
+STATE_FORMAT = "sl1conf-sweep/2"
 
 
 class SweepError(SuiteError):
@@ -403,7 +403,8 @@ class _Block:
         x1, x2 = self.subset.pairs(lo, hi)
         dy = self.dy[:hi - lo]
         tally = Tally()
-        outcome = self.adapter.run([Case("fp16", dy, x1, x2, c.beta, variant=c.variant, id=f"block {k}")])[0]
+        outcome = self.adapter.run([Case("fp16", dy, x1, x2, c.beta, variant=c.variant, core_mask=self.profile.core_mask,
+                                         id=f"block {k}")])[0]
         if outcome.status != "ok":
             tally.fail(k, hi - lo, outcome.status, outcome.detail)
             return tally
@@ -482,7 +483,10 @@ def load_state(folder) -> "dict | None":
         raise SweepError(f"{path} is not a readable sweep state ({exc})") from None
     found = state.get("format") if isinstance(state, dict) else None
     if found != STATE_FORMAT:
-        raise SweepError(f"{path} is not a readable sweep state (format is {found!r}, not {STATE_FORMAT})")
+        older = isinstance(found, str) and found.startswith("sl1conf-sweep/")
+        raise SweepError(f"{path} is not a readable sweep state (format is {found!r}, not {STATE_FORMAT}"
+                         + ("; a checkpoint of an older sl1conf, judged by other rules: sweep again into "
+                            "another folder)" if older else ")"))
     jsonfiles.validate(state, "sweep-state.schema.json", SweepError, str(path))
     try:  # the schema admits only what these read; the net catches a gap in it
         state["tally"] = Tally.from_json(state["tally"])
@@ -526,12 +530,9 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
         raise ValueError("an adapter object runs in this process only (workers=1)")
     probe = adapter if adapter is not None else load(config.impl)
     try:
-        from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+        from sl1conf.conformance.rules.profiles import load_profile
 
-        try:
-            load_profile(config.platform).select(probe, ["fp16"], [config.variant], what="sweep")
-        except ProfileError as exc:
-            raise SweepError(str(exc)) from None
+        load_profile(config.platform).select(probe, ["fp16"], [config.variant], what="sweep")
         described = probe.describe()
     finally:
         if adapter is None:

@@ -26,7 +26,7 @@ import os
 import shutil
 import tempfile
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -190,6 +190,7 @@ def in_memory(fmt, families: list[Family], *, seed: int, large: bool = False) ->
     same manifest SHA-256 and set id) and arrays, nothing to load back or validate again."""
     fmt = F.format_by_name(fmt)
     manifest, _, arrays = _complete(fmt, families, seed, large)
+    jsonfiles.validate(manifest, "vector-manifest.schema.json", RuntimeError, "a generated vector set")  # a bug if not
     return VectorSet(None, manifest, arrays, _sha256(_manifest_text(manifest).encode()))
 
 
@@ -253,6 +254,7 @@ class VectorSet:
     manifest: dict
     arrays: dict  # file stem -> uint array
     manifest_sha256: str = ""  # of manifest.json as written (the set's identity in reports)
+    _cases: dict = field(default_factory=dict, repr=False, compare=False)  # case id -> VectorCase, built once
 
     @property
     def format(self) -> F.Format:
@@ -262,20 +264,24 @@ class VectorSet:
         for fam in self.manifest["families"]:
             if str(fam["id"]) == str(key) or fam["name"] == key:
                 return fam
-        raise VectorSetError(f"{self.path}: no family {key!r}")
+        raise VectorSetError(f"{self.path or 'the generated vectors'}: no family {key!r}")
 
     def case_rows(self, family_id=None) -> list[dict]:
         return [c for c in self.manifest["cases"] if family_id is None or c["family"] == family_id]
 
     def case(self, row: dict) -> VectorCase:
-        """The VectorCase of a manifest row (arrays are views into the loaded files)."""
+        """The VectorCase of a manifest row (arrays are views into the loaded files), built once."""
+        built = self._cases.get(row["id"])
+        if built is not None:
+            return built
         s = slice(row["offset"], row["offset"] + row["n"])
         alts = {a["name"]: self.arrays["alternatives"][a["offset"]:a["offset"] + row["n"]]
                 for a in row["alternatives"]}
-        return VectorCase(self.arrays["dy"][s], self.arrays["x1"][s], self.arrays["x2"][s],
-                          int(row["beta"], 16), variant=row["variant"], core_mask=int(row["core_mask"], 16),
-                          length=row["length"], flags=tuple(row["flags"]), result=row["result"],
-                          alternatives=alts, note=row["note"])
+        built = VectorCase(self.arrays["dy"][s], self.arrays["x1"][s], self.arrays["x2"][s], int(row["beta"], 16),
+                           variant=row["variant"], core_mask=int(row["core_mask"], 16), length=row["length"],
+                           flags=tuple(row["flags"]), result=row["result"], alternatives=alts, note=row["note"])
+        self._cases[row["id"]] = built
+        return built
 
     def expected(self, column: str, row: dict) -> np.ndarray:
         return self.arrays[f"expected-{column}"][row["offset"]:row["offset"] + row["n"]]

@@ -67,7 +67,7 @@ def finish_case(fmt: Format, case: VectorCase) -> VectorCase:
     flags = list(case.flags) + _beta_flags(fmt, case.beta)
     if case.n and (is_subnormal(fmt, case.dy) | is_subnormal(fmt, case.x1) | is_subnormal(fmt, case.x2)).any():
         flags.append("subnormal-input")
-    if case.n and case.call_length == case.n:  # (a shorter call's data is chosen plain: nothing open)
+    if case.n and case.call_length == case.n:
         oracle = _expected(fmt, case)
         kept: dict = {}
         for name, alt in open_alternatives(fmt, case.dy, case.x1, case.x2, case.beta, variant=case.variant,
@@ -90,6 +90,21 @@ def finish_case(fmt: Format, case: VectorCase) -> VectorCase:
             case.note = ("core_mask = 0 selects no core: nothing written is the expected answer; the manual "
                          "does not say, so certify records what an implementation does (R16) and the C "
                          "self-test demands nothing written")
+    elif 0 < case.call_length < case.n:  # the elements a shorter call writes may be open too
+        L = case.call_length
+        fill = np.full(case.n * fmt.dtype.itemsize, FILL_BYTE, np.uint8).view(fmt.uint)
+        oracle = np.concatenate([oracle_bits(fmt, case.dy[:L], case.x1[:L], case.x2[:L], case.beta), fill[L:]])
+        kept = {}
+        for name, alt in open_alternatives(fmt, case.dy[:L], case.x1[:L], case.x2[:L], case.beta,
+                                           variant=case.variant, core_mask=case.core_mask).items():
+            whole = np.concatenate([alt, fill[L:]]).astype(fmt.uint)
+            if (~F.same_result(fmt, whole, oracle)).any() and not any(
+                    F.same_result(fmt, whole, other).all() for other in kept.values()):
+                kept[name] = whole
+        if kept:
+            case.result = "acceptable"
+            case.alternatives = kept
+            case.note = "; ".join(f"{name}: {NOTES[name]}" for name in kept)
     case.flags = tuple(dict.fromkeys(flags))
     return case
 
