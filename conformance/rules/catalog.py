@@ -252,42 +252,31 @@ def _in_place(ctx: RunContext, req: "Requirement") -> Check:
 
 def open_answers(judgements) -> dict:
     """R16's record: per open question, how many open elements there were and how many of
-    them each acceptable answer (the oracle's, an alternative's) explains; ``other``: none.
-    An element is open where some alternative differs from the oracle's answer."""
-    seen: dict = {}
+    them each acceptable answer explains (the oracle's, or any alternative of the call: an
+    element can be open for one question and answered by another's rule); ``other``: none
+    (the element was accepted within the budget, as a model's bits, or not at all). An
+    element is open for a question where one of its alternatives differs from the oracle."""
+    counts: dict = {}
     for j in judgements:
+        opened = {}
         for name, bits in j.expected.alternatives.items():
-            question = openbehaviour.QUESTION_OF[name]
             open_ = ~F.same_result(j.fmt, bits, j.expected.oracle)
-            if not open_.any():
-                continue
-            q = seen.setdefault(question, {"elements": 0, "answers": {}, "_masks": []})
-            q["_masks"].append((name, open_, j))
-    out = {}
-    for question in openbehaviour.QUESTIONS:
-        if question not in seen:
-            continue
-        q = seen[question]
-        by_j: dict = {}
-        for name, open_, j in q["_masks"]:
-            by_j.setdefault(id(j), [j, np.zeros(j.exact.shape, bool), []])
-            by_j[id(j)][1] |= open_
-            by_j[id(j)][2].append(name)
-        answers, elements, other = {}, 0, 0
-        for j, open_, names in by_j.values():
-            elements += int(open_.sum())
+            if open_.any():
+                q = openbehaviour.QUESTION_OF[name]
+                opened[q] = opened.get(q, np.zeros(open_.shape, bool)) | open_
+        for question, open_ in opened.items():
+            c = counts.setdefault(question, {"elements": 0, "answers": {}})
+            c["elements"] += int(open_.sum())
             explained = open_ & j.exact
-            answers["oracle"] = answers.get("oracle", 0) + int(explained.sum())
-            for name in names:
-                hit = open_ & j.alt[name]
-                explained |= hit
-                answers[name] = answers.get(name, 0) + int(hit.sum())
-            other += int((open_ & ~explained).sum())
-        answers = {k: v for k, v in answers.items() if v}
-        if other:
-            answers["other"] = other
-        out[question] = {"elements": elements, "answers": answers}
-    return out
+            hits = {"oracle": explained}
+            for name, alt in j.alt.items():
+                hits[name] = open_ & alt
+                explained = explained | hits[name]
+            hits["other"] = open_ & ~explained
+            for name, hit in hits.items():
+                c["answers"][name] = c["answers"].get(name, 0) + int(hit.sum())
+    return {q: {"elements": counts[q]["elements"], "answers": {k: v for k, v in counts[q]["answers"].items() if v}}
+            for q in openbehaviour.QUESTIONS if q in counts}
 
 
 def _open_behaviour(ctx: RunContext, req: "Requirement") -> Check:
