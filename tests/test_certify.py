@@ -168,6 +168,11 @@ DEFECTS = {
                         " dx1[i] = r == 0.0f ? 0.0f : r;", "ieee", "R05"),
     "wrong-boundary": ("float d = x1[i] - x2[i]; dx1[i] = d >= beta ? dy[i] * 1.0001f : d < -beta ? -dy[i]"
                        " : d / beta * dy[i];", "ft78ne", "R02"),
+    # the last n mod 8 elements (a vector tail) computed as (d * dy) / beta, the body as (d / beta) * dy:
+    # both accepted models, but an element's bits then depend on where it is in the call
+    "tail-order": ("float d = x1[i] - x2[i]; int tail = i >= n - n % 8;"
+                   " dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : tail ? d * dy[i] / beta : d / beta * dy[i];",
+                   "ieee", "R18"),
     "nondeterministic": ("static unsigned calls; float d = x1[i] - x2[i]; float r = d > beta ? dy[i] : d < -beta"
                          " ? -dy[i] : d / beta * dy[i]; if (i == 0 && calls++ % 2) r = r * 2.0f + 1.0f;"
                          " dx1[i] = r;", "ft78ne", "R14"),
@@ -193,6 +198,9 @@ def test_each_defect_class_fails_its_requirement(defect, capsys, tmp_path):
     code, text, _, report = certify(capsys, tmp_path, "--impl", f"ctypes:{lib}", "--platform", platform,
                                     "--dtype", "fp32", "--variant", "p")
     assert code == 1 and requirement in failed(report), text
+    if requirement == "R18":  # the report names the pattern: the tail of a width-8 vector loop
+        r18 = next(r for r in report["runs"][0]["requirements"] if r["id"] == "R18")
+        assert "last n mod 8 elements" in r18["observed"] and "a call of" in r18["examples"][0]["detail"]
 
 
 @pytest.mark.parametrize("mask_body, requirement", [

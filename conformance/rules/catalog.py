@@ -29,7 +29,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule
+from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, is_special
 from sl1conf.reference import formats as F
 
 __all__ = ["Requirement", "CATALOG", "by_id", "RunContext", "Tally",
@@ -235,6 +235,130 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
     return Check(t)
 
 
+POSITION_WIDTHS = (4, 8, 16, 32, 64)
+"""Vector widths (elements) whose body and tail the position check moves elements between."""
+POSITION_BETAS, POSITION_PER_BETA = 4, 120
+LONG_CALL = 65_536  # past 32,768, where framework kernels split work between threads
+
+
+def _position_sample(ctx: RunContext) -> dict:
+    """beta -> [(judgement, element index)]: a deterministic sample of judged elements (the
+    boundary, special, subnormal and overflow-prone ones first, then ordinary ones) of the
+    calls made with every core, from the betas most calls use."""
+    full = ctx.profile.core_mask
+    calls = [j for j in ctx.judged if j.exact.size and (j.case.variant == "p" or j.case.core_mask == full)]
+    by_beta: dict = {}
+    for j in calls:
+        by_beta.setdefault(j.case.beta, []).append(j)
+    picked = {}
+    for beta in sorted(by_beta, key=lambda b: (-len(by_beta[b]), b))[:POSITION_BETAS]:
+        classes = [[], [], [], [], []]
+        for j in by_beta[beta]:
+            special = is_special(j.fmt, j.expected.oracle)
+            for k in np.flatnonzero(j.boundary)[:8]:
+                classes[0].append((j, int(k)))
+            for k in np.flatnonzero(special)[:4]:
+                classes[1].append((j, int(k)))
+            for k in np.flatnonzero(j.subnormal_inputs & ~special)[:4]:
+                classes[2].append((j, int(k)))
+            for k in np.flatnonzero(j.overflow_prone & ~special)[:4]:
+                classes[3].append((j, int(k)))
+            for k in np.linspace(0, j.exact.size - 1, min(8, j.exact.size)).astype(int):
+                classes[4].append((j, int(k)))
+        sample, seen = [], set()
+        while len(sample) < POSITION_PER_BETA and any(classes):
+            for c in classes:  # round robin over the classes
+                while c:
+                    j, k = c.pop(0)
+                    if (id(j), k) not in seen:
+                        seen.add((id(j), k))
+                        sample.append((j, k))
+                        break
+        picked[beta] = sample
+    return picked
+
+
+def _arrangements(n: int) -> list:
+    """(name, length of each call, where the sample's element i goes: (call, index)) for a
+    sample of n elements: the vector body, shifted starts, tails of every width, a long call."""
+    out = [("body", [-(-n // 64) * 64], [(0, i) for i in range(n)])]
+    for shift in (1, 7, 33, 63):
+        out.append((f"shifted by {shift}", [shift + n], [(0, shift + i) for i in range(n)]))
+    for size in (3, 15):
+        chunks = -(-n // size)
+        out.append((f"in calls of {size}", [min(size, n - c * size) for c in range(chunks)],
+                    [(i // size, i % size) for i in range(n)]))
+    out.append((f"at the end of a call of {LONG_CALL + n}", [LONG_CALL + n], [(0, LONG_CALL + i) for i in range(n)]))
+    return out
+
+
+def _ulp(fmt, got, want):
+    d = int(F.ulp_distance(fmt, np.array([got], fmt.uint), np.array([want], fmt.uint))[0])
+    return 0 if F.same_result(fmt, np.array([got], fmt.uint), np.array([want], fmt.uint))[0] else (
+        "nan-mismatch" if d == F.NAN_MISMATCH else d)
+
+
+def _tail(k: int, n: int, width: int) -> bool:
+    return k >= n - n % width
+
+
+def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
+    """Sampled elements again, rearranged (alone in the body, shifted, in short calls, at the end
+    of a long call): the same bits as in their first call (NaN as a class)."""
+    from dataclasses import replace
+
+    fmt, t = ctx.fmt, Tally(ctx.fmt)
+    one = np.array(fmt.emax << fmt.frac_bits, fmt.uint)  # dy = 1 for the filler elements (x1 = x2 = 0)
+    changed, moves = [], []  # (original position, new position) of every changed and every compared element
+    for beta, sample in _position_sample(ctx).items():
+        n = len(sample)
+        template = sample[0][0].case
+        for name, lengths, where in _arrangements(n):
+            arrays = [{a: np.zeros(L, fmt.uint) for a in ("dy", "x1", "x2")} for L in lengths]
+            for arr in arrays:
+                arr["dy"][:] = one
+            for (j, k), (c, i) in zip(sample, where):
+                for a in ("dy", "x1", "x2"):
+                    arrays[c][a][i] = getattr(j.case, a)[k]
+            cases = [replace(template, dy=arr["dy"], x1=arr["x1"], x2=arr["x2"], length=None, out_alias=None,
+                             id=f"{req.id} {name}") for arr in arrays]
+            outcomes = ctx.adapter.run(cases)
+            for (j, k), (c, i) in zip(sample, where):
+                o, L = outcomes[c], lengths[c]
+                t.checked += 1
+                orig = (k, j.case.call_length)
+                if o.status != "ok":
+                    t.note(j.row["id"], f"the rearranged call ({name}) failed: {o.status}: {o.detail}")
+                    continue
+                moves.append((orig, (i, L)))
+                if not F.same_result(fmt, o.out[i:i + 1], j.outcome.out[k:k + 1])[0]:
+                    changed.append((orig, (i, L)))
+                    t.failed += 1
+                    if len(t.examples) < EXAMPLES:
+                        t.examples.append({
+                            "case": j.row["id"], "element": k, "dy": F.hex_bits(fmt, j.case.dy[k]),
+                            "x1": F.hex_bits(fmt, j.case.x1[k]), "x2": F.hex_bits(fmt, j.case.x2[k]),
+                            "beta": F.hex_bits(fmt, beta), "expected": F.hex_bits(fmt, j.expected.oracle[k]),
+                            "got": F.hex_bits(fmt, o.out[i]), "ulp": _ulp(fmt, o.out[i], j.expected.oracle[k]),
+                            "detail": f"element {k} of a call of {j.case.call_length} gave {F.hex_bits(fmt, j.outcome.out[k])}; "
+                                      f"the same element at index {i} of a call of {L} ({name}) gives "
+                                      f"{F.hex_bits(fmt, o.out[i])}"})
+    extra = {}
+    if changed:
+        best = None
+        for width in POSITION_WIDTHS:
+            moved = sum(_tail(*a, width) != _tail(*b, width) for a, b in changed) / len(changed)
+            if best is None or moved > best[1]:
+                best = (width, moved)
+        width, share = best
+        extra["observed"] = (f"{len(changed)} of {len(moves)} rearranged elements changed; "
+                             + (f"{share:.0%} of them moved between the vector body and the last n mod {width} "
+                                f"elements of a call (its tail for a width of {width})" if share >= 0.9
+                                else "no body/tail pattern for the widths 4 to 64 explains them"))
+    return Check(t, applicable=t.checked > 0, extra=extra)
+
+
+
 def _in_place(ctx: RunContext, req: "Requirement") -> Check:
     from dataclasses import replace
 
@@ -397,6 +521,11 @@ CATALOG: tuple = (
     Requirement("R17", "evaluation-model",
                 "The evaluation model the implementation matches bit for bit, if any.", _model, kind="recorded",
                 families=("*",), observes=True, reports_model=True),
+    Requirement("R18", "position-invariance",
+                "An element's bits depend only on its own inputs and beta: not on its index, the call's length, "
+                "its neighbours or where a core's chunk starts (sampled elements run again alone in the vector "
+                "body, shifted by 1 to 63 places, in calls of 3 and 15 elements, and at the end of a call "
+                "longer than 65,536).", _position_invariance, observes=True),
 )
 CATALOG_BY_ID = {r.id: r for r in CATALOG}
 
