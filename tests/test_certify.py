@@ -173,6 +173,17 @@ DEFECTS = {
     "tail-order": ("float d = x1[i] - x2[i]; int tail = i >= n - n % 8;"
                    " dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : tail ? d * dy[i] / beta : d / beta * dy[i];",
                    "ieee", "R18"),
+    # call history: from the 21st call on, subnormal inputs and results flush to zero (DAZ/FTZ
+    # switched on, as a thread pool that sets the FPU's mode would): consistent flushing would pass
+    # mt7004, flushing in some calls and not others fails R06 there too
+    "flushes-after-20-calls": ("static unsigned calls; if (i == 0) calls++; float a = x1[i], b = x2[i], g = dy[i],"
+                               " bb = beta; if (calls > 20) { a = fabsf(a) < 1.17549435e-38f ? copysignf(0.0f, a) : a;"
+                               " b = fabsf(b) < 1.17549435e-38f ? copysignf(0.0f, b) : b;"
+                               " g = fabsf(g) < 1.17549435e-38f ? copysignf(0.0f, g) : g;"
+                               " bb = fabsf(bb) < 1.17549435e-38f ? copysignf(0.0f, bb) : bb; }"
+                               " float d = a - b; float r = d > bb ? g : d < -bb ? -g : d / bb * g;"
+                               " if (calls > 20 && fabsf(r) < 1.17549435e-38f) r = copysignf(0.0f, r); dx1[i] = r;",
+                               "mt7004", "R06"),
     "nondeterministic": ("static unsigned calls; float d = x1[i] - x2[i]; float r = d > beta ? dy[i] : d < -beta"
                          " ? -dy[i] : d / beta * dy[i]; if (i == 0 && calls++ % 2) r = r * 2.0f + 1.0f;"
                          " dx1[i] = r;", "ft78ne", "R14"),

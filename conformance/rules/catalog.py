@@ -140,15 +140,35 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
 
 
 def _subnormals(ctx: RunContext, req: "Requirement") -> Check:
+    """R06's element rule, what was observed, and consistency: among the elements flushing
+    changes, those that are the gradual (IEEE) result and those that are only the flush-to-zero
+    result (no accepted model's or alternative's bits, beyond the budget: flushed, not rounded)
+    must not both occur in one run, on any profile. The first flushed and the first gradual call
+    are named, so a switch after some calls (call history) shows."""
     c = _element_check(ctx, req)
-    flushed = sum(int(j.ftz_only.sum()) for j in ctx.judged)
-    gradual = sum(int((~F.same_result(ctx.fmt, j.expected.oracle, j.expected.oracle_ftz) & j.exact).sum())
-                  for j in ctx.judged)
+    flushed = gradual = 0
+    first_flushed = first_gradual = None
+    for j in ctx.judged:
+        sensitive = ~F.same_result(ctx.fmt, j.expected.oracle, j.expected.oracle_ftz)
+        only_flushed = sensitive & j.ftz_only & ~j.excused & ~j.within
+        ieee = sensitive & j.exact
+        if only_flushed.any():
+            flushed += int(only_flushed.sum())
+            first_flushed = first_flushed or (j, int(np.flatnonzero(only_flushed)[0]))
+        if ieee.any():
+            gradual += int(ieee.sum())
+            first_gradual = first_gradual or (j, int(np.flatnonzero(ieee)[0]))
+    explained = sum(int((j.ftz_only & (j.excused | j.within)).sum()) for j in ctx.judged)
+    if flushed and gradual:
+        (jf, kf), (jg, kg) = first_flushed, first_gradual
+        c.tally.note(jf.row["id"], f"flushes inconsistently: {flushed} elements flushed (first: case {jf.row['id']} "
+                     f"element {kf}) and {gradual} with gradual underflow (first: case {jg.row['id']} element {kg})")
     c.extra["observed"] = (
-        "gradual underflow (no flushing seen)" if not flushed else
-        f"flush-to-zero ({flushed} elements)" if not gradual else
-        f"mixed: {gradual} elements with gradual underflow, {flushed} with the flush-to-zero result "
-        "(an evaluation model's intermediate rounding can give that result without flushing)")
+        "gradual underflow (no flushing seen)" if not flushed and not explained else
+        f"flush-to-zero ({flushed} elements), consistently" if not gradual and flushed else
+        f"inconsistent: {flushed} elements flushed and {gradual} with gradual underflow in one run" if flushed else
+        f"gradual underflow; {explained} elements equal the flush-to-zero result too, each one explained by an "
+        "accepted evaluation model's rounding or the budget (not counted as flushing)")
     return c
 
 
