@@ -457,3 +457,33 @@ def test_the_kernel_is_clean_and_fast(capsys, tmp_path):
     assert code == 0 and s["failures"]["distinct"] == 0 and not (tmp_path / "k" / "vectors-fp32").exists(), text
     assert s["elements"] > 0 and s["elements_per_second"] > 100_000  # a loaded 2-core machine: far below a real figure
     assert set(s["implementation"]) >= {"adapter"} and s["campaign"]["seed"] == 4
+
+
+def test_a_position_dependent_library_is_found_under_r18():
+    """A library whose last n mod 16 elements use another accepted order ((d * dy) / beta in
+    float against (d / beta) * dy in the body, as torch's CPU fp32 kernel does): every element
+    is acceptable on its own, but the fuzzer's moved-tail call shows the bits depend on the
+    position (R18), and an honest kernel shows nothing."""
+    from sl1conf.adapters import load
+    from sl1conf.adapters.base import ArrayFunction
+
+    def tail_order(dy, x1, x2, beta):
+        with np.errstate(all="ignore"):
+            d, b = (x1 - x2).astype(np.float32), np.float32(beta)
+            body, tail = (d / b) * dy, (d * dy) / b
+            mid = np.where(np.arange(d.size) >= d.size - d.size % 16, tail, body)
+            return np.where(d > b, dy, np.where(d < -b, -dy, mid)).astype(np.float32)
+
+    rng = np.random.default_rng(5)
+    n = 1000  # 1000 mod 16 = 8: the last 8 elements are the tail
+    x2 = rng.standard_normal(n).astype(np.float32)
+    x1 = (x2 + rng.uniform(-0.7, 0.7, n)).astype(np.float32)
+    dy = rng.standard_normal(n).astype(np.float32) * np.float32(3.3)
+    case = Case("fp32", dy.view(np.uint32), x1.view(np.uint32), x2.view(np.uint32),
+                int(np.float32(0.7).view(np.uint32)), id="0.0")
+    profile = load_profile("ieee")
+    findings = Z.check_cases(ArrayFunction("tail-order", tail_order, ("fp32",)), profile, [case])
+    position = [f for f in findings if f.kind == "position"]
+    assert [f.requirement for f in position] == ["R18"] and position[0].element >= n - 8, findings
+    with load("builtin:kernel") as kernel:
+        assert Z.check_cases(kernel, profile, [case]) == []

@@ -276,10 +276,31 @@ def _call_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Fin
     return out
 
 
+MOVED = 64
+"""The last MOVED - 1 elements of a long call run again as elements 1.. of a call of MOVED:
+from a tail of every width up to 64 into the vector body (R18, position invariance)."""
+
+
+def moved_tail(case: Case) -> Optional[Case]:
+    """The long call's last elements in a call of their own (after one filler element), or None."""
+    if case.n <= MOVED or case.elements_written != case.n:
+        return None
+    fmt, k = case.format, MOVED - 1
+    head = lambda a, v: np.concatenate([np.array([v], fmt.uint), a[-k:]])  # noqa: E731
+    return dataclasses.replace(case, dy=head(case.dy, fmt.emax << fmt.frac_bits), x1=head(case.x1, 0),
+                               x2=head(case.x2, 0), length=None, id=f"{case.id} tail moved")
+
+
 def check_cases(adapter: Adapter, profile: Profile, cases: list[Case]) -> list[Finding]:
     """Every finding on ``cases``: each call judged, short shared-variant calls run again under
-    another core_mask (the same bits expected), the first short call run twice (determinism)."""
-    extra, twins = [], {}
+    another core_mask (the same bits expected), the first short call run twice (determinism),
+    the last elements of each long call run again in a call of their own (position)."""
+    extra, twins, moved = [], {}, {}
+    for i, c in enumerate(cases):
+        m = moved_tail(c)
+        if m is not None:
+            moved[i] = len(cases) + len(extra)
+            extra.append(m)
     for i, c in enumerate(cases):
         m = twin_mask(c, profile.core_mask) if c.variant == "s" and c.n <= SHORT else None
         if m is not None:
@@ -304,6 +325,18 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case]) -> list[F
         if a.status == b.status == "ok" and not np.array_equal(a.out, b.out):
             findings.append(Finding("determinism", repeat, key(SEEN_UNDER["determinism"], cases[repeat], "determinism"),
                                     detail="a repeated call gave different bits"))
+    for i, j in moved.items():
+        a, b = outcomes[i], outcomes[j]
+        if a.status == b.status == "ok":
+            c, k = cases[i], MOVED - 1
+            differ = np.flatnonzero(~F.same_result(c.format, a.out[c.n - k:c.n], b.out[1:MOVED]))
+            if differ.size:
+                e = c.n - k + int(differ[0])
+                findings.append(Finding("position", i, key(SEEN_UNDER["position"], c, "position"), element=e,
+                                        detail=f"{differ.size} of the last {k} elements of a call of {c.n} give other "
+                                               f"bits at indices 1 to {k} of a call of {MOVED} (element {e}: "
+                                               f"{F.hex_bits(c.format, a.out[e])}, then "
+                                               f"{F.hex_bits(c.format, b.out[1 + int(differ[0])])})"))
     return findings
 
 
