@@ -353,3 +353,32 @@ def test_a_sweep_json_that_would_not_match_is_a_bug_and_is_not_written(tmp_path)
     with pytest.raises(RuntimeError, match="does not match the schema at shards/0"):
         S.save_state(tmp_path / "s", {**state, "shards": [1]})
     assert (tmp_path / "s" / S.STATE_FILE).read_bytes() == saved
+
+
+class TailNudge(Adapter):
+    """The exact kernel with the last n mod 16 elements of every call one step up: every
+    element within the budget on its own, but its bits depend on its position (R18)."""
+
+    name = "tail-nudge"
+    dtypes = ("fp16",)
+
+    def __init__(self):
+        self.inner = KernelAdapter("muldiv-fp64")
+
+    def _run_one(self, case):
+        out = self.inner.run([case])[0].out.copy()
+        n = case.elements_written
+        tail = np.arange(out.size) >= n - n % 16
+        finite = (out & 0x7C00) != 0x7C00
+        out[tail & finite & (np.arange(out.size) < n)] += np.uint16(1)
+        return Outcome("ok", out=out)
+
+
+def test_a_position_dependent_implementation_fails_r18_in_the_sweep(tmp_path):
+    """Blocks of 4096 (no tail for widths up to 64); the block's last 63 elements, moved into a
+    call of their own, land in a tail and change: R18 rejects them, as certify and fuzz do."""
+    state = sweep(tmp_path, "tail", subset="x2=0x3000", adapter=TailNudge())
+    v = S.verdict(state["tally"], load_profile("ieee"))
+    assert not v["pass"] and set(v["requirements"]) == {"R18"} and v["requirements"]["R18"]["elements"] > 0
+    clean = sweep(tmp_path, "clean", subset="x2=0x3000")
+    assert S.verdict(clean["tally"], load_profile("ieee"))["pass"]

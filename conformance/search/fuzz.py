@@ -277,18 +277,36 @@ def _call_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Fin
 
 
 MOVED = 64
-"""The last MOVED - 1 elements of a long call run again as elements 1.. of a call of MOVED:
-from a tail of every width up to 64 into the vector body (R18, position invariance)."""
+"""R18 in fuzz and sweep: the last MOVED - 1 elements of a long call run again, as elements
+1.. of a call of MOVED (the vector body of every width up to 64) and as a call of their own of
+MOVED - 1 (a tail of every width from 4 to 64), so an element that was in a body moves into a
+tail and one that was in a tail moves into a body."""
 
 
-def moved_tail(case: Case) -> Optional[Case]:
-    """The long call's last elements in a call of their own (after one filler element), or None."""
+def moved_calls(case: Case) -> list:
+    """The long call's last MOVED - 1 elements in the two calls above (none for a short call)."""
     if case.n <= MOVED or case.elements_written != case.n:
-        return None
+        return []
     fmt, k = case.format, MOVED - 1
     head = lambda a, v: np.concatenate([np.array([v], fmt.uint), a[-k:]])  # noqa: E731
-    return dataclasses.replace(case, dy=head(case.dy, fmt.emax << fmt.frac_bits), x1=head(case.x1, 0),
-                               x2=head(case.x2, 0), length=None, id=f"{case.id} tail moved")
+    body = dataclasses.replace(case, dy=head(case.dy, fmt.emax << fmt.frac_bits), x1=head(case.x1, 0),
+                               x2=head(case.x2, 0), length=None, id=f"{case.id} tail in a body")
+    tail = dataclasses.replace(case, dy=case.dy[-k:], x1=case.x1[-k:], x2=case.x2[-k:], length=None,
+                               id=f"{case.id} tail alone")
+    return [(body, 1), (tail, 0)]
+
+
+def position_changes(case: Case, out, moved) -> list:
+    """(element of ``case``, its bits in the moved call, description) for every element of the
+    last MOVED - 1 whose bits changed in one of the moved calls (``moved``: [(outcome, offset, call)])."""
+    k, changes = MOVED - 1, []
+    for o, offset, call in moved:
+        if o.status != "ok":
+            continue
+        differ = np.flatnonzero(~F.same_result(case.format, out[case.n - k:case.n], o.out[offset:offset + k]))
+        changes += [(case.n - k + int(d), o.out[offset + int(d)], f"index {offset + int(d)} of a call of {call.n}")
+                    for d in differ]
+    return changes
 
 
 def check_cases(adapter: Adapter, profile: Profile, cases: list[Case]) -> list[Finding]:
@@ -297,10 +315,9 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case]) -> list[F
     the last elements of each long call run again in a call of their own (position)."""
     extra, twins, moved = [], {}, {}
     for i, c in enumerate(cases):
-        m = moved_tail(c)
-        if m is not None:
-            moved[i] = len(cases) + len(extra)
-            extra.append(m)
+        for call, offset in moved_calls(c):
+            moved.setdefault(i, []).append((len(cases) + len(extra), offset, call))
+            extra.append(call)
     for i, c in enumerate(cases):
         m = twin_mask(c, profile.core_mask) if c.variant == "s" and c.n <= SHORT else None
         if m is not None:
@@ -325,18 +342,17 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case]) -> list[F
         if a.status == b.status == "ok" and not np.array_equal(a.out, b.out):
             findings.append(Finding("determinism", repeat, key(SEEN_UNDER["determinism"], cases[repeat], "determinism"),
                                     detail="a repeated call gave different bits"))
-    for i, j in moved.items():
-        a, b = outcomes[i], outcomes[j]
-        if a.status == b.status == "ok":
-            c, k = cases[i], MOVED - 1
-            differ = np.flatnonzero(~F.same_result(c.format, a.out[c.n - k:c.n], b.out[1:MOVED]))
-            if differ.size:
-                e = c.n - k + int(differ[0])
-                findings.append(Finding("position", i, key(SEEN_UNDER["position"], c, "position"), element=e,
-                                        detail=f"{differ.size} of the last {k} elements of a call of {c.n} give other "
-                                               f"bits at indices 1 to {k} of a call of {MOVED} (element {e}: "
-                                               f"{F.hex_bits(c.format, a.out[e])}, then "
-                                               f"{F.hex_bits(c.format, b.out[1 + int(differ[0])])})"))
+    for i, runs in moved.items():
+        c, o = cases[i], outcomes[i]
+        if o.status != "ok":
+            continue
+        changes = position_changes(c, o.out, [(outcomes[j], offset, call) for j, offset, call in runs])
+        if changes:
+            e, bits, where = changes[0]
+            findings.append(Finding("position", i, key(SEEN_UNDER["position"], c, "position"), element=e,
+                                    detail=f"{len(changes)} of the last {MOVED - 1} elements of a call of {c.n} give "
+                                           f"other bits when moved (element {e}: {F.hex_bits(c.format, o.out[e])}, "
+                                           f"then {F.hex_bits(c.format, bits)} at {where})"))
     return findings
 
 

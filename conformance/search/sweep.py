@@ -45,8 +45,9 @@ from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.catalog import by_id
+from sl1conf.conformance.rules.catalog import SEEN_UNDER, by_id
 from sl1conf.conformance.rules.judge import expected_for, judge
+from sl1conf.conformance.search.fuzz import moved_calls, position_changes
 from sl1conf.conformance.search.shards import WHOLE, Shard
 
 __all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset",
@@ -62,6 +63,9 @@ B_NAN, B_ZERO = LARGE + 1, LARGE + 2
 ROWS = ("unmatched", "ftz", "model", "model+ftz")
 """What else a wrong element equals: nothing, only the flush-to-zero oracle, an accepted model."""
 AROUND_BETA_K = 8
+POSITION_EVERY = 64
+"""Every 64th block (block 0 first) also runs its last 63 elements moved (R18): a full sweep
+makes 128 extra small calls, not 8,192 (each call is a process start for a simulator)."""
 STATE_FILE = "sweep.json"
 STATE_FORMAT = "sl1conf-sweep/2"
 
@@ -228,6 +232,20 @@ class Tally:
         for name, n in other.open.items():
             self.open[name] = self.open.get(name, 0) + n
         return self
+
+    def position(self, lo, x1, x2, want, changes) -> None:
+        """R18, as the fuzzer checks it (``fuzz.position_changes``): elements whose bits changed
+        when the block's last elements were moved are rejected under R18 (an element another rule
+        rejects too counts twice in ``rejected_elements``)."""
+        if not changes:
+            return
+        rid, at = SEEN_UNDER["position"], sorted({i for i, _, _ in changes})
+        self.rejected_elements += len(at)
+        self.rejected[rid] = self.rejected.get(rid, 0) + len(at)
+        i, bits, _ = min(changes, key=lambda c: c[0])
+        d = F.ulp_distance(FP16, np.array([bits], np.uint16), want[i:i + 1])[0]
+        self.reject_worst[rid] = _pick(self.reject_worst.get(rid), _example(lo + i, x1[i], x2[i], want[i], bits, d),
+                                       _first)
 
     def judge(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
         """One block's verdicts, by the one judge, on the elements that are not the correctly
@@ -403,8 +421,9 @@ class _Block:
         x1, x2 = self.subset.pairs(lo, hi)
         dy = self.dy[:hi - lo]
         tally = Tally()
-        outcome = self.adapter.run([Case("fp16", dy, x1, x2, c.beta, variant=c.variant, core_mask=self.profile.core_mask,
-                                         id=f"block {k}")])[0]
+        call = Case("fp16", dy, x1, x2, c.beta, variant=c.variant, core_mask=self.profile.core_mask, id=f"block {k}")
+        moved = moved_calls(call) if k % POSITION_EVERY == 0 else []  # R18 on a sample of blocks
+        outcome, *again = self.adapter.run([call] + [m for m, _ in moved])
         if outcome.status != "ok":
             tally.fail(k, hi - lo, outcome.status, outcome.detail)
             return tally
@@ -413,6 +432,8 @@ class _Block:
         got, want = outcome.out[:hi - lo], want.view(np.uint16)
         tally.add(lo, dy, x1, x2, c.beta, got, want)
         tally.judge(lo, dy, x1, x2, c.beta, got, want, self.profile)
+        changes = position_changes(call, outcome.out, [(o, offset, m) for o, (m, offset) in zip(again, moved)])
+        tally.position(lo, x1, x2, want, changes)
         return tally
 
 
