@@ -76,11 +76,18 @@ class Tally:
             self.worst = other.worst
         self.examples += other.examples[: max(0, EXAMPLES - len(self.examples))]
 
-    def element(self, j, k: int) -> dict:
-        fmt, c, d = self.fmt, j.case, int(j.dist[k])
+    def element(self, j, k: int, got=None) -> dict:
+        """Element ``k`` of judgement ``j`` as a report example; ``got``: another result of it
+        (a rearranged call's) in place of the judged one, its distance measured the same way."""
+        fmt, c = self.fmt, j.case
+        if got is None:
+            got, d = j.got[k], int(j.dist[k])
+        else:
+            pair = np.array([got], fmt.uint), j.expected.oracle[k:k + 1]
+            d = 0 if F.same_result(fmt, *pair)[0] else int(F.ulp_distance(fmt, *pair)[0])
         return {"case": j.row["id"], "element": k, "dy": F.hex_bits(fmt, c.dy[k]), "x1": F.hex_bits(fmt, c.x1[k]),
                 "x2": F.hex_bits(fmt, c.x2[k]), "beta": F.hex_bits(fmt, c.beta),
-                "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, j.got[k]),
+                "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, got),
                 "ulp": "nan-mismatch" if d == F.NAN_MISMATCH else d, "ulp_value": d}
 
     def entry(self) -> dict:
@@ -312,12 +319,6 @@ def _arrangements(n: int) -> list:
     return out
 
 
-def _ulp(fmt, got, want):
-    d = int(F.ulp_distance(fmt, np.array([got], fmt.uint), np.array([want], fmt.uint))[0])
-    return 0 if F.same_result(fmt, np.array([got], fmt.uint), np.array([want], fmt.uint))[0] else (
-        "nan-mismatch" if d == F.NAN_MISMATCH else d)
-
-
 def _tail(k: int, n: int, width: int) -> bool:
     return k >= n - n % width
 
@@ -355,14 +356,12 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
                     changed.append((orig, (i, L)))
                     t.failed += 1
                     if len(t.examples) < EXAMPLES:
-                        t.examples.append({
-                            "case": j.row["id"], "element": k, "dy": F.hex_bits(fmt, j.case.dy[k]),
-                            "x1": F.hex_bits(fmt, j.case.x1[k]), "x2": F.hex_bits(fmt, j.case.x2[k]),
-                            "beta": F.hex_bits(fmt, beta), "expected": F.hex_bits(fmt, j.expected.oracle[k]),
-                            "got": F.hex_bits(fmt, o.out[i]), "ulp": _ulp(fmt, o.out[i], j.expected.oracle[k]),
-                            "detail": f"element {k} of a call of {j.case.call_length} gave {F.hex_bits(fmt, j.outcome.out[k])}; "
-                                      f"the same element at index {i} of a call of {L} ({name}) gives "
-                                      f"{F.hex_bits(fmt, o.out[i])}"})
+                        ex = t.element(j, k, got=o.out[i])
+                        ex.pop("ulp_value")
+                        ex["detail"] = (f"element {k} of a call of {j.case.call_length} gave "
+                                        f"{F.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
+                                        f"call of {L} ({name}) gives {F.hex_bits(fmt, o.out[i])}")
+                        t.examples.append(ex)
     extra = {}
     if changed:
         best = None

@@ -49,8 +49,7 @@ class Expected:
                         {k: v[idx] for k, v in self.alternatives.items()})
 
 
-def expected_for(fmt: F.Format, dy, x1, x2, beta: int, *, variant: str = "p", core_mask: int = 0xFF,
-                 with_alternatives: bool = True) -> Expected:
+def expected_for(fmt: F.Format, dy, x1, x2, beta: int, *, variant: str = "p", core_mask: int = 0xFF) -> Expected:
     """Everything acceptable for these inputs, computed afresh (fuzz and sweep; certify reads
     the same columns from the vector set, where they were computed by this same code)."""
     f = lambda b: np.ascontiguousarray(b, dtype=fmt.uint).view(fmt.dtype)  # noqa: E731
@@ -60,8 +59,7 @@ def expected_for(fmt: F.Format, dy, x1, x2, beta: int, *, variant: str = "p", co
     return Expected(bits(fast_oracle.smoothl1lossgrad(*args, b)),
                     bits(fast_oracle.smoothl1lossgrad(*args, b, flush_subnormals=True)),
                     {m.name: bits(m(*args, b)) for m in accepted_models(fmt)},
-                    openbehaviour.alternatives(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask)
-                    if with_alternatives else {})
+                    openbehaviour.alternatives(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask))
 
 
 def is_special(fmt: F.Format, bits) -> np.ndarray:

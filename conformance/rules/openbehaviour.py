@@ -47,7 +47,7 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.formats import Format
 
-__all__ = ["NOTES", "QUESTION_OF", "QUESTIONS", "alternatives", "question_of_beta", "CORE_MASK_ZERO"]
+__all__ = ["NOTES", "QUESTION_OF", "QUESTIONS", "alternatives", "CORE_MASK_ZERO"]
 
 NOTES = {
     "zero": "beta = +-0, diff = 0: 0/0 is invalid (the oracle: NaN); a library that guards "
@@ -86,18 +86,6 @@ QUESTION_OF = {"zero": "beta = 0", "signed-zero": "beta = 0", "dy": "beta = 0", 
                "outer-branch": "beta = +inf", "rounded-diff-outer-branch": "beta = +inf",
                "rounded-diff": "diff rounded to the data format"}
 """The open question each alternative answers."""
-
-
-def question_of_beta(fmt: Format, beta: int) -> "str | None":
-    """The open question a beta itself asks (every element of the call is open), or None."""
-    cls, sign = F.classify(fmt, beta)
-    if cls is F.FloatClass.ZERO:
-        return "beta = 0"
-    if cls.is_nan:
-        return None
-    if sign:
-        return "beta < 0"
-    return "beta = +inf" if cls is F.FloatClass.INF else None
 
 
 def _oracle(fmt: Format, dy, x1, x2, beta: int) -> np.ndarray:

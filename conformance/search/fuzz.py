@@ -36,7 +36,7 @@ from sl1conf.reference import formats as F
 from sl1conf.reference import exact as X
 
 from sl1conf.conformance.rules.catalog import MEMORY, SEEN_UNDER, call_fault
-from sl1conf.conformance.rules.judge import expected_for, judge
+from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
 from sl1conf.conformance.search.shards import Shard, parse_shard
@@ -209,9 +209,9 @@ def _classes(fmt: F.Format, case: Case, idx: np.ndarray) -> list[tuple]:
         X.gt(s, e, beta), "gt", np.where(X.lt(s, e, -beta), "lt", "mid")))
     branch = np.where(X.at_boundary(fmt, case.x1[idx], case.x2[idx], case.beta), BOUNDARY, branch)
     bits = [a[idx] for a in (case.dy, case.x1, case.x2)]
-    special = np.logical_or.reduce([(b & fmt.exp_mask) == fmt.exp_mask for b in bits])
-    sub = np.logical_or.reduce([((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0) for b in bits])
-    zero = np.logical_or.reduce([(b & ~np.array(fmt.sign_mask, fmt.uint)) == 0 for b in bits])
+    special = np.logical_or.reduce([is_special(fmt, b) for b in bits])
+    zero = np.logical_or.reduce([is_zero(fmt, b) for b in bits])
+    sub = np.logical_or.reduce([((b & fmt.exp_mask) == 0) & ~is_zero(fmt, b) for b in bits])
     kind = np.where(special, "special", np.where(sub, "subnormal", np.where(zero, "zero", "normal")))
     return list(zip(branch.tolist(), kind.tolist()))
 
