@@ -47,7 +47,9 @@ class Case:
 
     ``length`` is normally ``len(dy)``; a different value (e.g. negative) is
     passed to the C API as is, for the "what does length < 0 do" checks.
-    ``out_alias`` names the input that dx1 is written over (in-place use).
+    ``out_alias`` names the input that dx1 is written over (in-place use). ``guard``: for
+    adapters that guard buffers, which end of every array touches a guard page ("end": a
+    read or write past the end faults; "start": one before the start faults).
     """
 
     dtype: str
@@ -60,6 +62,7 @@ class Case:
     out_alias: Optional[str] = None
     length: Optional[int] = None
     id: str = ""
+    guard: str = "end"
 
     def __post_init__(self):
         fmt = self.format
@@ -70,6 +73,8 @@ class Case:
             raise ValueError(f"case {self.id}: dy, x1, x2 must be 1-d arrays of one length")
         if self.variant not in VARIANTS:
             raise ValueError(f"case {self.id}: variant must be one of {VARIANTS}")
+        if self.guard not in ("end", "start"):
+            raise ValueError(f"case {self.id}: guard must be 'end' or 'start'")
         if self.out_alias not in (None, *ALIASES):
             raise ValueError(f"case {self.id}: out_alias must be None or one of {ALIASES}")
         if not 0 <= int(self.beta) < (1 << fmt.bits):
@@ -158,12 +163,26 @@ class Adapter(abc.ABC):
         return case.dtype in self.dtypes and case.variant in self.variants and (
             case.out_alias is None or self.capabilities.in_place)
 
+    calls_made: int = 0  # supported calls run since the adapter was made or last restarted
+
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
-        """One outcome per case, in order; unsupported cases are reported as such."""
-        return [self._run_one(c) if self.supports(c)
-                else Outcome("unsupported", detail=f"{self.name} does not offer {c.dtype}/{c.variant}"
-                             + (f" with dx1 over {c.out_alias}" if c.out_alias else ""))
-                for c in cases]
+        """One outcome per case, in order; unsupported cases are reported as such. Every
+        supported case counts one call (``calls_made``): call history is numbered by it."""
+        out = []
+        for c in cases:
+            if self.supports(c):
+                self.calls_made += 1
+                out.append(self._run_one(c))
+            else:
+                out.append(Outcome("unsupported", detail=f"{self.name} does not offer {c.dtype}/{c.variant}"
+                                   + (f" with dx1 over {c.out_alias}" if c.out_alias else "")))
+        return out
+
+    def restart(self) -> bool:
+        """Make the next call the first of a fresh process (no state left from earlier calls)
+        and count calls from zero; False where that cannot be done (the implementation runs in
+        the suite's own process), True where it was done. Determinism checks (R14) call it."""
+        return False
 
     @abc.abstractmethod
     def _run_one(self, case: Case) -> Outcome:

@@ -92,6 +92,16 @@ class CtypesAdapter(Adapter):
     def _run_one(self, case: Case) -> Outcome:
         return self.worker.call(case)
 
+    def restart(self) -> bool:
+        """A new worker process: the library loaded afresh, nothing left of earlier calls."""
+        restarts = self.worker.restarts
+        self.worker.close()
+        self.worker = Worker(self.worker.library, self.worker.shim, self.worker.timeout, self.worker.align,
+                             self.worker.start_timeout)
+        self.worker.restarts = restarts  # restarts after crashes and hangs, over the adapter's life
+        self.calls_made = 0
+        return True
+
     def describe(self) -> dict:
         return {**super().describe(), "library": str(self.path), "sha256": self.sha256,
                 "symbols": self.symbols, "alignment": self.capabilities.alignment,

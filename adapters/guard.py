@@ -1,12 +1,18 @@
 """Guarded buffers: memory errors of an implementation under test become visible.
 
-Each array gets its own mapping: an inaccessible guard page, then the array
-placed so that its *end* touches a second inaccessible guard page, so reading or
-writing even one element past the end faults at once (odd lengths included).
-The slack between the first guard page and the array's start is filled with
-canary bytes, checked after the call: a write just before the array shows
-there. With an alignment requirement the start is aligned and the few bytes
-between the end and the guard page are canaries too.
+Each array gets its own mapping: an inaccessible guard page, the array, a second
+inaccessible guard page. Two layouts (:data:`LAYOUTS`):
+
+* ``"end"``: the array's *end* touches the second guard page, so reading or writing even
+  one element past the end faults at once (odd lengths included). The slack between the
+  first guard page and the start holds canary bytes, checked after the call: a write just
+  before the array shows there (a read does not).
+* ``"start"``: the array's *first element* sits right after the first guard page (a page
+  boundary, so every alignment holds), so a read or a write one element before the start
+  faults at once; the slack after the end holds canaries.
+
+With an alignment requirement in the ``"end"`` layout the start is aligned and the few
+bytes between the end and the guard page are canaries too.
 
 Guard pages need ``mprotect`` (POSIX); elsewhere the buffers have canaries only
 (``GuardedArray.guarded`` says which).
@@ -21,10 +27,11 @@ import os
 
 import numpy as np
 
-__all__ = ["PAGE", "CANARY", "GuardedArray"]
+__all__ = ["PAGE", "CANARY", "LAYOUTS", "GuardedArray"]
 
 PAGE = mmap.PAGESIZE
 CANARY = 0xA5  # canary byte; 0xa5a5 / 0xa5a5a5a5 is an unremarkable number, not a special value
+LAYOUTS = ("end", "start")  # which end of the array touches a guard page
 
 _PROT_NONE = 0
 _libc = None
@@ -42,19 +49,26 @@ def _mprotect():
 
 
 class GuardedArray:
-    """``nbytes`` bytes between two guard pages, the end touching the second one."""
+    """``nbytes`` bytes between two guard pages, the end touching the second one (layout
+    ``"end"``) or the start touching the first (``"start"``)."""
 
-    def __init__(self, nbytes: int, align: int = 1):
+    def __init__(self, nbytes: int, align: int = 1, layout: str = "end"):
         if align < 1 or align & (align - 1):
             raise ValueError(f"alignment {align} is not a power of two")
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout {layout!r} is not one of {LAYOUTS}")
+        self.layout = layout
         self.nbytes = nbytes
         body = -(-(nbytes + align) // PAGE) * PAGE  # room for the data and the alignment slack
         self._map = mmap.mmap(-1, body + 2 * PAGE)
         base = ctypes.addressof(ctypes.c_char.from_buffer(self._map))
         self.base = base
         hi_guard = base + PAGE + body
-        start = hi_guard - nbytes
-        start -= start % align  # aligning moves the start down, leaving canaries after the end
+        if layout == "start":
+            start = base + PAGE  # page-aligned: every alignment up to a page holds
+        else:
+            start = hi_guard - nbytes
+            start -= start % align  # aligning moves the start down, leaving canaries after the end
         self.offset = start - base
         self.address = start
         self.lo_guard = (base, base + PAGE)

@@ -82,14 +82,14 @@ def _call(req: dict, lib, symbols: dict, shim_lib, conn):
     itemsize = 2 if req["dtype"] == "fp16" else 4
     buffers, arrays = {}, {}
     for name in ("dy", "x1", "x2"):
-        buffers[name] = GuardedArray(req[name].nbytes, req["align"])
+        buffers[name] = GuardedArray(req[name].nbytes, req["align"], req["layout"])
         arrays[name] = buffers[name].array(req[name].dtype)
         arrays[name][:] = req[name]
     alias = req["out_alias"]
     if alias:
         buffers["dx1"], arrays["dx1"] = buffers[alias], arrays[alias]
     else:
-        buffers["dx1"] = GuardedArray(req["dy"].nbytes, req["align"])
+        buffers["dx1"] = GuardedArray(req["dy"].nbytes, req["align"], req["layout"])
         arrays["dx1"] = buffers["dx1"].array(req["dy"].dtype)
         arrays["dx1"][:] = req["initial_out"]
     saved = {name: arrays[name].copy() for name in ("dy", "x1", "x2") if name != alias}
@@ -216,7 +216,7 @@ class Worker:
                 "seq": self._seq, "dtype": case.dtype, "symbol": symbol_for(case), "dy": case.dy,
                 "x1": case.x1, "x2": case.x2, "initial_out": case.initial_out(), "beta": int(case.beta),
                 "length": case.call_length, "core_mask": int(case.core_mask), "out_alias": case.out_alias,
-                "align": self.align,
+                "align": self.align, "layout": case.guard,
             }
             try:
                 self._send.send(request)

@@ -24,8 +24,8 @@ Design (docs/ci-examples.md says it for users):
   implementation: the profile's dtypes and variants, those asked for, and those the
   adapter offers (loading the adapter is cheap; running cases is not). The families are
   those the engine will judge: the manifest's with ``--sl1-vectors``, else
-  ``engine.quick_families()`` (quick) or every non-large family of
-  ``families.FAMILIES`` that applies to the dtype, as ``families.generate`` picks them.
+  ``engine.quick_families()`` (quick) or ``engine.default_families()`` (every non-large family,
+  and lengths-long) that apply to the dtype, as ``families.generate`` picks them.
 * A run is certified once per process, lazily, by its first item, and cached (a failure
   to certify is cached too). Every item of a run carries ``xdist_group("sl1conf-D-V")``,
   so with ``--dist loadgroup`` a run is computed once across workers.
@@ -121,7 +121,7 @@ class _Conformance:
         from sl1conf.adapters import AdapterError, load
 
         from sl1conf.conformance.vectors import families as FAM
-        from sl1conf.conformance.certify.engine import quick_families
+        from sl1conf.conformance.certify.engine import default_families, quick_families
         from sl1conf.conformance.rules.profiles import ProfileError, load_profile
         from sl1conf.conformance.rules.catalog import CATALOG
 
@@ -179,7 +179,7 @@ class _Conformance:
                 return list(self.vectors[dtype][1])
             if self.quick:
                 return [n for n in quick_families() if dtype in FAM.family_by_name(n).dtypes]
-            return [f.name for f in FAM.FAMILIES if dtype in f.dtypes and not f.large]
+            return [n for n in default_families() if dtype in FAM.family_by_name(n).dtypes]
 
         self.families = {d: family_names(d) for d in dtypes}
         self.fuzz = bool(opt.sl1_fuzz)

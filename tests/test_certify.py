@@ -64,7 +64,7 @@ def test_the_sample_library_passes_through_ctypes(capsys, tmp_path):
 
 @pytest.mark.parametrize("bug, requirement", [
     ("SEGV", "R13"), ("HANG", "R13"), ("WRITE_PAST_END", "R10"), ("READ_PAST_END", "R11"),
-    ("CLOBBER_INPUT", "R12"),
+    ("CLOBBER_INPUT", "R12"), ("READ_BEFORE_START", "R11"),
 ])
 def test_each_defect_fails_its_requirement(bug, requirement, capsys, tmp_path):
     lib = build_library(bug=bug)
@@ -73,6 +73,8 @@ def test_each_defect_fails_its_requirement(bug, requirement, capsys, tmp_path):
     assert code == 1 and requirement in failed(report), text
     entry = next(r for r in report["runs"][0]["requirements"] if r["id"] == requirement)
     assert entry["failed"] >= 1 and entry["examples"][0]["case"]
+    if bug == "READ_BEFORE_START":  # named for the case whose length triggers it, with the array
+        assert entry["examples"][0]["detail"].startswith("read before the start of x1"), entry
 
 
 def test_an_implementation_returning_dy_fails_accuracy(capsys, tmp_path):
@@ -175,7 +177,8 @@ DEFECTS = {
                    "ieee", "R18"),
     # call history: from the 21st call on, subnormal inputs and results flush to zero (DAZ/FTZ
     # switched on, as a thread pool that sets the FPU's mode would): consistent flushing would pass
-    # mt7004, flushing in some calls and not others fails R06 there too
+    # mt7004; here R14's sample, run first in a fresh worker, gives gradual results in its first 20
+    # calls and flushed ones when repeated (the run's own calls all flush, so R06 sees no mix)
     "flushes-after-20-calls": ("static unsigned calls; if (i == 0) calls++; float a = x1[i], b = x2[i], g = dy[i],"
                                " bb = beta; if (calls > 20) { a = fabsf(a) < 1.17549435e-38f ? copysignf(0.0f, a) : a;"
                                " b = fabsf(b) < 1.17549435e-38f ? copysignf(0.0f, b) : b;"
@@ -183,7 +186,7 @@ DEFECTS = {
                                " bb = fabsf(bb) < 1.17549435e-38f ? copysignf(0.0f, bb) : bb; }"
                                " float d = a - b; float r = d > bb ? g : d < -bb ? -g : d / bb * g;"
                                " if (calls > 20 && fabsf(r) < 1.17549435e-38f) r = copysignf(0.0f, r); dx1[i] = r;",
-                               "mt7004", "R06"),
+                               "mt7004", "R14"),
     "nondeterministic": ("static unsigned calls; float d = x1[i] - x2[i]; float r = d > beta ? dy[i] : d < -beta"
                          " ? -dy[i] : d / beta * dy[i]; if (i == 0 && calls++ % 2) r = r * 2.0f + 1.0f;"
                          " dx1[i] = r;", "ft78ne", "R14"),
@@ -212,6 +215,16 @@ def test_each_defect_class_fails_its_requirement(defect, capsys, tmp_path):
     if requirement == "R18":  # the report names the pattern: the tail of a width-8 vector loop
         r18 = next(r for r in report["runs"][0]["requirements"] if r["id"] == "R18")
         assert "last n mod 8 elements" in r18["observed"] and "a call of" in r18["examples"][0]["detail"]
+    if defect == "flushes-after-20-calls":  # where the change was first seen, and a rerun that reproduces it
+        r14 = next(r for r in report["runs"][0]["requirements"] if r["id"] == "R14")
+        assert "first seen at call #" in r14["observed"] and "does not reproduce in isolation" in r14["reproduction"]
+        assert "a fresh worker's call" in r14["examples"][0]["detail"]
+        md = (tmp_path / "report" / "report.md").read_text()
+        command = next(line for line in md.splitlines() if line.startswith("sl1conf certify") and "R14" in line)
+        assert "--only R14 " in command  # every case: the calls before the change are replayed
+        code, text, _, again = certify(capsys, tmp_path / "again", "--impl", f"ctypes:{lib}", "--platform", platform,
+                                       "--dtype", "fp32", "--variant", "p", "--only", "R14")
+        assert code == 1 and failed(again) == {"R14"}, text
 
 
 @pytest.mark.parametrize("mask_body, requirement", [

@@ -42,6 +42,7 @@ ID_TABLE = {
     14: "large-random",
     15: "rounding-hard",
     16: "lengths-compact",
+    17: "lengths-long",
 }
 RANDOM_FAMILIES = {"random-weighted", "random-boundary", "large-random", "rounding-hard"}
 
@@ -104,7 +105,8 @@ def test_registry_entries_are_complete():
         assert spec.description and len(spec.description) > 60, spec.name
         assert spec.flags and set(spec.dtypes) <= set(DTYPES), spec.name
         assert spec.seeded == (spec.name in RANDOM_FAMILIES), spec.name
-        assert spec.large == (spec.name in ("large-random", "lengths")), spec.name
+        assert spec.large == (spec.name in ("large-random", "lengths", "lengths-long")), spec.name
+        assert spec.by_default == (spec.name == "lengths-long"), spec.name
     assert FM.family_by_name("fp16-overflow").dtypes == ("fp16",)
     assert FM.family_by_name("range-overflow").dtypes == ("fp32",)
 
@@ -496,3 +498,23 @@ def test_large_family_only_when_asked(full):
     assert big.large and big.id == 14 and big.name == "large-random"
     assert sum(c.n for c in big.cases) >= 1_000_000
     assert all(c.dy.dtype == _fmt(dtype).uint for c in big.cases)
+
+
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_lengths_long_hits_tile_boundaries_ddr_sized_calls_and_splits(dtype):
+    """lengths-long (certify's default run, never committed): one below, at and above every
+    multiple it names, a call of 2^20 elements or more, uneven shared splits of long calls, and
+    subnormals in every call so that flushing only in long calls shows."""
+    from sl1conf.conformance.certify.engine import default_families, quick_families
+    from sl1conf.conformance.vectors.families.lengths import LONG_MULTIPLES
+
+    [fam] = generate(dtype, SEED, ["lengths-long"], large=True)
+    private = {c.n for c in fam.cases if c.variant == "p"}
+    for m in LONG_MULTIPLES:
+        assert {m - 1, m, m + 1} <= private, m
+    assert max(c.n for c in fam.cases) >= 1 << 20
+    shared = [c for c in fam.cases if c.variant == "s"]
+    assert shared and all(c.n % bin(c.core_mask).count("1") for c in shared)
+    assert all({"subnormal-input", "ftz-sensitive"} <= set(c.flags) for c in fam.cases)
+    assert all(c.result == "valid" for c in fam.cases)  # nothing open: no alternative arrays
+    assert "lengths-long" in default_families() and "lengths-long" not in quick_families()

@@ -64,6 +64,22 @@ def test_each_defect_is_reported_for_its_case_and_the_run_goes_on(defect, dtype,
             assert impl.describe()["worker_restarts"] >= 1
 
 
+@pytest.mark.parametrize("dtype", ["fp32", "fp16"])
+def test_a_read_before_the_start_faults_in_the_start_layout_only(dtype):
+    """The sample's READ_BEFORE_START defect reads x1[-1]: canaries cannot see a read, so with
+    each array's end at a guard page the call returns; with each start after one it faults,
+    named after x1."""
+    from dataclasses import replace
+
+    trigger = defects()["READ_BEFORE_START"][1]
+    with load(f"ctypes:{build_library(bug='READ_BEFORE_START')}") as impl:
+        [case] = [c for c in _cases(dtype, "p") if c.n == trigger]
+        end, start, other = impl.run([case, replace(case, guard="start"), replace(_cases(dtype, "p")[0], guard="start")])
+    assert end.status == "ok" and end.fault is None
+    assert start.status == "crash" and start.fault == "read before the start of x1", start
+    assert other.status == "ok" and other.wrote_outside is False  # other lengths are clean in the start layout
+
+
 def test_write_before_the_start_is_seen_by_the_canaries(tmp_path):
     src = tmp_path / "before.c"
     src.write_text("void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float b)\n"

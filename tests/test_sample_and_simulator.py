@@ -119,7 +119,7 @@ def test_sources_and_defects_are_found():
     assert (d / "smoothl1lossgrad.h").is_file() and (d / "smoothl1lossgrad.c").is_file()
     assert S.harness_source().is_file()
     assert S.defects() == {"SEGV": (1, 13), "HANG": (2, 17), "WRITE_PAST_END": (3, 19),
-                           "READ_PAST_END": (4, 23), "CLOBBER_INPUT": (5, 29)}
+                           "READ_PAST_END": (4, 23), "CLOBBER_INPUT": (5, 29), "READ_BEFORE_START": (6, 31)}
     assert S.bug_number("SEGV") == S.bug_number("sl1_bug_segv") == S.bug_number(1) == 1
     assert S.bug_number(None) == 0
     for bad in ("NOPE", 99):
@@ -456,14 +456,15 @@ def _defect_cases(trigger: int) -> list[Case]:
     return cases
 
 
-@pytest.mark.parametrize("bug", ["SEGV", "HANG", "WRITE_PAST_END", "CLOBBER_INPUT", "READ_PAST_END"])
+@pytest.mark.parametrize("bug", ["SEGV", "HANG", "WRITE_PAST_END", "CLOBBER_INPUT", "READ_PAST_END",
+                                 "READ_BEFORE_START"])
 def test_defects_reported_for_the_triggering_case_only(build_dir, bug):
     trigger = S.defects()[bug][1]
     exe = S.build_harness(out_dir=build_dir, bug=bug)
     adapter = SimulatorAdapter(S.harness_template(exe), timeout=1.0 if bug == "HANG" else 30.0)
     cases = _defect_cases(trigger)
     for case, outcome in zip(cases, adapter.run(cases)):
-        if case.call_length != trigger or bug == "READ_PAST_END":  # reads past the end are not visible here
+        if case.call_length != trigger or bug.startswith("READ_"):  # reads outside are not visible here
             assert_matches(case, outcome)
         elif bug == "SEGV":
             assert outcome.status == "crash" and outcome.detail == "SIGSEGV", case.id

@@ -41,6 +41,7 @@
  *   3  SL1_BUG_WRITE_PAST_END   length == 19   writes dx1[length] (a fixed pattern) after the call's work
  *   4  SL1_BUG_READ_PAST_END    length == 23   reads x1[length] and folds it into a global
  *   5  SL1_BUG_CLOBBER_INPUT    length == 29   overwrites x2[0] (complements its bits)
+ *   6  SL1_BUG_READ_BEFORE_START length == 31  reads x1[-1] and folds it into a global
  *
  * Without SL1_BUG (or with SL1_BUG=0) the library has none of them. The Python side
  * (sl1conf.adapters.sample) reads the numbers and lengths from the #defines below.
@@ -55,12 +56,14 @@
 #define SL1_BUG_WRITE_PAST_END  3
 #define SL1_BUG_READ_PAST_END   4
 #define SL1_BUG_CLOBBER_INPUT   5
+#define SL1_BUG_READ_BEFORE_START 6
 
 #define SL1_BUG_SEGV_LENGTH            13
 #define SL1_BUG_HANG_LENGTH            17
 #define SL1_BUG_WRITE_PAST_END_LENGTH  19
 #define SL1_BUG_READ_PAST_END_LENGTH   23
 #define SL1_BUG_CLOBBER_INPUT_LENGTH   29
+#define SL1_BUG_READ_BEFORE_START_LENGTH 31
 
 #ifndef SL1_BUG
 #define SL1_BUG 0
@@ -70,8 +73,8 @@
 
 /* ---- deliberate defects (compiled out unless SL1_BUG names one) ---------------- */
 
-#if SL1_BUG == SL1_BUG_READ_PAST_END
-volatile unsigned sl1_bug_sink; /* where the value read past the end goes */
+#if SL1_BUG == SL1_BUG_READ_PAST_END || SL1_BUG == SL1_BUG_READ_BEFORE_START
+volatile unsigned sl1_bug_sink; /* where the value read outside x1 goes */
 #endif
 
 /* Called on entry of every public function, before any work. */
@@ -106,6 +109,14 @@ static void sl1_bug_after(void *dx1, const void *x1, void *x2, int length, size_
 #elif SL1_BUG == SL1_BUG_READ_PAST_END
     if (length == SL1_BUG_READ_PAST_END_LENGTH) {
         const volatile unsigned char *p = (const volatile unsigned char *)x1 + (size_t)length * size;
+        unsigned acc = 0;
+        for (size_t k = 0; k < size; k++)
+            acc = acc * 256u + p[k];
+        sl1_bug_sink ^= acc;
+    }
+#elif SL1_BUG == SL1_BUG_READ_BEFORE_START
+    if (length == SL1_BUG_READ_BEFORE_START_LENGTH) {
+        const volatile unsigned char *p = (const volatile unsigned char *)x1 - size;
         unsigned acc = 0;
         for (size_t k = 0; k < size; k++)
             acc = acc * 256u + p[k];

@@ -22,7 +22,7 @@ from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store as V
 from sl1conf.reference.models import accepted_models
 
-__all__ = ["quick_families", "SelectionError", "vectors_for", "judge_run", "certify"]
+__all__ = ["quick_families", "default_families", "SelectionError", "vectors_for", "judge_run", "certify"]
 
 
 def quick_families() -> tuple:
@@ -31,6 +31,14 @@ def quick_families() -> tuple:
     from sl1conf.conformance.vectors.families import FAMILIES
 
     return tuple(f.name for f in FAMILIES if not f.seeded and not f.large)
+
+
+def default_families() -> tuple:
+    """The default (full) run: every family but the large ones, and the large ones certify
+    generates in memory by default (lengths-long: its long calls are never committed)."""
+    from sl1conf.conformance.vectors.families import FAMILIES
+
+    return tuple(f.name for f in FAMILIES if not f.large or f.by_default)
 
 
 class SelectionError(SuiteError):
@@ -47,7 +55,8 @@ def vectors_for(dtype: str, vectors_dir=None, quick: bool = False, seed: int = 2
         return vs
     from sl1conf.conformance.vectors.families import generate
 
-    return V.in_memory(dtype, generate(dtype, seed, list(quick_families()) if quick else None), seed=seed)
+    names = list(quick_families() if quick else default_families())
+    return V.in_memory(dtype, generate(dtype, seed, names, large=not quick), seed=seed, large=not quick)
 
 
 def _judge_all(vs: V.VectorSet, profile: Profile, items: list) -> list:
@@ -97,25 +106,45 @@ def _calls(vs: V.VectorSet, variant: str, profile: Profile, cases=None) -> list:
     return out
 
 
+def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: list) -> tuple:
+    """Run ``calls`` in order and judge them: (judgements of the calls that returned, (row,
+    call, outcome) of those that did not). Each judgement's ``call_no`` is the call's number in
+    the adapter's history (``Adapter.calls_made`` counts every call since the last restart)."""
+    first = adapter.calls_made
+    outcomes = adapter.run([c for _, _, c in calls])
+    fam_name = {f["id"]: f["name"] for f in vs.manifest["families"]}
+    returned, broken, numbers, no = [], [], [], first
+    for (row, vc, case), o in zip(calls, outcomes):
+        if o.status == "unsupported":
+            continue
+        no += 1
+        if o.status == "ok":
+            returned.append((row, vc, case, o, fam_name[row["family"]]))
+            numbers.append(no)
+        else:
+            broken.append((row, case, o))
+    judged = _judge_all(vs, profile, returned)
+    for j, no in zip(judged, numbers):
+        j.call_no = no
+    return judged, broken
+
+
 def judge_run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None) -> tuple:
     """Run the variant's calls of the set and judge them: (calls, judgements of the calls that
     returned, (row, call, outcome) of those that did not)."""
     calls = _calls(vs, variant, profile, cases)
-    outcomes = adapter.run([c for _, _, c in calls])
-    fam_name = {f["id"]: f["name"] for f in vs.manifest["families"]}
-    returned, broken = [], []
-    for (row, vc, case), o in zip(calls, outcomes):
-        if o.status == "ok":
-            returned.append((row, vc, case, o, fam_name[row["family"]]))
-        elif o.status != "unsupported":
-            broken.append((row, case, o))
-    return calls, _judge_all(vs, profile, returned), broken
+    return (calls, *_judge_calls(adapter, profile, vs, calls))
 
 
 def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None) -> dict:
     fmt = vs.format
-    calls, judged, broken = judge_run(adapter, profile, vs, variant, cases)
-    ctx = RunContext(fmt, profile, variant, adapter, judged, broken, calls)
+    calls = _calls(vs, variant, profile, cases)
+    ctx = RunContext(fmt, profile, variant, adapter, [], [], calls)
+    for req in CATALOG:  # what a requirement must see before anything else runs (R14: a fresh worker)
+        if req.prepare is not None:
+            req.prepare(ctx, req)
+    ctx.judged, ctx.broken = _judge_calls(adapter, profile, vs, calls)
+    judged = ctx.judged
     requirements = []
     for req in CATALOG:
         found = req.check(ctx, req)

@@ -73,11 +73,14 @@ def render_html(report: dict) -> str:
             parts.append('<div class="failure">'
                          f"<h3>{escape(f.id)} {escape(f.title)}: {escape(f.where)}, {escape(f.how_many)}</h3>"
                          f'<p class="statement">{escape(f.statement)}</p>')
+            if f.over_the_run:
+                parts.append(f"<p>Over the run: {escape(f.over_the_run)}</p>")
             if f.worst:
                 parts.append(_element(f.worst))
             elif f.detail:
                 parts.append(f"<p>First failure: {escape(f.detail)}</p>")
-            parts.append("<p>Reproduce:</p><pre>" + escape("\n".join(f.commands)) + "</pre></div>")
+            parts.append("<p>Reproduce" + (f" ({escape(f.reproduction)})" if f.reproduction else "") + ":</p><pre>"
+                         + escape("\n".join(f.commands)) + "</pre></div>")
     else:
         parts.append(f"<p>{escape(all_held(v))}</p>")
     plots = all_plots(report)

@@ -49,7 +49,10 @@ def render_junit(report: dict) -> str:
                 message = (f"{counts}; worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} "
                            f"beta={w['beta']} expected {w['expected']} got {w['got']} ({w['ulp']} ULP)"
                            if w else f"{counts}; {f.detail}")
-                text = f.statement + "\n\nReproduce:\n" + "\n".join(f.commands)
+                if f.over_the_run:
+                    message = f"{message}; over the run: {f.over_the_run}" if w or f.detail else f"{counts}; {f.over_the_run}"
+                text = (f.statement + "\n\nReproduce" + (f" ({f.reproduction})" if f.reproduction else "") + ":\n"
+                        + "\n".join(f.commands))
             statuses.append(_case(suite, classname, f"{r['id']} {r['title']}", r["status"], message, text,
                                   observed.get((d, var, r["id"]), "")))
             for fam in r.get("families") or []:

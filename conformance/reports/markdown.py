@@ -46,11 +46,14 @@ def render_markdown(report: dict) -> str:
         for f in v.failures:
             out += [f"### {f.id} {f.title}: {f.where}, {f.how_many}", "",
                     f"> {f.statement}", ""]
+            if f.over_the_run:
+                out += [f"Over the run: {f.over_the_run}", ""]
             if f.worst:
                 out += ["Worst input:", *_element(f.worst), ""]
             elif f.detail:
                 out += [f"First failure: {f.detail}", ""]
-            out += ["Reproduce:", "", "```sh", *f.commands, "```", ""]
+            out += ["Reproduce" + (f" ({f.reproduction})" if f.reproduction else "") + ":", "", "```sh", *f.commands,
+                    "```", ""]
     else:
         out += [all_held(v), ""]
     out += ["## Requirements", "",

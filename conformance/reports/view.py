@@ -55,6 +55,8 @@ class Failure:
     commands: list = field(default_factory=list)
     variants: list = field(default_factory=list)  # the variants failing the same way (first: the one run)
     counts: list = field(default_factory=list)  # (failed, checked) per variant
+    reproduction: str = ""  # how far the commands reproduce it, where not plainly (history-dependent)
+    over_the_run: str = ""  # a finding about the whole run, not one call (R01's rounding bias)
 
     @property
     def where(self) -> str:
@@ -159,11 +161,13 @@ def view(report: dict) -> View:
                 observed.append((d, v, r["id"], r["title"], _observation(r)))
             if r["status"] != "fail":
                 continue
-            examples = r.get("examples") or []
+            run_wide = [e["detail"] for e in r.get("examples") or [] if "case" not in e]
+            examples = [e for e in r.get("examples") or [] if "case" in e]
             f = Failure(d, v, r["id"], r["title"], r["statement"], _with_decimals(d, worst) if worst else None,
                         "" if worst else (examples[0].get("detail", "") if examples else ""),
-                        variants=[v], counts=[(r.get("failed", 0), r.get("checked", 0))])
-            case = (worst or (examples[0] if examples else {})).get("case")
+                        variants=[v], counts=[(r.get("failed", 0), r.get("checked", 0))],
+                        reproduction=r.get("reproduction", ""), over_the_run="; ".join(run_wide))
+            case = (worst or (examples[0] if examples else {})).get("case") if r.get("rerun_cases", True) else None
             f.commands.append(_rerun_command(report, d, v, [r["id"]] + ([case] if case else [])))
             if worst:  # the exact diff, branch, result and every model's bits of the worst element
                 f.commands.append(explain_command(d, worst["dy"], worst["x1"], worst["x2"], worst["beta"]))

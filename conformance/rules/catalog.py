@@ -63,10 +63,14 @@ class Tally:
         if len(self.examples) < EXAMPLES:
             self.examples.append(ex)
 
-    def note(self, case_id: str, detail: str) -> None:
-        """One failing call (not an element), with what was wrong."""
+    def note(self, case_id: "str | None", detail: str) -> None:
+        """One failing call (not an element), with what was wrong; ``case_id`` None: a finding
+        about the whole run (listed first: it says more than any one element)."""
         self.failed += 1
-        if len(self.examples) < EXAMPLES:
+        if case_id is None:
+            self.examples.insert(0, {"detail": detail})
+            del self.examples[EXAMPLES:]
+        elif len(self.examples) < EXAMPLES:
             self.examples.append({"case": case_id, "detail": detail})
 
     def merge(self, other: "Tally") -> None:
@@ -119,10 +123,32 @@ class RunContext:
     adapter: object
     judged: list  # Judgement per call that returned, with row, case, outcome, family, fill_ok
     broken: list  # (row, case, outcome) per call that crashed, hung or failed
-    calls: list  # (row, case) per call made
+    calls: list  # (row, vector case, case) per call made
+    memo: dict = field(default_factory=dict)  # calls made again, shared by the checks that read them
 
     def of(self, families) -> list:
         return [j for j in self.judged if j.family in families]
+
+
+START_LAYOUT_MAX = 100_000
+"""Calls up to this many elements run a second time with every array's first element right
+after a guard page (``Case.guard = "start"``), so reads before the start fault as reads past
+the end do; longer calls (a handful of 1,000,000-element ones) run in the first layout only."""
+
+
+def start_layout(ctx: RunContext) -> list:
+    """(judgement, outcome) for every returned call of at most START_LAYOUT_MAX elements, run
+    again in the "start" guard layout (once per run, for the memory, return and position
+    checks); empty where the adapter guards no buffers."""
+    from dataclasses import replace
+
+    if "start-layout" not in ctx.memo:
+        picked = [j for j in ctx.judged if j.case.n <= START_LAYOUT_MAX] if ctx.adapter.capabilities.memory_checked else []
+        first = ctx.adapter.calls_made + 1
+        outcomes = ctx.adapter.run([replace(j.case, guard="start") for j in picked])
+        ctx.memo["start-layout"] = list(zip(picked, outcomes))
+        ctx.memo["start-layout-first-call"] = first  # the calls' numbers in the adapter's history follow on
+    return ctx.memo["start-layout"]
 
 
 def _element_check(ctx: RunContext, req: "Requirement") -> Check:
@@ -133,17 +159,87 @@ def _element_check(ctx: RunContext, req: "Requirement") -> Check:
     return Check(t, applicable=t.checked > 0)
 
 
+BIAS_SIGMAS = 6.0
+"""The rounding-bias test's margin, in binomial standard deviations: one-sided false-alarm
+rate below 1e-9 per direction (normal approximation) for an implementation that leans no
+more than the most leaning accepted model."""
+BIAS_MIN = 100  # fewer deviating elements than this: too few to judge a lean
+BIAS_DIRECTIONS = ("toward zero", "away from zero", "down", "up")
+
+
+def bias_counts(judged) -> dict:
+    """Per direction, over the ordinary elements (normal inputs, finite results, not on the
+    boundary, no intermediate overflow, accepted) of the judgements: how many results differ
+    from the correctly rounded one and how many of those lie that way, for the implementation
+    ("got") and for each accepted model on the same elements. Why against the correctly rounded
+    result: an evaluation that rounds to nearest deviates from it both ways; a truncation or a
+    rounding mode left changed deviates one way only."""
+    out: dict = {}
+    for j in judged:
+        fmt = j.fmt
+        o = j.expected.oracle
+        ordinary = (j.ok & ~j.boundary & ~j.subnormal_inputs & ~j.overflow_prone & ~is_special(fmt, o)
+                    & ~is_special(fmt, j.got))
+        idx = np.flatnonzero(ordinary)
+        if not idx.size:
+            continue
+        ov = F.from_bits(fmt, o[idx]).astype(np.float64)
+        for who, bits in [("got", j.got), *j.expected.models.items()]:
+            v = F.from_bits(fmt, bits[idx]).astype(np.float64)
+            finite = np.isfinite(v) & (v != ov)
+            a, b = np.abs(v[finite]), np.abs(ov[finite])
+            c = out.setdefault(who, {"differ": 0, **{d: 0 for d in BIAS_DIRECTIONS}})
+            c["differ"] += int(finite.sum())
+            for d, lean in zip(BIAS_DIRECTIONS, (a < b, a > b, v[finite] < ov[finite], v[finite] > ov[finite])):
+                c[d] += int(lean.sum())
+    return out
+
+
+def rounding_bias(counts: dict) -> "dict | None":
+    """The lean of the implementation's deviations from the correctly rounded result against
+    what the accepted models do on the same elements: for each direction the implementation's
+    share, the largest share of an accepted model with at least BIAS_MIN deviations (else one
+    half, a balanced rounding), and whether the implementation's count exceeds that share's
+    binomial expectation by more than BIAS_SIGMAS standard deviations. None: fewer than
+    BIAS_MIN deviations, nothing to judge."""
+    got = counts.get("got")
+    if not got or got["differ"] < BIAS_MIN:
+        return None
+    n = got["differ"]
+    out = {"inexact_deviations": n, "directions": []}
+    for d in BIAS_DIRECTIONS:
+        shares = [(c[d] / c["differ"], m) for m, c in counts.items() if m != "got" and c["differ"] >= BIAS_MIN]
+        allowed, model = max(shares, default=(0.5, "a balanced rounding"))
+        if allowed < 0.5:
+            allowed, model = 0.5, "a balanced rounding"
+        limit = n * allowed + BIAS_SIGMAS * (n * allowed * (1 - allowed)) ** 0.5
+        out["directions"].append({"direction": d, "count": got[d], "share": round(got[d] / n, 4),
+                                  "allowed_share": round(allowed, 4), "allowed_by": model,
+                                  "fails": got[d] > limit})
+    return out
+
+
 def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
-    """The element rule's rejections, family by family (nothing judged: not applicable)."""
+    """The element rule's rejections, family by family (nothing judged: not applicable), and
+    the rounding-bias test over the run's ordinary elements."""
     per_family = {}
     for j in ctx.judged:
         per_family.setdefault(j.family, Tally(ctx.fmt)).add(j, j.rejected[req.id])
     total = Tally(ctx.fmt)
     for t in per_family.values():
         total.merge(t)
-    return Check(total, applicable=total.checked > 0,
-                 extra={"families": [{"family": n, "status": "fail" if t.failed else "pass", **t.entry()}
-                                     for n, t in per_family.items()]})
+    extra = {"families": [{"family": n, "status": "fail" if t.failed else "pass", **t.entry()}
+                          for n, t in per_family.items()]}
+    bias = rounding_bias(bias_counts(ctx.judged))
+    if bias is not None:
+        extra["rounding_bias"] = bias
+        for d in bias["directions"]:
+            if d["fails"]:
+                total.note(None, f"rounding bias: {d['count']} of {bias['inexact_deviations']} ordinary results that differ "
+                           f"from the correctly rounded one ({d['share']:.1%}) lie {d['direction']}; the accepted "
+                           f"models allow at most {d['allowed_share']:.1%} ({d['allowed_by']}) plus {BIAS_SIGMAS:g} "
+                           "standard deviations")
+    return Check(total, applicable=total.checked > 0, extra=extra)
 
 
 def _subnormals(ctx: RunContext, req: "Requirement") -> Check:
@@ -235,31 +331,127 @@ def call_fault(rid: str, outcome) -> "str | None":
 
 
 def _memory(ctx: RunContext, req: "Requirement") -> Check:
+    """Each call's faults in both guard layouts (the array's end, then its start, at a guard page)."""
     t = Tally(ctx.fmt)
-    for cid, o in [(j.row["id"], j.outcome) for j in ctx.judged] + [(r["id"], o) for r, _, o in ctx.broken]:
+    again = [(j.row["id"], o, " (arrays starting at a guard page)") for j, o in start_layout(ctx)]
+    for cid, o, where in [(j.row["id"], j.outcome, "") for j in ctx.judged] + [
+            (r["id"], o, "") for r, _, o in ctx.broken] + again:
         t.checked += 1
         detail = call_fault(req.id, o)
         if detail:
-            t.note(cid, detail)
+            t.note(cid, detail + where)
     return Check(t, applicable=ctx.adapter.capabilities.memory_checked)
 
 
 def _returns(ctx: RunContext, req: "Requirement") -> Check:
     t = Tally(ctx.fmt)
-    t.checked = len(ctx.calls)
-    for row, _, o in ctx.broken:
+    again = [(j.row, o) for j, o in start_layout(ctx)]
+    t.checked = len(ctx.calls) + len(again)
+    for row, o in [(row, o) for row, _, o in ctx.broken] + [(row, o) for row, o in again if o.status != "ok"]:
         t.note(row["id"], f"{o.status}: {o.detail}")
     return Check(t)
 
 
+HISTORY_SAMPLE = 24
+"""Calls R14 repeats: subnormal and flush-sensitive ones, boundary ones, one long call, and
+ordinary ones spread over the run."""
+
+
+def _history_sample(ctx: RunContext) -> list:
+    """A deterministic sample of the run's calls, in run order: up to 8 with subnormal or
+    flush-sensitive inputs, 6 with diff = +-beta, the shortest call of LONG_CALL elements or
+    more, and calls spread evenly over the rest."""
+    calls = [c for _, _, c in ctx.calls if ctx.adapter.supports(c) and c.n]
+    flags = {id(c): set(row["flags"]) for row, _, c in ctx.calls}
+    picked: dict = {}
+
+    def take(cands, k):
+        for c in [c for c in cands if id(c) not in picked][:k]:
+            picked[id(c)] = c
+
+    take([c for c in calls if flags[id(c)] & {"subnormal-input", "ftz-sensitive"}], 8)
+    take([c for c in calls if "diff-eq-beta" in flags[id(c)]], 6)
+    take(sorted((c for c in calls if c.n >= LONG_CALL), key=lambda c: c.n), 1)
+    rest = [c for c in calls if id(c) not in picked]
+    if rest:
+        take([rest[int(k)] for k in np.linspace(0, len(rest) - 1, min(len(rest), HISTORY_SAMPLE - len(picked)))], HISTORY_SAMPLE)
+    order = {id(c): i for i, c in enumerate(calls)}
+    return sorted(picked.values(), key=lambda c: order[id(c)])
+
+
+def _history_first(ctx: RunContext, req: "Requirement") -> None:
+    """Before anything else: the sample in a fresh worker (its first calls)."""
+    sample = _history_sample(ctx)
+    fresh = ctx.adapter.restart()
+    base = ctx.adapter.calls_made  # 0 after a restart; calls are numbered from this run's first
+    ctx.memo["history"] = {"sample": sample, "fresh": fresh, "first": ctx.adapter.run(sample), "base": base}
+
+
 def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
-    again = ctx.judged[:40]
-    t = Tally(ctx.fmt)
-    for j, second in zip(again, ctx.adapter.run([j.case for j in again])):
-        t.checked += 1
-        if second.status != "ok" or not np.array_equal(second.out, j.outcome.out):
-            t.note(j.row["id"], "a repeated call gave different bits")
-    return Check(t)
+    """The sample again after the rest of the run and then in reverse order, every call of the
+    run again with its arrays elsewhere (the start layout), each against the call's first
+    result (in a fresh worker where the adapter can start one): the same bits (NaN as a class).
+    Every call is numbered in the adapter's history, so the report says where a change was
+    first seen."""
+    fmt, t = ctx.fmt, Tally(ctx.fmt)
+    h = ctx.memo.get("history") or {"sample": [], "fresh": False, "first": [], "base": 0}
+    sample, main, base = h["sample"], {id(j.case): j for j in ctx.judged}, h["base"]
+    after_call = ctx.adapter.calls_made + 1 - base
+    after = ctx.adapter.run(sample)
+    reverse = ctx.adapter.run(sample[::-1])[::-1]
+    n = len(sample)
+    seen = []  # per call: [(call number, what it was, outcome)] in history order
+    for i, c in enumerate(sample):
+        obs = [(1 + i, "a fresh worker's call" if h["fresh"] else "a call before the run", h["first"][i])]
+        if id(c) in main:
+            obs.append((main[id(c)].call_no - base, "the run's call", main[id(c)].outcome))
+        obs += [(after_call + i, "again after the run", after[i]), (after_call + 2 * n - 1 - i, "again in reverse order",
+                                                                   reverse[i])]
+        seen.append((main.get(id(c)), c, obs))
+    layout = start_layout(ctx)
+    start = ctx.memo.get("start-layout-first-call", 0) - base
+    for k, (j, o) in enumerate(layout):
+        seen.append((j, j.case, [(j.call_no - base, "the run's call", j.outcome),
+                                 (start + k, "again with its arrays elsewhere (each starting at a page boundary)", o)]))
+    changes = []  # (call number of the change, case id, detail, judgement, element, bits)
+    for j, c, obs in seen:
+        obs = sorted((x for x in obs if x[2].status == "ok"), key=lambda x: x[0])
+        if not obs:
+            continue
+        no0, what0, ref = obs[0]
+        for no, what, o in obs[1:]:
+            t.checked += 1
+            differ = np.flatnonzero(~F.same_result(fmt, o.out, ref.out))
+            if differ.size:
+                k = int(differ[0])
+                changes.append((no, c.id, f"{differ.size} elements differ; element {k}: call #{no0} ({what0}) gave "
+                                f"{F.hex_bits(fmt, ref.out[k])}, call #{no} ({what}) {F.hex_bits(fmt, o.out[k])}",
+                                j, k, o.out[k]))
+    changes.sort(key=lambda x: x[0])
+    t.failed = len(changes)
+    for no, cid, detail, j, k, bits in changes[:EXAMPLES]:
+        if j is not None and k < j.case.elements_written:
+            ex = t.element(j, k, got=bits)
+            ex.pop("ulp_value")
+            ex["detail"] = detail
+            t.examples.append(ex)
+        else:
+            t.examples.append({"case": cid, "detail": detail})
+    calls = ctx.adapter.calls_made - base
+    where = ("the sample's first calls ran in a fresh worker" if h["fresh"] else
+             f"{ctx.adapter.name} runs in the suite's own process: no fresh worker could be started, so the sample's "
+             "first calls are the first of this run, not of a process")
+    extra = {"observed": f"{len(sample)} sampled calls repeated up to {calls} calls into the history and every call of "
+                         f"up to {START_LAYOUT_MAX:,} elements again with its arrays elsewhere; {where}"}
+    if changes:
+        no, cid = changes[0][:2]
+        extra["observed"] = (f"bits changed with call history: {len(changes)} repeated calls differ; first seen at call "
+                             f"#{no} (case {cid}); " + extra["observed"])
+        extra["reproduction"] = (f"does not reproduce in isolation: the change was first seen at call #{no}, after "
+                                 f"{no - 1} calls; rerunning with --only R14 and no case makes every call again in the "
+                                 "same order, so the calls that came before are replayed")
+        extra["rerun_cases"] = False
+    return Check(t, extra=extra)
 
 
 POSITION_WIDTHS = (4, 8, 16, 32, 64)
@@ -362,7 +554,7 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
                                         f"{F.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
                                         f"call of {L} ({name}) gives {F.hex_bits(fmt, o.out[i])}")
                         t.examples.append(ex)
-    extra = {}
+    seen = []
     if changed:
         best = None
         for width in POSITION_WIDTHS:
@@ -370,11 +562,11 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
             if best is None or moved > best[1]:
                 best = (width, moved)
         width, share = best
-        extra["observed"] = (f"{len(changed)} of {len(moves)} rearranged elements changed; "
-                             + (f"{share:.0%} of them moved between the vector body and the last n mod {width} "
-                                f"elements of a call (its tail for a width of {width})" if share >= 0.9
-                                else "no body/tail pattern for the widths 4 to 64 explains them"))
-    return Check(t, applicable=t.checked > 0, extra=extra)
+        seen.append(f"{len(changed)} of {len(moves)} rearranged elements changed; "
+                    + (f"{share:.0%} of them moved between the vector body and the last n mod {width} "
+                       f"elements of a call (its tail for a width of {width})" if share >= 0.9
+                       else "no body/tail pattern for the widths 4 to 64 explains them"))
+    return Check(t, applicable=t.checked > 0, extra={"observed": "; ".join(seen)} if seen else {})
 
 
 
@@ -468,6 +660,7 @@ class Requirement:
     per_family: bool = False
     observes: bool = False
     reports_model: bool = False  # what it observes is the evaluation model matched
+    prepare: Optional[Callable[[RunContext, "Requirement"], None]] = None  # runs before the run's calls
     element: Optional[ElementRule] = None  # the judge's rule for single elements, for R01 to R06
 
     def __post_init__(self):
@@ -512,22 +705,27 @@ CATALOG: tuple = (
     Requirement("R07", "lengths-and-tails",
                 "Every length, odd ones and those that leave a tail after the vector body included, gives "
                 "the same accuracy, and nothing is written past length.", _lengths,
-                families=("lengths-compact", "lengths")),
+                families=("lengths-compact", "lengths", "lengths-long")),
     Requirement("R08", "length-zero",
                 "A call with length 0 (or negative) writes nothing.", _length_zero),
     Requirement("R09", "core-mask-invariance",
                 "Every non-empty core_mask gives the same bits for the same data, and the shared and "
                 "private versions agree.", _core_masks, families=("core-masks",)),
     Requirement("R10", "no-write-outside",
-                "Nothing is written outside dx1[0, length) (guard pages and canaries).", _memory),
-    Requirement("R11", "no-read-past-end",
-                "No input is read past its end (guard pages).", _memory),
+                "Nothing is written outside dx1[0, length) (guard pages and canaries, in both guard layouts).",
+                _memory),
+    Requirement("R11", "no-read-outside",
+                "No input is read past its end or before its start (guard pages: each call with every array's "
+                "end at a guard page, and again with every array's start right after one).", _memory),
     Requirement("R12", "inputs-unchanged",
                 "dy, x1 and x2 are unchanged by the call (unless dx1 is one of them).", _memory),
     Requirement("R13", "no-crash-no-hang",
                 "Every call returns: no crash, no hang past the timeout.", _returns),
     Requirement("R14", "deterministic",
-                "Repeating a call gives the same bits.", _deterministic),
+                "Repeating a call gives the same bits, whatever came before it: a sample of calls (subnormal, "
+                "boundary, long and ordinary ones) run first in a fresh worker, again after the rest of the run and "
+                "in reverse order, and every call again with its arrays at other addresses.", _deterministic,
+                observes=True, prepare=_history_first),
     Requirement("R15", "in-place",
                 "When the implementation claims in-place use, dx1 over dy, x1 or x2 gives the same bits "
                 "as separate buffers.", _in_place),

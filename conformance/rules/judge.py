@@ -8,8 +8,11 @@ the open-behaviour alternatives (``rules.openbehaviour``). Which of those count,
 what ULP budget, is the platform profile's; which elements each rule is about and which of
 them it accepts is :data:`ELEMENT_RULES` here (the rules of the catalog's R01 to R06). The
 tolerance policy is this file plus the profile: nothing else accepts or rejects an element.
-Where the profile accepts flushing, the flush-to-zero oracle's bits are accepted by every
-rule (the boundary, overflow, NaN and zero-sign rules too).
+Where the profile accepts flushing, the flush-to-zero evaluation is accepted by every rule
+(the boundary, overflow, NaN and zero-sign rules too): on the elements flushing changes (a
+subnormal input, or a result the flush-to-zero oracle gives otherwise) the flush-to-zero
+oracle's bits, or bits within the budget of them, as a flushing implementation that rounds
+as an accepted model does gives (its boundary is where the flushed diff meets the flushed beta).
 
 Which rounding happens where: the oracle is correctly rounded (round to nearest even,
 gradual underflow); the models round as their names say (docs/evaluation-models.md); the
@@ -84,7 +87,8 @@ class Judgement:
     The masks the element rules read: ``exact`` (the correctly rounded result, NaN as a
     class), ``dist`` (ULPs from it; ``formats.NAN_MISMATCH`` where one side is NaN),
     ``within`` (within the profile's budget, zero sign included where strict), ``ftz`` (the
-    flush-to-zero oracle's bits), ``models`` and ``alt`` (equal to each accepted model and
+    flush-to-zero oracle's bits), ``ftz_within`` (an element flushing changes, within the budget
+    of the flush-to-zero oracle), ``models`` and ``alt`` (equal to each accepted model and
     alternative), ``boundary`` (the exact diff is +-beta). ``ok``: accepted by every rule
     that applies; ``rejected``: requirement id -> elements that rule rejects; ``breaks``: the
 same for the rules that decide under the profile (a strict-only rule is recorded elsewhere).
@@ -97,6 +101,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     dist: np.ndarray
     within: np.ndarray
     ftz: np.ndarray
+    ftz_within: np.ndarray
     ftz_accepted: bool
     models: dict
     alt: dict
@@ -120,7 +125,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         s = slice(lo, hi)
         cut = lambda d: {k: v[s] for k, v in d.items()}  # noqa: E731
         return Judgement(self.fmt, self.got[s], self.expected.at(s), self.exact[s], self.dist[s], self.within[s],
-                         self.ftz[s], self.ftz_accepted, cut(self.models), cut(self.alt), self.boundary[s],
+                         self.ftz[s], self.ftz_within[s], self.ftz_accepted, cut(self.models), cut(self.alt), self.boundary[s],
                          self.subnormal_inputs[s], self.overflow_prone[s], self.ok[s], cut(self.rejected), cut(self.breaks),
                          cut(self.checked))
 
@@ -131,8 +136,9 @@ same for the rules that decide under the profile (a strict-only rule is recorded
 
     @property
     def ftz_only(self) -> np.ndarray:
-        """The flush-to-zero oracle's bits and not the IEEE oracle's."""
-        return self.ftz & ~self.exact
+        """The flush-to-zero evaluation's result (its oracle's bits, or within the budget of them
+        where flushing changes the element) and not the IEEE oracle's."""
+        return (self.ftz | self.ftz_within) & ~self.exact
 
     @property
     def excepted(self) -> np.ndarray:
@@ -159,8 +165,8 @@ class ElementRule:
 
 
 def _flushed(j) -> np.ndarray:
-    """The flush-to-zero oracle's bits, where the profile accepts flushing: accepted by every rule."""
-    return j.ftz & j.ftz_accepted
+    """The flush-to-zero evaluation's result, where the profile accepts flushing: accepted by every rule."""
+    return (j.ftz | j.ftz_within) & j.ftz_accepted
 
 
 def _within_budget(j) -> np.ndarray:
@@ -196,6 +202,14 @@ ELEMENT_RULES: tuple = (
 """The element rules: together with the profile, the whole tolerance policy of the suite."""
 
 
+def _within(fmt: F.Format, profile, got, want, dist, budget) -> np.ndarray:
+    """Within ``budget`` ULPs of ``want``, the sign of a zero included where the profile is strict."""
+    within = dist <= budget
+    if profile.strict_zero_sign:
+        within &= ~((is_zero(fmt, got) | is_zero(fmt, want)) & (((got ^ want) & fmt.sign_mask) != 0))
+    return within
+
+
 def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> Judgement:
     """Every element of ``got`` (bits, as many as ``expected`` has) under ``profile``: the
     masks, then each element rule of the catalog; ``ok`` is where none rejects. ``beta``: the
@@ -204,17 +218,21 @@ def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> 
     oracle = expected.oracle
     exact = F.same_result(fmt, got, oracle)
     dist = np.where(exact, 0, F.ulp_distance(fmt, got, oracle))
-    within = dist <= profile.max_ulp[fmt.name]
-    if profile.strict_zero_sign:
-        within &= ~((is_zero(fmt, got) | is_zero(fmt, oracle)) & (((got ^ oracle) & fmt.sign_mask) != 0))
+    budget = profile.max_ulp[fmt.name]
+    within = _within(fmt, profile, got, oracle, dist, budget)
     with np.errstate(all="ignore"):  # diff exactly (binary64 holds it), then the products in binary64
         s, _ = X.exact_diff(fmt, x1, x2)
         top = X.beta_value(fmt, fmt.inf_bits - 1)
         b = np.abs(X.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), got.shape)))
         prone = (np.abs(s) > top) | (np.abs(s * X.as_f64(fmt, dy)) > top) | (1.0 / b > top)
     sub = _is_subnormal(fmt, dy) | _is_subnormal(fmt, x1) | _is_subnormal(fmt, x2) | _is_subnormal(fmt, beta)
-    j = Judgement(fmt, got, expected, exact, dist, within, F.same_result(fmt, got, expected.oracle_ftz),
-                  profile.flush_to_zero == "accepted",
+    ftz = F.same_result(fmt, got, expected.oracle_ftz)
+    flushing_changes = np.flatnonzero((sub | ~F.same_result(fmt, oracle, expected.oracle_ftz)) & ~ftz)
+    ftz_within = np.zeros(got.shape, bool)
+    if flushing_changes.size:
+        g, o = got[flushing_changes], expected.oracle_ftz[flushing_changes]
+        ftz_within[flushing_changes] = _within(fmt, profile, g, o, F.ulp_distance(fmt, g, o), budget)
+    j = Judgement(fmt, got, expected, exact, dist, within, ftz, ftz_within, profile.flush_to_zero == "accepted",
                   {name: F.same_result(fmt, got, bits) for name, bits in expected.models.items()},
                   {name: F.same_result(fmt, got, bits) for name, bits in expected.alternatives.items()},
                   X.at_boundary(fmt, x1, x2, beta), np.broadcast_to(sub, got.shape), prone)

@@ -175,7 +175,9 @@ def _draw(fmt: F.Format, n: int, rng: np.random.Generator):
 
 def make_batch(campaign: Campaign, profile: Profile, k: int) -> list[Case]:
     """Batch ``k``: for every dtype and variant, one long case, one of each tail length and a
-    few random lengths; shared-variant cases under random core masks of the profile's cores."""
+    few random lengths; shared-variant cases under random core masks of the profile's cores.
+    Every other case has its arrays' starts at a guard page (``guard="start"``), the rest their
+    ends, so a guarded adapter faults on reads and writes before the start as past the end."""
     rng = np.random.default_rng(batch_seed(campaign.seed, k))
     full, cases = profile.core_mask, []
     for dtype in campaign.dtypes:
@@ -189,7 +191,7 @@ def make_batch(campaign: Campaign, profile: Profile, k: int) -> list[Case]:
                 if variant == "s" and rng.random() < 0.5:
                     mask = int(rng.integers(1, full + 1))
                 cases.append(Case(dtype, dy, x1, x2, beta, variant=variant, core_mask=mask,
-                                  id=f"{k}.{len(cases)}"))
+                                  id=f"{k}.{len(cases)}", guard=("end", "start")[len(cases) % 2]))
     return cases
 
 

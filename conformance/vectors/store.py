@@ -81,9 +81,19 @@ def _columns(fmt: F.Format, cases: list[VectorCase], columns: list[str]) -> dict
     has_nan = [bool(F.is_nan_bits(fmt, np.concatenate([c.dy, c.x1, c.x2, [c.beta]]).astype(fmt.uint)).any())
                for c in cases]
     alone = np.array(has_nan, bool)[case_of] if cases else np.zeros(0, bool)
-    groups = [(b.view(fmt.dtype), (beta_bits == b) & ~alone) for b in np.unique(beta_bits[~alone])]
-    groups += [(np.array([cases[k].beta], fmt.uint).view(fmt.dtype)[0], case_of == k)
-               for k in np.flatnonzero(has_nan)]
+    # group key: beta's bits, or (for a case alone) one past every pattern plus the case's index;
+    # the elements sorted by it (stably) make every group one contiguous slice, read as views
+    key = np.where(alone, (1 << 40) + case_of, beta_bits.astype(np.int64))
+    order = np.argsort(key, kind="stable")
+    sorted_key = key[order]
+    starts = np.flatnonzero(np.r_[True, sorted_key[1:] != sorted_key[:-1]]) if key.size else np.zeros(0, np.int64)
+    bounds = list(zip(starts.tolist(), np.r_[starts[1:], key.size].tolist()))
+    groups = []
+    for lo, hi in bounds:
+        k = int(sorted_key[lo])
+        bits = cases[k - (1 << 40)].beta if k >= 1 << 40 else k
+        groups.append((np.array([bits], fmt.uint).view(fmt.dtype)[0], slice(lo, hi)))
+    sorted_args = [a[order] for a in args]
     out = {}
     for column in columns:
         if column in ("oracle", "oracle-ftz"):
@@ -91,9 +101,11 @@ def _columns(fmt: F.Format, cases: list[VectorCase], columns: list[str]) -> dict
         else:
             from sl1conf.reference.models import get_model
             fn = get_model(column.removeprefix("model-"))
-        res = np.empty(int(written.sum()), fmt.uint)
+        res_sorted = np.empty(int(written.sum()), fmt.uint)
         for beta, at in groups:  # one scalar beta per call, as one case at a time (NaN payloads included)
-            res[at] = np.asarray(fn(*(a[at] for a in args), beta), fmt.dtype).view(fmt.uint)
+            res_sorted[at] = np.asarray(fn(*(a[at] for a in sorted_args), beta), fmt.dtype).view(fmt.uint)
+        res = np.empty_like(res_sorted)
+        res[order] = res_sorted
         col = fill.copy()
         col[written] = res
         out[column] = col

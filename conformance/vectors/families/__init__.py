@@ -72,7 +72,7 @@ from sl1conf.conformance.vectors.families.boundary import (
 from sl1conf.conformance.vectors.families.finish import finish_case
 from sl1conf.conformance.vectors.families.lengths import (
     COMPACT_LENGTHS, CORE_MASKS, LARGE_LENGTH, MAX_TABLE_LENGTH, VECTOR_WIDTHS,
-    core_masks_cases, lengths_cases, lengths_compact_cases, required_lengths,
+    core_masks_cases, lengths_cases, lengths_compact_cases, lengths_long_cases, required_lengths,
 )
 from sl1conf.conformance.vectors.families.random import (
     large_random_cases, random_boundary_cases, random_weighted_cases, rounding_hard_cases,
@@ -102,6 +102,7 @@ class FamilySpec:
     build: Callable[[Format, np.random.Generator], list]
     seeded: bool = False
     large: bool = False
+    by_default: bool = False  # a large family certify's default run generates (never committed)
 
 
 BOTH = ("fp16", "fp32")
@@ -210,6 +211,16 @@ FAMILIES: tuple = (
                "primes, 1025, and for the shared version lengths that do not split evenly across "
                "2 to 8 cores.",
                ("length",), BOTH, lengths_compact_cases),
+    FamilySpec(17, "lengths-long",
+               "Long calls: one below, at and above 1,024, 2,048, 4,096, 8,192, 16,384, 32,768 and "
+               "65,536 elements, one call of 2^20 + 1 (1,048,577), and for the shared version "
+               "uneven core_mask splits of 4,097 to 1,048,577 elements. Tile, DMA-block and "
+               "thread-chunk boundaries, and code paths taken only for DDR-sized data, show up "
+               "here. Data: boundary-weighted random with a subnormal x1 every 997th and a "
+               "subnormal dy every 1009th element. About 1,500,000 elements: part of certify's "
+               "default run (generated there, in memory), never committed; --large generates it "
+               "into a vector set.",
+               ("length", "large"), BOTH, lengths_long_cases, large=True, by_default=True),
 )
 
 FAMILY_NAMES = tuple(spec.name for spec in FAMILIES)

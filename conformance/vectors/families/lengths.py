@@ -22,7 +22,8 @@ from sl1conf.reference.formats import Format
 __all__ = [
     "VECTOR_WIDTHS", "MAX_TABLE_LENGTH", "EXTRA_PRIME_LENGTHS", "LARGE_LENGTH", "CORE_MASKS", "COMPACT_LENGTHS",
     "required_lengths", "plain_batch", "length_flags",
-    "lengths_cases", "lengths_compact_cases", "core_masks_cases",
+    "lengths_cases", "lengths_compact_cases", "core_masks_cases", "lengths_long_cases",
+    "LONG_MULTIPLES", "HUGE_LENGTH", "LONG_SPLITS",
 ]
 
 VECTOR_WIDTHS = (4, 8, 16, 32, 64)
@@ -153,6 +154,48 @@ def _length_cases(fmt: Format, rng: np.random.Generator, lengths: list) -> list:
     cases = []
     for i, (n, variant, mask, flags) in enumerate(calls):
         beta, (dy, x1, x2) = data[i]
+        cases.append(make_case(fmt, dy, x1, x2, beta, flags, variant=variant, core_mask=mask))
+    return cases
+
+
+LONG_MULTIPLES = (1024, 2048, 4096, 8192, 16384, 32768, 65536)
+"""lengths-long: one below, at and above each of these (tile, DMA block and thread-chunk sizes)."""
+
+HUGE_LENGTH = (1 << 20) + 1
+"""lengths-long's DDR-sized call: 2^20 + 1 elements (a tail of one for every power-of-two width)."""
+
+LONG_SPLITS = ((4097, 0x07), (16385, 0x7F), (65537, 0x55), (HUGE_LENGTH, 0x7F))
+"""lengths-long's shared-version calls: (length, core_mask), uneven splits of long calls."""
+
+SUBNORMAL_EVERY = (997, 1009)
+"""lengths-long's data carries a subnormal x1 every 997th element and a subnormal dy every
+1009th, so flushing only in long calls changes results there (the rest is plain_batch)."""
+
+
+def _with_subnormals(fmt: Format, rng: np.random.Generator, dy, x1, x2):
+    """Subnormal x1 (x2 = 0: the diff is that subnormal, exactly) and subnormal dy (an outer or
+    middle line with a normal diff) at fixed strides: no open element, flushing changes each."""
+    sub = np.arange(0, dy.size, SUBNORMAL_EVERY[0])
+    sign = np.where(rng.random(sub.size) < 0.5, fmt.sign_mask, 0).astype(fmt.uint)
+    x1[sub] = sign | rng.integers(1, 1 << fmt.frac_bits, sub.size).astype(fmt.uint)
+    x2[sub] = 0
+    sub = np.arange(5, dy.size, SUBNORMAL_EVERY[1])
+    dy[sub] = rng.integers(1, 1 << fmt.frac_bits, sub.size).astype(fmt.uint)
+    return dy, x1, x2
+
+
+def lengths_long_cases(fmt: Format, rng: np.random.Generator) -> list:
+    """Lengths around multiples of 1,024 to 65,536, a call of 2^20 + 1, and shared-version
+    splits of long calls, on plain_batch data with subnormals at fixed strides."""
+    betas = [bits_of_text(fmt, t) for t in ("1", "0.1", "0.5", "0.3", "2")]
+    calls = [(m + d, "p", 0xFF) for m in LONG_MULTIPLES for d in (-1, 0, 1)] + [(n, "s", m) for n, m in LONG_SPLITS]
+    cases = []
+    for k, (n, variant, mask) in enumerate(calls):
+        beta = betas[k % len(betas)]
+        dy, x1, x2 = _with_subnormals(fmt, rng, *plain_batch(fmt, n, rng, beta))
+        flags = ["long-call"] + length_flags(n)
+        if variant == "s":
+            flags.append("uneven-core-split")
         cases.append(make_case(fmt, dy, x1, x2, beta, flags, variant=variant, core_mask=mask))
     return cases
 

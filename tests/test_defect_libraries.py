@@ -1,0 +1,164 @@
+"""Small C libraries, written and built here, each faulty in one way or honest but unusual.
+
+Every faulty one must fail the requirement named beside it, and every honest one must pass:
+a verdict is true of the implementation only if both hold. The faults are the ones real
+implementations have: a tile or a code path for long calls that computes differently, a
+mode that flushes subnormals only in some calls, truncation instead of rounding. The honest
+ones do what real libraries do and the manual allows: flush consistently, evaluate in double,
+split the cores over real threads, take their time, talk on stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sl1conf.adapters.cbuild import build_shared
+from sl1conf.conformance.cli import main
+
+HEADER = """
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+static float fz(float v) { return fabsf(v) < 1.17549435e-38f ? copysignf(0.0f, v) : v; }
+static float divmul(float d, float beta, float g) { return d > beta ? g : d < -beta ? -g : d / beta * g; }
+"""
+
+# (name, the fp32 private function's body, its shared function's body)
+PLAIN_SHARED = "if (mask) fp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta);"
+FP32 = """
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta) { BODY }
+void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, float beta, int mask) { SHARED }
+"""
+
+
+def build(tmp_path, name: str, body: str, shared: str = PLAIN_SHARED, prelude: str = "", flags=()) -> str:
+    src = tmp_path / f"{name}.c"
+    src.write_text(prelude + HEADER + FP32.replace("BODY", body).replace("SHARED", shared))
+    return str(build_shared(f"lib-{name}", [src], flags=["-lm", *flags]))
+
+
+def certify(tmp_path, lib: str, platform: str, *extra) -> tuple:
+    out = tmp_path / "report"
+    code = main(["certify", "--impl", f"ctypes:{lib}", "--platform", platform, *extra, "--out", str(out)])
+    report = json.loads((out / "report.json").read_text())
+    failed = {r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"}
+    return code, failed, report
+
+
+def entry(report: dict, rid: str) -> dict:
+    return next(r for r in report["runs"][0]["requirements"] if r["id"] == rid)
+
+
+# ------------------------------------------------------------------ faulty: long calls (the default run)
+
+LONG_DEFECTS = {
+    # the last element of every 4096-element tile is computed wrong (a tile loop's epilogue)
+    "tile-end": ("for (int i = 0; i < n; i++) { float r = divmul(x1[i] - x2[i], beta, dy[i]);"
+                 " dx1[i] = i % 4096 == 4095 ? r * 1.5f : r; }", "ieee", "R07"),
+    # a separate code path for DDR-sized calls, wrong in its last element
+    "long-path": ("for (int i = 0; i < n; i++) { float r = divmul(x1[i] - x2[i], beta, dy[i]);"
+                  " dx1[i] = n > 100000 && i == n - 1 ? -r : r; }", "ieee", "R07"),
+    # long calls go to a path that flushes subnormals (DAZ/FTZ), short ones keep gradual underflow:
+    # flushing is accepted on mt7004, but not in some calls and not in others
+    "flushes-long-calls": ("for (int i = 0; i < n; i++) { float a = x1[i], b = x2[i], g = dy[i], bb = beta;"
+                           " if (n > 4096) { a = fz(a); b = fz(b); g = fz(g); bb = fz(bb); }"
+                           " float r = divmul(a - b, bb, g); dx1[i] = n > 4096 ? fz(r) : r; }", "mt7004", "R06"),
+}
+
+
+@pytest.mark.parametrize("defect", list(LONG_DEFECTS))
+def test_a_defect_only_long_calls_show_fails_the_default_run(defect, tmp_path):
+    """Calls of 4,096 elements and more (lengths-long) are part of the default run, not only of
+    --large: a library wrong only there fails it."""
+    body, platform, requirement = LONG_DEFECTS[defect]
+    lib = build(tmp_path, defect, body)
+    code, failed, report = certify(tmp_path, lib, platform, "--dtype", "fp32", "--variant", "p")
+    assert code == 1 and requirement in failed, failed
+    if defect == "flushes-long-calls":
+        assert entry(report, "R06")["observed"].startswith("inconsistent"), entry(report, "R06")["observed"]
+
+
+# ------------------------------------------------------------------ faulty: rounding
+
+TRUNCATING_FP16 = HEADER + """
+/* fp16 results computed in float, then truncated (not rounded) to half where the result is normal */
+static _Float16 trunc16(float f)
+{ uint32_t u; memcpy(&u, &f, 4); uint32_t a = u & 0x7fffffffu;
+  if (a < 0x38800000u || a >= 0x477fe000u) return (_Float16)f;
+  uint16_t h = (uint16_t)(((u >> 16) & 0x8000u) | (((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3ffu));
+  _Float16 r; memcpy(&r, &h, 2); return r; }
+void hp_smoothl1lossgrad_p(_Float16 *dy, _Float16 *dx1, _Float16 *x1, _Float16 *x2, int n, _Float16 beta)
+{ float b = beta; for (int i = 0; i < n; i++) { float d = (float)x1[i] - (float)x2[i];
+    dx1[i] = d > b ? dy[i] : d < -b ? -dy[i] : trunc16(d / b * (float)dy[i]); } }
+void hp_smoothl1lossgrad_s(_Float16 *dy, _Float16 *dx1, _Float16 *x1, _Float16 *x2, int n, _Float16 beta, int mask)
+{ if (mask) hp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta); }
+"""
+
+
+def test_truncated_fp16_results_fail_accuracy_on_their_lean(tmp_path):
+    """Truncation stays within one ULP (inside the budget) and matches no model bit for bit, so
+    only the lean of its errors gives it away: every inexact result lies toward zero."""
+    src = tmp_path / "trunc16.c"
+    src.write_text(TRUNCATING_FP16)
+    lib = build_shared("lib-trunc16", [src], flags=["-fexcess-precision=standard"])
+    code, failed, report = certify(tmp_path, lib, "mt7004", "--variant", "p", "--quick")
+    assert code == 1 and failed == {"R01"}, failed
+    r01 = entry(report, "R01")
+    toward = next(d for d in r01["rounding_bias"]["directions"] if d["direction"] == "toward zero")
+    assert toward["fails"] and toward["share"] == 1.0 and toward["allowed_share"] < 0.7
+    assert r01["examples"][0]["detail"].startswith("rounding bias:")
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "Over the run: rounding bias:" in md and "toward zero" in md
+
+
+# ------------------------------------------------------------------ honest but unusual: must pass
+
+HONEST = {
+    # DAZ and FTZ, consistently: every input read as zero where subnormal, every result flushed
+    "flushes-consistently": ("float bb = fz(beta); for (int i = 0; i < n; i++)"
+                             " dx1[i] = fz(divmul(fz(x1[i]) - fz(x2[i]), bb, fz(dy[i])));",
+                             PLAIN_SHARED, "", ("ft78ne", "mt7004")),
+    # the whole formula in double, rounded once
+    "double-then-round": ("for (int i = 0; i < n; i++) { double d = (double)x1[i] - (double)x2[i], b = beta;"
+                          " dx1[i] = (float)(d > b ? (double)dy[i] : d < -b ? -(double)dy[i] : d / b * dy[i]); }",
+                          PLAIN_SHARED, "", ("ieee", "ft78ne")),
+    # the shared version's cores as real threads, each over its own chunk
+    "threaded-cores": ("for (int i = 0; i < n; i++) dx1[i] = divmul(x1[i] - x2[i], beta, dy[i]);",
+                       "struct job j[32]; pthread_t t[32]; int cores = 0;"
+                       " for (int c = 0; c < 32; c++) if (mask >> c & 1) cores++;"
+                       " if (n <= 0 || !cores) return; int start = 0, k = 0;"
+                       " for (int c = 0; c < 32; c++) if (mask >> c & 1) { int len = n / cores + (k < n % cores);"
+                       " j[k] = (struct job){dy + start, dx1 + start, x1 + start, x2 + start, len, beta};"
+                       " pthread_create(&t[k], 0, run, &j[k]); start += len; k++; }"
+                       " for (int c = 0; c < k; c++) pthread_join(t[c], 0);",
+                       "#include <pthread.h>\n"
+                       "struct job { float *dy, *dx1, *x1, *x2; int n; float beta; };\n"
+                       "void fp_smoothl1lossgrad_p(float *, float *, float *, float *, int, float);\n"
+                       "static void *run(void *p) { struct job *j = p;"
+                       " fp_smoothl1lossgrad_p(j->dy, j->dx1, j->x1, j->x2, j->n, j->beta); return 0; }\n",
+                       ("ft78ne",)),
+    # 10 ms a call
+    "slow": ("struct timespec ts = {0, 10000000}; nanosleep(&ts, 0);"
+             " for (int i = 0; i < n; i++) dx1[i] = divmul(x1[i] - x2[i], beta, dy[i]);",
+             PLAIN_SHARED, "#define _POSIX_C_SOURCE 199309L\n#include <time.h>\n", ("ft78ne",)),
+    # talks on every call
+    "chatty": ('printf("smoothl1: %d elements\\n", n); fprintf(stderr, "smoothl1: beta %g\\n", beta); fflush(0);'
+               " for (int i = 0; i < n; i++) dx1[i] = divmul(x1[i] - x2[i], beta, dy[i]);",
+               PLAIN_SHARED, "", ("ft78ne",)),
+}
+
+
+@pytest.mark.parametrize("name", list(HONEST))
+def test_an_honest_but_unusual_library_passes(name, tmp_path):
+    body, shared, prelude, platforms = HONEST[name]
+    flags = ["-pthread"] if "pthread" in prelude else []
+    lib = build(tmp_path, name, body, shared, prelude, flags)
+    variant = ["--variant", "p"] if name == "slow" else []  # 10 ms a call: one run is enough to show it
+    for platform in platforms:
+        code, failed, report = certify(tmp_path / platform, lib, platform, "--dtype", "fp32", "--quick", *variant)
+        assert code == 0 and not failed, (platform, failed)
+        if name == "flushes-consistently":
+            assert "consistently" in entry(report, "R06")["observed"]
