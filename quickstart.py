@@ -74,9 +74,11 @@ def setup(with_torch: bool = False) -> None:
 
 
 REPORTS = ROOT / "reports"
-IMPLEMENTATIONS = (("builtin:kernel", "kernel", "the Cython kernel of this suite"),
-                   ("builtin:sample", "sample", "the bundled sample C library, through ctypes in a guarded worker"),
-                   ("torch:cpu", "torch-cpu", "PyTorch's CPU kernel (smooth_l1_loss_backward)"))
+IMPLEMENTATIONS = (("builtin:kernel", "kernel", "the Cython kernel of this suite", ()),
+                   ("builtin:sample", "sample", "the bundled sample C library, through ctypes in a guarded worker", ()),
+                   ("builtin:oracle-ftz", "oracle-ftz", "the exact (mpmath) oracle, flushing subnormals; edge families "
+                    "only (--quick: its full run takes minutes)", ("--quick",)),
+                   ("torch:cpu", "torch-cpu", "PyTorch's CPU kernel (smooth_l1_loss_backward)", ()))
 PLATFORMS = ("ieee", "ft78ne", "mt7004")
 
 
@@ -87,18 +89,21 @@ def write_reports(with_torch: bool) -> int:
     import json
 
     code, rows, dirs = 0, [], []
-    for impl, short, what in IMPLEMENTATIONS:
+    for impl, short, what, extra in IMPLEMENTATIONS:
         if impl.startswith("torch") and not with_torch:
             continue
         for platform in PLATFORMS:
             out = REPORTS / f"{short}-{platform}"
-            rc = _run([BIN / "sl1conf", "certify", "--impl", impl, "--platform", platform, "--out", out], _env())
+            rc = _run([BIN / "sl1conf", "certify", "--impl", impl, "--platform", platform, *extra, "--out", out], _env())
             if rc not in (0, 1):
                 code = 1
                 continue
             report = json.loads((out / "report.json").read_text())
             largest = ", ".join(f"{r['dtype']} {r['variant']} {r['errors']['max_ulp']}" for r in report["runs"])
-            rows.append(f"| {what} | `{impl}` | {platform} | **{report['verdict'].upper()}** | {largest} | "
+            failing = "; ".join(f"{r['dtype']} {r['variant']}: " + ", ".join(q["id"] for q in r["requirements"]
+                                                                          if q["status"] == "fail")
+                                for r in report["runs"] if r["verdict"] == "fail") or "none"
+            rows.append(f"| {what} | `{impl}` | {platform} | **{report['verdict'].upper()}** | {failing} | {largest} | "
                         f"[md]({out.name}/report.md) · [html]({out.name}/report.html) · "
                         f"[json]({out.name}/report.json) · [junit]({out.name}/junit.xml) |")
             dirs.append(out)
@@ -112,8 +117,8 @@ def write_reports(with_torch: bool) -> int:
              "`report.json` (the source of truth, [schema](../conformance/schemas/report.schema.json)),",
              "`report.md`, `report.html` (self-contained, with plots) and `junit.xml`.",
              "Re-render one with `sl1conf report DIR`; compare two with `sl1conf gate NEW --baseline OLD`.", "",
-             "| implementation | `--impl` | platform | verdict | largest error (ULP) | report |",
-             "|---|---|---|---|---|---|", *rows, "",
+             "| implementation | `--impl` | platform | verdict | failed requirements | largest error (ULP) | report |",
+             "|---|---|---|---|---|---|---|", *rows, "",
              "## Side by side", "", "`sl1conf compare reports/*/`:", "", compare.stdout.rstrip(), ""]
     tmp = REPORTS / ".README.md.tmp"  # (this script runs before sl1conf is installed: its own atomic write)
     tmp.write_text("\n".join(index))

@@ -173,3 +173,27 @@ def test_without_a_c_compiler_ctypes_offers_fp32_and_says_why(monkeypatch, tmp_p
         case = _ordinary_cases(impl, np.random.default_rng(5), lengths=(33,))[0]
         [outcome] = impl.run([case])
         assert outcome.status == "ok" and (F.ulp_distance(case.format, outcome.out, _expected(case)) <= 2).all()
+
+
+def test_calls_are_counted_and_a_restart_gives_a_fresh_worker(tmp_path):
+    """Adapter.calls_made numbers call history (R14 reports where a change was first seen by it);
+    restart() makes the next call the first of a new process: a library counting its calls in a
+    static variable starts again from one. An in-process adapter cannot restart and says so."""
+    from sl1conf.adapters.cbuild import build_shared
+
+    src = tmp_path / "counter.c"
+    src.write_text("static int calls;\n"
+                   "void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float b)\n"
+                   "{ calls++; for (int i = 0; i < n; i++) dx1[i] = (float)calls; }\n")
+    one = Case("fp32", np.ones(3, np.uint32), np.ones(3, np.uint32), np.ones(3, np.uint32), 0x3F800000)
+    skipped = Case("fp16", np.ones(3, np.uint16), np.ones(3, np.uint16), np.ones(3, np.uint16), 0x3C00)
+    with load(f"ctypes:{build_shared('counter', [src])}") as impl:
+        outs = impl.run([one, skipped, one])  # fp16 is not offered: not a call
+        assert impl.calls_made == 2 and outs[1].status == "unsupported"
+        assert [o.out.view(np.float32)[0] for o in (outs[0], outs[2])] == [1.0, 2.0]
+        assert impl.restart() is True and impl.calls_made == 0
+        [again] = impl.run([one])
+        assert again.out.view(np.float32)[0] == 1.0 and impl.calls_made == 1
+    kernel = load("builtin:kernel")
+    kernel.run([one])
+    assert kernel.restart() is False and kernel.calls_made == 1

@@ -46,8 +46,12 @@ class SelectionError(SuiteError):
 
 
 def vectors_for(dtype: str, vectors_dir=None, quick: bool = False, seed: int = 2026) -> V.VectorSet:
-    """The given vector set (loaded and checked once), or the canonical families generated
-    afresh in memory (quick: edge families only)."""
+    """The given vector set (a folder, loaded and checked once, or a VectorSet already made),
+    or the canonical families generated afresh in memory (quick: edge families only)."""
+    if isinstance(vectors_dir, V.VectorSet):
+        if vectors_dir.manifest["dtype"] != dtype:
+            raise V.VectorSetError(f"the given vector set holds {vectors_dir.manifest['dtype']} vectors, not {dtype}")
+        return vectors_dir
     if vectors_dir is not None:
         vs = V.load(vectors_dir)
         if vs.manifest["dtype"] != dtype:
@@ -206,7 +210,8 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
         given = vectors.get(dtype) if isinstance(vectors, dict) else vectors
         vs = vectors_for(dtype, given, quick)
         manifest_sha = vs.manifest_sha256
-        sets[dtype] = {"source": str(vs.path) if given else "generated (canonical families)",
+        sets[dtype] = {"source": (str(vs.path) if vs.path else "given in memory") if given is not None
+                       else "generated (canonical families)",
                        "id": f"{dtype}-seed{vs.manifest['seed']}-{manifest_sha[:12]}",
                        "seed": vs.manifest["seed"], "elements": vs.manifest["elements"],
                        "families": [f["name"] for f in vs.manifest["families"]],

@@ -168,8 +168,9 @@ BIAS_DIRECTIONS = ("toward zero", "away from zero", "down", "up")
 
 
 def bias_counts(judged) -> dict:
-    """Per direction, over the ordinary elements (normal inputs, finite results, not on the
-    boundary, no intermediate overflow, accepted) of the judgements: how many results differ
+    """Per direction, over the ordinary elements (normal inputs, a normal correctly rounded
+    result that flushing does not change, not on the boundary, no intermediate overflow, a
+    finite accepted result) of the judgements: how many results differ
     from the correctly rounded one and how many of those lie that way, for the implementation
     ("got") and for each accepted model on the same elements. Why against the correctly rounded
     result: an evaluation that rounds to nearest deviates from it both ways; a truncation or a
@@ -178,8 +179,9 @@ def bias_counts(judged) -> dict:
     for j in judged:
         fmt = j.fmt
         o = j.expected.oracle
-        ordinary = (j.ok & ~j.boundary & ~j.subnormal_inputs & ~j.overflow_prone & ~is_special(fmt, o)
-                    & ~is_special(fmt, j.got))
+        normal = ((o & fmt.exp_mask) != 0) & ~is_special(fmt, o)
+        ordinary = (j.ok & normal & ~j.boundary & ~j.subnormal_inputs & ~j.overflow_prone & ~is_special(fmt, j.got)
+                    & F.same_result(fmt, o, j.expected.oracle_ftz))
         idx = np.flatnonzero(ordinary)
         if not idx.size:
             continue
@@ -441,8 +443,9 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
     where = ("the sample's first calls ran in a fresh worker" if h["fresh"] else
              f"{ctx.adapter.name} runs in the suite's own process: no fresh worker could be started, so the sample's "
              "first calls are the first of this run, not of a process")
-    extra = {"observed": f"{len(sample)} sampled calls repeated up to {calls} calls into the history and every call of "
-                         f"up to {START_LAYOUT_MAX:,} elements again with its arrays elsewhere; {where}"}
+    elsewhere = (f" and {len(layout)} calls (every one of up to {START_LAYOUT_MAX:,} elements) again with their arrays "
+                 "elsewhere" if layout else "")
+    extra = {"observed": f"{len(sample)} sampled calls repeated up to {calls} calls into the history{elsewhere}; {where}"}
     if changes:
         no, cid = changes[0][:2]
         extra["observed"] = (f"bits changed with call history: {len(changes)} repeated calls differ; first seen at call "

@@ -1,0 +1,108 @@
+"""R01's rounding-bias test: what it allows, what it catches, and its false alarms.
+
+The test counts, over a run's ordinary elements, the results that differ from the correctly
+rounded one and which way they lie; it fails a direction when the implementation's share
+exceeds the largest share an accepted model shows on the same elements by more than
+BIAS_SIGMAS binomial standard deviations. The expected outcomes below come from that
+statement and from how the inputs were made, not from running the test first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sl1conf.adapters import load
+from sl1conf.conformance.certify.engine import judge_run
+from sl1conf.conformance.rules.catalog import BIAS_MIN, BIAS_SIGMAS, bias_counts, rounding_bias
+from sl1conf.conformance.rules.profiles import load_profile
+from sl1conf.conformance.vectors import store as V
+from sl1conf.conformance.vectors.families import FAMILIES, generate
+from sl1conf.reference import formats as F
+from sl1conf.reference.models import accepted_models, models_for
+
+
+def counts(n, toward, model_n=None, model_toward=None):
+    """Counts as bias_counts gives them: the implementation's n deviations, ``toward`` of them
+    toward zero (and down), the rest away (and up); one model likewise."""
+    out = {"got": {"differ": n, "toward zero": toward, "away from zero": n - toward, "down": toward, "up": n - toward}}
+    if model_n is not None:
+        out["m"] = {"differ": model_n, "toward zero": model_toward, "away from zero": model_n - model_toward,
+                    "down": model_toward, "up": model_n - model_toward}
+    return out
+
+
+def fails(result, direction):
+    return next(d for d in result["directions"] if d["direction"] == direction)["fails"]
+
+
+def test_too_few_deviations_are_not_judged():
+    assert rounding_bias(counts(BIAS_MIN - 1, BIAS_MIN - 1)) is None
+    assert rounding_bias({}) is None
+
+
+def test_the_limit_is_the_models_share_plus_the_stated_margin():
+    # no model with enough deviations: one half is allowed; n = 10,000 gives a standard
+    # deviation of 50, so the limit is 5,000 + 6 * 50 = 5,300
+    n = 10_000
+    limit = n / 2 + BIAS_SIGMAS * (n * 0.25) ** 0.5
+    assert not fails(rounding_bias(counts(n, int(limit))), "toward zero")
+    assert fails(rounding_bias(counts(n, int(limit) + 1)), "toward zero")
+    # a model leaning 60% toward zero on the same elements raises the allowance to 60%
+    allowed = rounding_bias(counts(n, 6100, 5000, 3000))
+    assert not fails(allowed, "toward zero")
+    assert next(d for d in allowed["directions"] if d["direction"] == "toward zero")["allowed_by"] == "m"
+    assert fails(rounding_bias(counts(n, 6400, 5000, 3000)), "toward zero")
+
+
+def test_a_fair_coin_stays_under_the_limit():
+    """The false-alarm rate of the statistic itself: 20,000 unbiased runs of 2,000 deviations
+    each (a one-sided 6-sigma limit is passed with probability about 1e-9)."""
+    rng = np.random.default_rng(13)
+    n = 2000
+    limit = n / 2 + BIAS_SIGMAS * (n * 0.25) ** 0.5
+    assert (rng.binomial(n, 0.5, 20_000) <= limit).all()
+
+
+def _without_large() -> list:
+    return [f.name for f in FAMILIES if not f.large]
+
+
+@pytest.mark.parametrize("seed", [2026, 7])
+@pytest.mark.parametrize("dtype", ["fp16", "fp32"])
+def test_no_round_to_nearest_evaluation_that_is_accepted_or_rounds_once_raises_it(dtype, seed):
+    """Every accepted model, and every model that evaluates in a wider format and rounds once,
+    on the canonical and random families of two seeds: no direction fails."""
+    fmt = F.format_by_name(dtype)
+    vs = V.in_memory(dtype, generate(dtype, seed, _without_large()), seed=seed)
+    profile = load_profile("ieee")
+    names = {m.name for m in accepted_models(fmt)} | {m.name for m in models_for(fmt) if m.name.endswith("fp64")}
+    for name in sorted(names):
+        _, judged, _ = judge_run(load(f"builtin:model:{name}"), profile, vs, "p")
+        result = rounding_bias(bias_counts(judged))
+        if result is not None:
+            assert not any(d["fails"] for d in result["directions"]), (name, result)
+
+
+def test_truncation_and_round_down_are_caught():
+    """The divmul-fp32 order (accepted), its result rounded toward zero or down instead of to
+    nearest: every deviation lies one way, far past what any model does."""
+    from sl1conf.adapters.base import ArrayFunction
+
+    vs = V.in_memory("fp32", generate("fp32", 2026, _without_large()), seed=2026)
+    profile = load_profile("ieee")
+    for way, direction in (("toward zero", "toward zero"), ("down", "down")):
+        @np.errstate(all="ignore")  # the special-value families divide by zero and overflow on purpose
+        def fn(dy, x1, x2, beta, _way=way):
+            d = x1.astype(np.float64) - x2.astype(np.float64)
+            exact = np.where(d > beta, dy, np.where(d < -beta, -dy.astype(np.float64), d / beta * dy))
+            r = exact.astype(np.float32)  # to nearest, then one step back where it went the wrong way
+            up = r.astype(np.float64) > exact
+            lean = (np.abs(r.astype(np.float64)) > np.abs(exact)) if _way == "toward zero" else up
+            step = np.where(lean & np.isfinite(r) & (r != 0), np.nextafter(r, np.where(
+                _way == "toward zero", np.float32(0), np.float32(-np.inf))), r)
+            return step.astype(np.float32)
+
+        _, judged, _ = judge_run(ArrayFunction(f"round-{way}", fn, ("fp32",)), profile, vs, "p")
+        result = rounding_bias(bias_counts(judged))
+        assert result is not None and fails(result, direction), (way, result)
