@@ -162,3 +162,22 @@ def test_an_honest_but_unusual_library_passes(name, tmp_path):
         assert code == 0 and not failed, (platform, failed)
         if name == "flushes-consistently":
             assert "consistently" in entry(report, "R06")["observed"]
+
+
+def test_fuzz_and_sweep_find_the_truncation_too(tmp_path, capsys):
+    """The same test, over a campaign: fuzz sums the lean of every batch's longest calls and
+    sweep of the blocks it samples; each fails on it (exit 1) and names the direction."""
+    src = tmp_path / "trunc16.c"
+    src.write_text(TRUNCATING_FP16)
+    lib = build_shared("lib-trunc16", [src], flags=["-fexcess-precision=standard"])
+    code = main(["fuzz", "--impl", f"ctypes:{lib}", "--platform", "mt7004", "--elements", "400000", "--workers", "1",
+                 "--seed", "5", "--out", str(tmp_path / "fuzz")])
+    summary = json.loads((tmp_path / "fuzz" / "summary.json").read_text())
+    assert code == 1 and "R01/fp16/p/long/rounding-bias/toward-zero" in summary["failures"]["keys"], summary["failures"]
+    assert summary["rounding_bias"]["fp16/p"]["findings"][0].startswith("rounding bias:")
+    code = main(["sweep", "--impl", f"ctypes:{lib}", "--beta", "0.5", "--dy", "0.7", "--subset", "x2=0.25",
+                 "--platform", "mt7004", "--workers", "1", "--out", str(tmp_path / "sweep")])
+    verdict = json.loads((tmp_path / "sweep" / "sweep.json").read_text())["summary"]["verdict"]
+    assert code == 1 and verdict["rejected"] == 0 and not verdict["pass"]  # no element rejected, the lean fails it
+    assert any("toward zero" in line for line in verdict["rounding_bias"]["findings"])
+    assert "R01 over the blocks sampled" in capsys.readouterr().out

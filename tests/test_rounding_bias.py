@@ -79,7 +79,7 @@ def test_no_round_to_nearest_evaluation_that_is_accepted_or_rounds_once_raises_i
     names = {m.name for m in accepted_models(fmt)} | {m.name for m in models_for(fmt) if m.name.endswith("fp64")}
     for name in sorted(names):
         _, judged, _ = judge_run(load(f"builtin:model:{name}"), profile, vs, "p")
-        result = rounding_bias(bias_counts(judged))
+        result = rounding_bias(bias_counts(judged, profile))
         if result is not None:
             assert not any(d["fails"] for d in result["directions"]), (name, result)
 
@@ -104,5 +104,5 @@ def test_truncation_and_round_down_are_caught():
             return step.astype(np.float32)
 
         _, judged, _ = judge_run(ArrayFunction(f"round-{way}", fn, ("fp32",)), profile, vs, "p")
-        result = rounding_bias(bias_counts(judged))
+        result = rounding_bias(bias_counts(judged, profile))
         assert result is not None and fails(result, direction), (way, result)

@@ -30,7 +30,7 @@ from pathlib import Path
 from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, seed_arg
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.commands import certify_command, explain_command
-from sl1conf.conformance.rules.catalog import by_id
+from sl1conf.conformance.rules.catalog import add_bias_counts, bias_findings, by_id, rounding_bias
 from sl1conf.conformance.search import fuzz as Z
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
@@ -292,6 +292,9 @@ def _print(summary: dict, out: Path) -> None:
             print(f"      {_explain(e['dtype'], e)}")
         if e.get("replay"):
             print(f"      {e['replay']}")
+    for run, e in summary.get("rounding_bias", {}).items():
+        for line in e["findings"]:
+            print(f"  R01 {run.replace('/', ' ')}, over the campaign: {line}")
     for cmd in summary["certify"]:
         print(f"  certify: {cmd}")
     print(f"summary: {out / 'summary.json'}")
@@ -467,11 +470,24 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
     return saved
 
 
+def _bias(counts: dict) -> tuple:
+    """The summary's ``rounding_bias`` ("dtype/variant" -> the summed counts and R01's test of
+    them) and the failure keys of its failing directions (judged once per campaign)."""
+    entry, keys = {}, []
+    for run, c in sorted(counts.items()):
+        test = rounding_bias(c)
+        entry[run] = {"counts": c, "test": test, "findings": bias_findings(test)}
+        keys += [f"R01/{run}/long/rounding-bias/{d['direction'].replace(' ', '-')}"
+                 for d in (test or {}).get("directions", []) if d["fails"]]
+    return entry, keys
+
+
 def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
     from sl1conf import __version__
 
     from sl1conf.conformance.common.hostinfo import describe_host
 
+    bias, bias_keys = _bias(result.bias)
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "suite_version": __version__,
             "campaign": campaign.to_dict(), "identity": campaign.identity(), "shards": [campaign.shard],
             "batch_seed": "numpy.random.SeedSequence(seed, spawn_key=(batch,))",
@@ -479,8 +495,9 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
             "elements": result.elements, "cases": result.cases, "seconds": round(result.seconds, 3),
             "elements_per_second": round(result.rate), "workers": workers, "scheduler": scheduler,
             "interrupted": result.interrupted,
-            "failures": {"distinct": len(result.first), "findings": result.findings,
-                         "keys": sorted(Z.key_text(k) for k in result.first)},
+            "failures": {"distinct": len(result.first) + len(bias_keys), "findings": result.findings + len(bias_keys),
+                         "keys": sorted([Z.key_text(k) for k in result.first] + bias_keys)},
+            "rounding_bias": bias,
             "implementation": adapter.describe(), "profile": profile.summary(), "host": describe_host()}
 
 
@@ -510,7 +527,7 @@ def _campaign(args) -> int:
     if stop():
         print("fuzz: interrupted: the summary covers the batches that finished", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return EXIT_FAIL if result.first else EXIT_OK
+    return EXIT_FAIL if summary["failures"]["findings"] else EXIT_OK
 
 
 # ------------------------------------------------------------------ merge
@@ -561,7 +578,13 @@ def _merge(args) -> int:
         print(f"fuzz merge: warning: shard {shard} missing: "
               + ("its batches not run (a timed campaign)" if n is None else f"{n} batches not run"), file=sys.stderr)
     parts_seconds = [s["seconds"] for _, s in parts]
-    keys = {k for _, s in parts for k in s["failures"]["keys"]}
+    counts: dict = {}
+    for _, s in parts:  # the lean is judged again over the sum of the shards' counts
+        for run, e in s.get("rounding_bias", {}).items():
+            add_bias_counts(counts.setdefault(run, {}), e["counts"])
+    bias, bias_keys = _bias(counts)
+    old_bias = [k for _, s in parts for k in s["failures"]["keys"] if "/rounding-bias/" in k]
+    keys = {k for _, s in parts for k in s["failures"]["keys"] if "/rounding-bias/" not in k} | set(bias_keys)
     elements = sum(s["elements"] for _, s in parts)
     summary = {**first, "shards": sorted(shards), "merged_from": [str(f) for f, _ in parts],
                "missing_shards": sorted(missing),
@@ -571,8 +594,9 @@ def _merge(args) -> int:
                "elements": elements, "cases": sum(s["cases"] for _, s in parts),
                "seconds": max(parts_seconds),
                "elements_per_second": sum(s["elements_per_second"] for _, s in parts),
-               "failures": {"distinct": len(keys), "findings": sum(s["failures"]["findings"] for _, s in parts),
-                            "keys": sorted(keys)}}
+               "failures": {"distinct": len(keys), "findings": sum(s["failures"]["findings"] for _, s in parts)
+                            - len(old_bias) + len(bias_keys), "keys": sorted(keys)},
+               "rounding_bias": bias}
     summary.pop("saved", None)
     _save(out, summary, saved, old)
     return EXIT_FAIL if summary["failures"]["findings"] else EXIT_OK

@@ -185,6 +185,8 @@ def summary_lines(state: dict, note: str = "") -> list:
                      f"{v['excepted']['elements']:,} elements, up to {e['ulp']} ULP (x1 {e['x1']}, x2 {e['x2']})")
     for question, answers in v["open_answers"].items():
         lines.append(f"open ({question}, R16): " + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
+    for line in v.get("rounding_bias", {}).get("findings", []):
+        lines.append(f"R01 over the blocks sampled (every {S.POSITION_EVERY}th): {line}")
     if note:
         lines.append(note)
     if not v["checked_elements"]:

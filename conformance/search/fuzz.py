@@ -35,7 +35,7 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference import exact as X
 
-from sl1conf.conformance.rules.catalog import MEMORY, SEEN_UNDER, call_fault
+from sl1conf.conformance.rules.catalog import MEMORY, SEEN_UNDER, add_bias_counts, bias_counts, call_fault
 from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
@@ -120,6 +120,7 @@ class BatchResult:
     cases: int
     findings: list
     seconds: float
+    bias: dict = field(default_factory=dict)  # "dtype/variant" -> rules.catalog.bias_counts of the batch's long calls
 
 
 @dataclass
@@ -133,12 +134,15 @@ class Result:
     first: dict = field(default_factory=dict)  # key -> Finding
     seconds: float = 0.0
     interrupted: bool = False  # stopped by a signal before its batches or time were done
+    bias: dict = field(default_factory=dict)  # "dtype/variant" -> bias counts summed over the batches (R01's rounding bias)
 
     def add(self, r: BatchResult) -> None:
         self.batches.append(r.batch)
         self.elements += r.elements
         self.cases += r.cases
         self.findings += len(r.findings)
+        for run, counts in r.bias.items():
+            add_bias_counts(self.bias.setdefault(run, {}), counts)
         for f in r.findings:
             old = self.first.get(f.key)
             if old is None or (f.batch, f.case) < (old.batch, old.case):
@@ -311,10 +315,28 @@ def position_changes(case: Case, out, moved) -> list:
     return changes
 
 
-def check_cases(adapter: Adapter, profile: Profile, cases: list[Case]) -> list[Finding]:
+def _bias_of(profile: Profile, cases: list[Case], outcomes: list, bias: dict) -> None:
+    """R01's rounding-bias counts of the longest returned call of each dtype and variant, added
+    to ``bias`` ("dtype/variant" -> counts): the campaign sums them and tests the lean once,
+    over all its batches."""
+    longest: dict = {}
+    for c, o in zip(cases, outcomes):
+        run = f"{c.dtype}/{c.variant}"
+        if o.status == "ok" and c.elements_written and c.n > longest.get(run, (None, -1))[1]:
+            longest[run] = ((c, o), c.n)
+    for run, ((c, o), _) in longest.items():
+        fmt, w = c.format, c.elements_written
+        sub = [a[:w] for a in (c.dy, c.x1, c.x2)]
+        j = judge(fmt, profile, o.out[:w], expected_for(fmt, *sub, c.beta, variant=c.variant, core_mask=c.core_mask),
+                  *sub, c.beta)
+        add_bias_counts(bias.setdefault(run, {}), bias_counts([j], profile))
+
+
+def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], bias: "dict | None" = None) -> list[Finding]:
     """Every finding on ``cases``: each call judged, short shared-variant calls run again under
     another core_mask (the same bits expected), the first short call run twice (determinism),
-    the last elements of each long call run again in a call of their own (position)."""
+    the last elements of each long call run again in a call of their own (position). ``bias``,
+    if given ("dtype/variant" -> counts), gets the rounding-bias counts of the longest call of each."""
     extra, twins, moved = [], {}, {}
     for i, c in enumerate(cases):
         for call, offset in moved_calls(c):
@@ -332,6 +354,8 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case]) -> list[F
     findings = []
     for i, (c, o) in enumerate(zip(cases, outcomes)):
         findings += _call_findings(profile, i, c, o)
+    if bias is not None:
+        _bias_of(profile, cases, outcomes, bias)
     fmt_of = lambda i: cases[i].format  # noqa: E731
     for i, j in twins.items():
         a, b = outcomes[i], outcomes[j]
@@ -362,10 +386,10 @@ def run_batch(campaign: Campaign, profile: Profile, adapter: Adapter, k: int) ->
     """Draw batch ``k``, check it, keep the first finding of each key."""
     t0 = time.perf_counter()
     cases = make_batch(campaign, profile, k)
-    first = {}
-    for f in check_cases(adapter, profile, cases):
+    first, bias = {}, {}
+    for f in check_cases(adapter, profile, cases, bias):
         first.setdefault(f.key, dataclasses.replace(f, batch=k))
-    return BatchResult(k, sum(c.n for c in cases), len(cases), list(first.values()), time.perf_counter() - t0)
+    return BatchResult(k, sum(c.n for c in cases), len(cases), list(first.values()), time.perf_counter() - t0, bias)
 
 
 # ------------------------------------------------------------------ driving

@@ -45,7 +45,7 @@ from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.catalog import SEEN_UNDER, by_id
+from sl1conf.conformance.rules.catalog import SEEN_UNDER, add_bias_counts, bias_counts, bias_findings, by_id, rounding_bias
 from sl1conf.conformance.rules.judge import expected_for, judge
 from sl1conf.conformance.search.fuzz import moved_calls, position_changes
 from sl1conf.conformance.search.shards import WHOLE, Shard
@@ -212,6 +212,7 @@ class Tally:
         self.excepted = 0  # accepted only as a model's, an alternative's or flushing's bits, beyond the budget
         self.excepted_worst = None
         self.open = {}  # alternative -> elements it accepted that the oracle's answer would not be (R16)
+        self.bias = {}  # R01's rounding-bias counts (rules.catalog.bias_counts) of the blocks sampled for it
 
     def merge(self, other: "Tally") -> "Tally":
         self.elements += other.elements
@@ -231,7 +232,14 @@ class Tally:
         self.excepted_worst = _pick(self.excepted_worst, other.excepted_worst, _worse)
         for name, n in other.open.items():
             self.open[name] = self.open.get(name, 0) + n
+        add_bias_counts(self.bias, other.bias)
         return self
+
+    def lean(self, dy, x1, x2, beta, got, profile) -> None:
+        """R01's rounding-bias counts of one block (every element judged, the accepted models
+        computed on all of them): the sweep tests the lean once, over the blocks sampled."""
+        j = judge(FP16, profile, got, expected_for(FP16, dy, x1, x2, beta), dy, x1, x2, beta)
+        add_bias_counts(self.bias, bias_counts([j], profile))
 
     def position(self, lo, x1, x2, want, changes) -> None:
         """R18, as the fuzzer checks it (``fuzz.position_changes``): elements whose bits changed
@@ -338,7 +346,7 @@ class Tally:
                 "rows": rows, "rejected_elements": self.rejected_elements, "rejected": {rid: {"elements": n, "worst": self.reject_worst[rid]}
                                            for rid, n in sorted(self.rejected.items())},
                 "excepted": {"elements": self.excepted, "worst": self.excepted_worst},
-                "open_answers": dict(sorted(self.open.items()))}
+                "open_answers": dict(sorted(self.open.items())), "rounding_bias_counts": self.bias}
 
     @classmethod
     def from_json(cls, data: dict) -> "Tally":
@@ -355,6 +363,7 @@ class Tally:
         t.excepted, t.excepted_worst = data["excepted"]["elements"], data["excepted"]["worst"]
         t.rejected_elements = data["rejected_elements"]
         t.open = dict(data["open_answers"])
+        t.bias = {who: dict(c) for who, c in data.get("rounding_bias_counts", {}).items()}
         return t
 
 
@@ -372,11 +381,14 @@ def verdict(tally: Tally, profile) -> dict:
     for name, n in tally.open.items():
         open_by_question.setdefault(openbehaviour.QUESTION_OF[name], {})[name] = n
     checked = tally.elements - tally.failed
+    bias = rounding_bias(tally.bias)
+    leans = bias_findings(bias)
     return {"platform": profile.name, "budget_ulp": profile.max_ulp["fp16"], "rejected": rejected,
             "requirements": by_req, "failed_elements": tally.failed, "example": example,
             "excepted": {"elements": tally.excepted, "worst": tally.excepted_worst},
             "open_answers": open_by_question, "checked_elements": checked,
-            "pass": rejected == 0 and tally.failed == 0 and checked > 0}
+            "rounding_bias": {"test": bias, "findings": leans},
+            "pass": rejected == 0 and tally.failed == 0 and checked > 0 and not leans}
 
 
 # --------------------------------------------------------------------------------------
@@ -435,6 +447,8 @@ class _Block:
         tally.judge(lo, dy, x1, x2, c.beta, got, want, self.profile)
         changes = position_changes(call, outcome.out, [(o, offset, m) for o, (m, offset) in zip(again, moved)])
         tally.position(lo, x1, x2, want, changes)
+        if k % POSITION_EVERY == 0:  # R01's rounding bias on the same sample of blocks (models on every element)
+            tally.lean(dy, x1, x2, c.beta, got, self.profile)
         return tally
 
 
