@@ -425,10 +425,12 @@ class RequirementItem(pytest.Item):
 
 
 def _example(ex: dict) -> str:
+    from sl1conf.conformance.reports.view import distance_text
+
     if "dy" not in ex:
-        return f"case {ex.get('case', '?')}: {ex.get('detail', '')}"
+        return f"case {ex['case']}: {ex.get('detail', '')}" if "case" in ex else f"over the run: {ex.get('detail', '')}"
     return (f"case {ex['case']} element {ex['element']}: dy={ex['dy']} x1={ex['x1']} x2={ex['x2']} "
-            f"beta={ex['beta']}: expected {ex['expected']}, got {ex['got']} (ULP distance {ex['ulp']})")
+            f"beta={ex['beta']}: expected {ex['expected']}, got {ex['got']} ({distance_text(ex)})")
 
 
 def _explain(dtype: str, ex: dict) -> str:

@@ -104,6 +104,51 @@ def test_largest_error_leaves_out_exceptions_and_names_its_input(reports):
         assert sum(sum(h) for h in e["ulp_histogram"].values()) == sum(e["by_ratio"]["elements"]) + e["by_ratio"]["outside"]
 
 
+def test_elements_accepted_beyond_the_budget_are_shown_with_what_accepted_them(reports):
+    """The kernel's divmul-fp16 bits are accepted where they are far from the correctly rounded
+    result (beta large, diff / beta underflowing): those elements are counted apart, with the
+    largest distance among them, what accepted them, the worst input, and a headline line."""
+    report = load(reports, "pass")
+    budget = report["profile"]["max_ulp"]
+    for run in report["runs"]:
+        e = run["errors"]
+        far = e["excepted_far"]
+        assert far["elements"] == e["excepted"] == sum(far["by"].values()) > 0
+        assert far["max_ulp"] > budget[run["dtype"]] and far["worst"]["ulp"] == far["max_ulp"]
+        fmt = F.format_by_name(run["dtype"])
+        w = far["worst"]
+        assert int(F.ulp_distance(fmt, np.array(int(w["expected"], 16)), np.array(int(w["got"], 16)))) == far["max_ulp"]
+    md = (reports / "pass" / "report.md").read_text()
+    assert "more elements accepted beyond the budget as exact bits" in md.split("## ")[0]
+
+
+def test_infinity_and_nan_against_numbers_are_named_not_counted_as_ulps(reports):
+    """recipmul-fp16 (native half, not accepted) overflows where the exact result is finite:
+    those results are counted by kind, and the largest error is over finite results only."""
+    run = load(reports, "fail")["runs"][0]
+    e = run["errors"]
+    inf = e["not_a_distance"]["infinity where the result is finite"]
+    assert inf["elements"] > 0 and inf["accepted"] == 0  # not an accepted model: R03 rejects them
+    assert inf["first"]["ulp"] == "infinity where the result is finite"
+    assert int(inf["first"]["got"], 16) & 0x7FFF == 0x7C00 and int(inf["first"]["expected"], 16) & 0x7C00 != 0x7C00
+    w = e["worst"]
+    assert int(w["got"], 16) & 0x7C00 != 0x7C00 and int(w["expected"], 16) & 0x7C00 != 0x7C00
+    md = (reports / "fail" / "report.md").read_text()
+    assert "infinity where the result is finite: " in md.split("## ")[0]
+
+
+def test_special_classes_by_hand():
+    from sl1conf.conformance.rules.judge import SPECIALS, special_class
+
+    fmt = F.FP16  # +inf 0x7c00, -inf 0xfc00, NaN 0x7e00, 1.0 0x3c00, max 0x7bff
+    got = np.array([0x7C00, 0x7E00, 0x3C00, 0x3C00, 0xFC00, 0x7E00, 0x7C00, 0x3C01], np.uint16)
+    want = np.array([0x7BFF, 0x3C00, 0x7C00, 0x7E00, 0x7C00, 0xFE01, 0x7C00, 0x3C00], np.uint16)
+    names = [SPECIALS[c] if c >= 0 else None for c in special_class(fmt, got, want)]
+    assert names == ["infinity where the result is finite", "NaN where the result is a number",
+                     "finite where the result is infinite", "a number where the result is NaN", "the other infinity",
+                     None, None, None]  # NaN against NaN is a class; inf against inf, and numbers, are distances
+
+
 def test_error_buckets_by_hand():
     dist = np.array([0, 1, 2, 3, 4, 5, 8, 9, 64, 65, 10**9, F.NAN_MISMATCH], np.int64)
     names = [errorstats.BUCKETS[i] for i in errorstats.bucket_of(dist)]
@@ -251,6 +296,17 @@ def test_gate_stops_a_planted_regression(reports, tmp_path, capsys):
     run = new["runs"][1]
     assert f"REGRESSION {run['dtype']} {run['variant']} R04 {req['title']}: pass -> FAIL" in out
     assert out.count("REGRESSION") == 1
+
+
+def test_gate_stops_a_rise_in_far_accepted_elements_and_in_overflows(reports, tmp_path, capsys):
+    old = load(reports, "pass")
+    new = copy.deepcopy(old)
+    e = new["runs"][0]["errors"]
+    e["excepted_far"]["elements"] += 5
+    e.setdefault("not_a_distance", {})["infinity where the result is finite"] = {"elements": 3, "accepted": 3}
+    assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 1
+    out = capsys.readouterr().out
+    assert "elements accepted beyond the budget as exact bits" in out and "infinity where the result is finite: 0 -> 3" in out
 
 
 def test_gate_stops_a_larger_worst_error_and_a_missing_run(reports, tmp_path, capsys):

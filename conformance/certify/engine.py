@@ -166,15 +166,17 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
 
     stats = ErrorStats()
     for i, j in enumerate(judged):
-        stats.add(j.family, fmt, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.excepted)
-    worst = None
-    if stats.worst_at is not None:
-        i, k = stats.worst_at
-        worst = Tally(fmt).element(judged[i], k)
-        worst.pop("ulp_value")
+        stats.add(j.family, fmt, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.excepted, got=j.got,
+                  oracle=j.expected.oracle, accepted_by=j.accepted_as(), accepted=j.ok)
+
+    def describe(i, k):
+        element = Tally(fmt).element(judged[i], k)
+        element.pop("ulp_value")
+        return element
+    worst = describe(*stats.worst_at) if stats.worst_at is not None else None
     run = {"dtype": fmt.name, "variant": variant, "cases": len(calls),
            "elements": int(sum(c.n for _, _, c in calls)), "requirements": requirements,
-           "errors": stats.entry(worst)}
+           "errors": stats.entry(worst, describe)}
     run["verdict"] = run_verdict(requirements)
     # kept for comparing the shared and private versions (dropped before the report is written)
     run["_outputs"] = {j.row["id"]: j.outcome.out for j in judged

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sl1conf.conformance.rules.judge import SPECIALS, special_class
 from sl1conf.reference import formats as F
 
 __all__ = ["BUCKETS", "RATIO_EDGES", "bucket_of", "ErrorStats"]
@@ -47,21 +48,45 @@ class ErrorStats:
         self.nan = np.zeros(nbins, np.int64)  # NaN against a number (not excepted): no distance to plot
         self.outside = 0  # r outside the edges, or not a number (beta 0, inf, NaN inputs)
         self.worst_ulp, self.worst_at, self.nan_mismatches, self.excepted = 0, None, 0, 0
+        self.excepted_ulp, self.excepted_at, self.excepted_by = 0, None, {}  # the accepted-but-far elements
+        self.specials = {name: [0, 0, None] for name in SPECIALS}  # elements, of them accepted, first (where, k)
 
-    def add(self, family: str, fmt: F.Format, dist: np.ndarray, x1, x2, beta, where, excepted=None) -> None:
+    def add(self, family: str, fmt: F.Format, dist: np.ndarray, x1, x2, beta, where, excepted=None,
+            got=None, oracle=None, accepted_by=None, accepted=None) -> None:
         """``dist``: the distances of one case's written elements; ``x1``, ``x2`` its inputs
         (bit patterns) and ``beta`` its scalar; ``where`` identifies the case for :attr:`worst_at`.
         ``excepted``: elements accepted only as an exception (an accepted model's or an
         alternative's exact bits, beyond the ULP budget); they count in the histogram but
-        not in the largest errors, which would otherwise say nothing about accuracy."""
+        not in the largest errors, which would otherwise say nothing about accuracy: they are
+        counted apart, with their own largest distance and (``accepted_by``: a name per
+        element) what accepted them. ``got`` and ``oracle``: the results, so that infinities
+        and NaNs against numbers are named (SPECIALS) and never enter a distance; ``accepted``:
+        the elements the judge accepted (for those, how many were)."""
         if not dist.size:
             return
         counts = np.bincount(bucket_of(dist), minlength=len(BUCKETS))
         self.hist[family] = self.hist.get(family, 0) + counts
         real = dist != F.NAN_MISMATCH
         self.nan_mismatches += int((~real & ~(excepted if excepted is not None else False)).sum())
+        if got is not None:
+            cls = special_class(fmt, got[:dist.size], oracle[:dist.size])
+            for c in np.unique(cls[cls >= 0]).tolist():
+                slot, hit = self.specials[SPECIALS[c]], cls == c
+                slot[0] += int(hit.sum())
+                slot[1] += int((hit & accepted).sum()) if accepted is not None else 0
+                if slot[2] is None:
+                    slot[2] = (where, int(np.flatnonzero(hit)[0]))
+            real = real & (cls < 0)
         if excepted is not None:
             self.excepted += int(excepted.sum())
+            far = excepted & real
+            if far.any():
+                k = int(np.argmax(np.where(far, dist, -1)))
+                if self.excepted_at is None or int(dist[k]) > self.excepted_ulp:
+                    self.excepted_ulp, self.excepted_at = int(dist[k]), (where, k)
+            if accepted_by is not None:
+                for name in accepted_by[excepted].tolist():
+                    self.excepted_by[name or "?"] = self.excepted_by.get(name or "?", 0) + 1
             real = real & ~excepted
         if real.any():
             k = int(np.argmax(np.where(real, dist, -1)))
@@ -81,8 +106,9 @@ class ErrorStats:
         ex = excepted[inside] if excepted is not None else np.zeros(d.shape, bool)
         np.add.at(self.nan, bins, ((d == F.NAN_MISMATCH) & ~ex).astype(np.int64))
 
-    def entry(self, worst: "dict | None") -> dict:
-        """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`."""
+    def entry(self, worst: "dict | None", describe=None) -> dict:
+        """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`;
+        ``describe(where, k)`` gives the element dict of any other position kept here."""
         out = {"max_ulp": self.worst_ulp, "nan_mismatches": self.nan_mismatches, "excepted": self.excepted,
                "buckets": list(BUCKETS),
                "ulp_histogram": {f: [int(n) for n in c] for f, c in self.hist.items()},
@@ -92,4 +118,17 @@ class ErrorStats:
                             "outside": self.outside}}
         if worst is not None:
             out["worst"] = worst
+        if self.excepted:
+            far = {"elements": self.excepted, "max_ulp": self.excepted_ulp, "by": dict(sorted(self.excepted_by.items()))}
+            if describe is not None and self.excepted_at is not None:
+                far["worst"] = describe(*self.excepted_at)
+            out["excepted_far"] = far
+        specials = {}
+        for name, (n, ex, at) in self.specials.items():
+            if n:
+                specials[name] = {"elements": n, "accepted": ex}
+                if describe is not None and at is not None:
+                    specials[name]["first"] = describe(*at)
+        if specials:
+            out["not_a_distance"] = specials
         return out

@@ -127,6 +127,15 @@ def gate(new: dict, old: dict) -> GateResult:
             if nerr["nan_mismatches"] > oerr["nan_mismatches"]:
                 out.regressions.append(f"{where} NaN against a number: {oerr['nan_mismatches']} -> "
                                        f"{nerr['nan_mismatches']} elements")
+            ofar, nfar = (oerr.get("excepted_far") or {}), (nerr.get("excepted_far") or {})
+            if nfar.get("elements", 0) > ofar.get("elements", 0):
+                out.regressions.append(f"{where} elements accepted beyond the budget as exact bits: "
+                                       f"{ofar.get('elements', 0)} -> {nfar['elements']} (up to {nfar['max_ulp']} ULP)")
+            ospec, nspec = (oerr.get("not_a_distance") or {}), (nerr.get("not_a_distance") or {})
+            for kind, seen in nspec.items():
+                before = (ospec.get(kind) or {}).get("elements", 0)
+                if seen["elements"] > before:
+                    out.regressions.append(f"{where} {kind}: {before} -> {seen['elements']} elements")
     for key in nruns.keys() - _runs(old).keys():
         out.notes.append(f"{key[0]} {key[1]}: new run, not in the baseline")
     return out

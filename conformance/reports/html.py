@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from sl1conf.conformance.reports.plots import all_plots
-from sl1conf.conformance.reports.view import View, all_held, sections, view
+from sl1conf.conformance.reports.view import View, all_held, distance_text, sections, view
 
 __all__ = ["render_html", "render_table_page"]
 
@@ -50,7 +50,7 @@ def _table(header: list, rows: list, raw_cols=()) -> str:
 
 
 def _element(e: dict) -> str:
-    distance = "NaN against a number" if e["ulp"] == "nan-mismatch" else f"{e['ulp']} ULP"
+    distance = distance_text(e)
     names = ("dy", "x1", "x2", "beta", "expected", "got")
     rows = [["decimal", *(escape(e[f"{n}_decimal"]) for n in names)],
             ["bits", *(f"<code>{escape(e[n])}</code>" for n in names)]]
@@ -66,6 +66,8 @@ def render_html(report: dict) -> str:
              *([f"<p><b>{escape(v.headline)}</b></p>"] if v.headline != v.verdict.upper() else []),
              "<p>" + escape(", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"]))
              + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>",
+             *(["<ul class=\"accuracy\">" + "".join(f"<li>{escape(line)}</li>" for line in v.accuracy) + "</ul>"]
+               if v.accuracy else []),
              *([f"<p>Scope: {escape(v.scope)}.</p>"] if v.scope else [])]
     if v.failures:
         parts.append(f"<h2>Failures ({len(v.failures)})</h2>")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sl1conf.conformance.reports.view import view
+from sl1conf.conformance.reports.view import distance_text, view
 
 __all__ = ["render_junit"]
 
@@ -47,7 +47,7 @@ def render_junit(report: dict) -> str:
                 w = f.worst
                 counts = f"{r.get('failed', 0)} of {r.get('checked', 0)} failed"  # this run's own
                 message = (f"{counts}; worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} "
-                           f"beta={w['beta']} expected {w['expected']} got {w['got']} ({w['ulp']} ULP)"
+                           f"beta={w['beta']} expected {w['expected']} got {w['got']} ({distance_text(w)})"
                            if w else f"{counts}; {f.detail}")
                 if f.over_the_run:
                     message = f"{message}; over the run: {f.over_the_run}" if w or f.detail else f"{counts}; {f.over_the_run}"

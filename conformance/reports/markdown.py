@@ -8,7 +8,7 @@ the identity of what was tested.
 
 from __future__ import annotations
 
-from sl1conf.conformance.reports.view import View, all_held, sections, view
+from sl1conf.conformance.reports.view import View, all_held, distance_text, sections, view
 
 __all__ = ["render_markdown", "markdown_table"]
 
@@ -28,9 +28,7 @@ def _element(e: dict) -> list:
              f"x2 = {e['x2_decimal']} (`{e['x2']}`), beta = {e['beta_decimal']} (`{e['beta']}`); "
              f"case {e['case']}, element {e['element']}",
              f"- expected `{e['expected']}` ({e['expected_decimal']}), got `{e['got']}` ({e['got_decimal']}): "
-             f"{e['ulp']} ULP" if e["ulp"] != "nan-mismatch" else
-             f"- expected `{e['expected']}` ({e['expected_decimal']}), got `{e['got']}` ({e['got_decimal']}): "
-             f"NaN against a number"]
+             f"{distance_text(e)}"]
     return lines
 
 
@@ -39,6 +37,8 @@ def render_markdown(report: dict) -> str:
     out = [f"# {v.headline}: {v.title}", ""]
     runs = ", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"])
     out += [f"{runs}. Suite sl1conf {report['suite_version']}, {report.get('created', '')}.", ""]
+    if v.accuracy:
+        out += [f"- {line}" for line in v.accuracy] + [""]
     if v.scope:
         out += [f"Scope: {v.scope}.", ""]
     if v.failures:

@@ -17,7 +17,8 @@ from sl1conf.reference import formats as F
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
-__all__ = ["Failure", "Row", "View", "view", "sections", "all_held", "decimal", "STATUS_ORDER"]
+__all__ = ["distance_text", "accuracy_line", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
+           "STATUS_ORDER"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
 
@@ -27,6 +28,34 @@ def decimal(dtype: str, hex_bits: str) -> str:
     fmt = F.format_by_name(dtype)
     value = F.from_bits(fmt, np.array([int(hex_bits, 16)], fmt.uint))[0]
     return str(value)
+
+
+def distance_text(e: dict) -> str:
+    """An element's distance as a report says it: ``3 ULP``, ``NaN against a number``, or the
+    kind of result that is no distance at all (``infinity where the result is finite``)."""
+    if e["ulp"] == "nan-mismatch":
+        return "NaN against a number"
+    return f"{e['ulp']} ULP" if isinstance(e["ulp"], int) else str(e["ulp"])
+
+
+def accuracy_line(run: dict) -> str:
+    """One run's accuracy in one line: the largest error of finite results within the budget,
+    the elements accepted beyond it (how many, up to how far, as what), and the results that
+    are no distance (infinity or NaN against a number), each named."""
+    err = run.get("errors")
+    if not err:
+        return ""
+    parts = [f"{run['dtype']} {run['variant']}: largest error {err['max_ulp']} ULP (finite results)"]
+    far = err.get("excepted_far")
+    if far and far["elements"]:
+        by = ", ".join(f"{name} {n:,}" for name, n in sorted(far["by"].items(), key=lambda kv: -kv[1]))
+        parts.append(f"{far['elements']:,} more elements accepted beyond the budget as exact bits ({by}), "
+                     f"up to {far['max_ulp']:,} ULP")
+    for kind, seen in (err.get("not_a_distance") or {}).items():
+        parts.append(f"{kind}: {seen['elements']:,} elements" + (
+            f" ({seen['accepted']:,} accepted as an accepted model's or alternative's exact bits)" if seen["accepted"]
+            else " (none accepted)"))
+    return "; ".join(parts)
 
 
 def _rerun_command(report: dict, dtype: str, variant: str, only: list) -> str:
@@ -96,6 +125,7 @@ class View:
     errors: list  # (dtype, variant, max ULP, nan mismatches, worst element or None)
     headline: str  # the verdict with what qualifies it: waived failures, nothing checked
     scope: str  # "" for a full run
+    accuracy: list = field(default_factory=list)  # accuracy_line per run
 
 
 def _headline(report: dict) -> str:
@@ -199,7 +229,7 @@ def view(report: dict) -> View:
     if report.get("only"):
         identity.append(("scope", "--only " + ",".join(report["only"])))
     return View(report, title, report["verdict"], failures, rows, observed, identity, errors, _headline(report),
-                _scope(report))
+                _scope(report), [line for line in map(accuracy_line, report["runs"]) if line])
 
 
 def all_held(v: View) -> str:
@@ -218,7 +248,9 @@ def sections(v: View) -> list:
     out = []
     if v.errors:
         out.append(("Largest error of each run",
-                    "Over every element judged, accepted or not, in ULPs from the correctly rounded result.",
+                    "Finite results, accepted within the budget or rejected, in ULPs from the correctly rounded result; "
+                    "elements accepted beyond the budget (as exact bits) and infinities or NaNs against numbers are "
+                    "counted apart, in the lines under the title.",
                     ["run", "max ULP", "NaN mismatches", "at input (dy, x1, x2, beta)", "expected", "got"],
                     [[f"{d} {var}", m, n, f"{w['dy']}, {w['x1']}, {w['x2']}, {w['beta']} (case {w['case']})"
                       if w else "", w["expected"] if w else "", w["got"] if w else ""]

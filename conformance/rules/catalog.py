@@ -29,7 +29,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, is_special
+from sl1conf.conformance.rules.judge import ELEMENT_RULES, SPECIALS, ElementRule, is_special, special_class
 from sl1conf.reference import formats as F
 
 __all__ = ["Requirement", "CATALOG", "by_id", "RunContext", "Tally",
@@ -90,10 +90,11 @@ class Tally:
         else:
             pair = np.array([got], fmt.uint), j.expected.oracle[k:k + 1]
             d = 0 if F.same_result(fmt, *pair)[0] else int(F.ulp_distance(fmt, *pair)[0])
+        cls = int(special_class(fmt, np.array([got], fmt.uint), j.expected.oracle[k:k + 1])[0])
         return {"case": j.row["id"], "element": k, "dy": F.hex_bits(fmt, c.dy[k]), "x1": F.hex_bits(fmt, c.x1[k]),
                 "x2": F.hex_bits(fmt, c.x2[k]), "beta": F.hex_bits(fmt, c.beta),
                 "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, got),
-                "ulp": "nan-mismatch" if d == F.NAN_MISMATCH else d, "ulp_value": d}
+                "ulp": SPECIALS[cls] if cls >= 0 else d, "ulp_value": d}
 
     def entry(self) -> dict:
         out = {"checked": self.checked, "failed": self.failed}

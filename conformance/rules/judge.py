@@ -34,7 +34,8 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
-__all__ = ["Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero"]
+__all__ = ["Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
+           "SPECIALS", "special_class"]
 
 
 @dataclass
@@ -63,6 +64,28 @@ def expected_for(fmt: F.Format, dy, x1, x2, beta: int, *, variant: str = "p", co
                     bits(fast_oracle.smoothl1lossgrad(*args, b, flush_subnormals=True)),
                     {m.name: bits(m(*args, b)) for m in accepted_models(fmt)},
                     openbehaviour.alternatives(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask))
+
+
+SPECIALS = ("infinity where the result is finite", "NaN where the result is a number",
+            "finite where the result is infinite", "a number where the result is NaN", "the other infinity")
+"""Results that are not a distance from the correctly rounded one: named and counted apart,
+never folded into the largest ULP error (an overflow to infinity is not "1 ULP past the
+largest finite value")."""
+
+
+def special_class(fmt: F.Format, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+    """Index into SPECIALS per element (-1: both finite, or both the same special value, NaN as a class)."""
+    def kind(b):
+        b = np.asarray(b)
+        special = (b & fmt.exp_mask) == fmt.exp_mask
+        nan = special & ((b & fmt.frac_mask) != 0)
+        return special & ~nan, nan, (b & fmt.sign_mask) != 0
+    gi, gn, gs = kind(got)
+    wi, wn, ws = kind(want)
+    out = np.full(np.shape(got), -1, np.int64)
+    for k, mask in enumerate((gi & ~wi & ~wn, gn & ~wn, ~gi & ~gn & wi, ~gn & wn, gi & wi & (gs != ws))):
+        out[mask & (out < 0)] = k
+    return out
 
 
 def is_special(fmt: F.Format, bits) -> np.ndarray:
@@ -145,6 +168,17 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         """Accepted, but beyond the budget: accepted only as a model's, an alternative's or the
         flush-to-zero oracle's bits (reports show these apart from the largest error)."""
         return self.ok & ~self.exact & ~self.within
+
+    def accepted_as(self) -> np.ndarray:
+        """Per element, what accepted it beyond the budget (object array, "" elsewhere): the
+        first accepted model whose bits it is, else the first alternative, else "flush-to-zero"."""
+        out = np.full(self.exact.shape, "", object)
+        todo = self.excepted.copy()
+        for name, hit in [*self.models.items(), *self.alt.items(), ("flush-to-zero", self.ftz | self.ftz_within)]:
+            take = todo & hit
+            out[take] = name
+            todo &= ~take
+        return out
 
 
 @dataclass(frozen=True)
