@@ -460,3 +460,54 @@ def test_compare_tells_repeated_columns_apart(reports, capsys):
     assert main(["compare", str(reports / "pass"), str(reports / "pass")]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "builtin:kernel on ieee (#2)" in lines[0] and lines[3].startswith("| scope | --quick |")
+
+
+# --- incomplete runs ------------------------------------------------------------------------------
+
+def test_an_implementation_that_supports_nothing_is_incomplete_not_a_pass():
+    """Every call answered unsupported: nothing fails, nothing is checked; the verdict says so."""
+    from sl1conf.adapters.base import ArrayFunction
+    from sl1conf.conformance.certify.engine import certify
+    from sl1conf.conformance.rules.profiles import load_profile
+
+    class Refuses(ArrayFunction):
+        def supports(self, case):
+            return False
+
+    report = certify(Refuses("refuses", lambda dy, x1, x2, beta: dy, ("fp16",)), load_profile("ieee"),
+                     dtypes=["fp16"], variants=["p"], quick=True)
+    [run] = report["runs"]
+    assert run["verdict"] == "incomplete" and report["verdict"] == "incomplete"
+    assert run["incomplete"][0].endswith("calls answered unsupported") and "no element was judged" in run["incomplete"]
+    jsonschema.validate(report, SCHEMA)
+    md = render_markdown(report)
+    assert md.startswith("# INCOMPLETE") and "**Incomplete:**" in md
+    assert 'name="completeness"' in render_junit(report)
+
+
+def test_runs_the_profile_lists_and_the_library_lacks_make_it_incomplete(tmp_path, capsys):
+    """A library with only fp_smoothl1lossgrad_p, certified on mt7004 (fp16 and fp32, s and p):
+    incomplete, naming the missing runs; asked for fp32 p alone it passes and says it was narrowed."""
+    from sl1conf.adapters.cbuild import build_shared
+
+    src = tmp_path / "only_p.c"
+    src.write_text("void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta)\n"
+                   "{ for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];\n"
+                   "  dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; } }\n")
+    lib = f"ctypes:{build_shared('only-p', [src])}"
+    assert _certify(tmp_path / "all", "--impl", lib, "--platform", "mt7004") == 1
+    report = load(tmp_path, "all")
+    assert report["verdict"] == "incomplete" and report["missing_runs"] == ["fp16 s", "fp16 p", "fp32 s"]
+    assert "not offered by the implementation" in (tmp_path / "all" / "report.md").read_text()
+    assert _certify(tmp_path / "narrow", "--impl", lib, "--platform", "mt7004", "--dtype", "fp32", "--variant", "p") == 0
+    narrow = load(tmp_path, "narrow")
+    assert narrow["verdict"] == "pass" and narrow["narrowed"] == ["--dtype", "--variant"] and "missing_runs" not in narrow
+
+
+def test_gate_calls_pass_to_incomplete_a_regression(reports, tmp_path, capsys):
+    old = load(reports, "pass")
+    new = copy.deepcopy(old)
+    new["runs"][0].update(verdict="incomplete", incomplete=["3 of 600 calls answered unsupported"])
+    new["verdict"] = "incomplete"
+    assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 1
+    assert "pass -> INCOMPLETE (3 of 600 calls answered unsupported)" in capsys.readouterr().out

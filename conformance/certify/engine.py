@@ -16,7 +16,9 @@ from sl1conf import __version__
 from sl1conf.adapters.base import Adapter
 from sl1conf.conformance.certify.errorstats import ErrorStats
 from sl1conf.conformance.common.errors import SuiteError
-from sl1conf.conformance.rules.catalog import CATALOG, RunContext, Tally, compare_variants, report_verdict, run_verdict
+from sl1conf.conformance.rules.catalog import (
+    CATALOG, RunContext, Tally, compare_variants, incomplete_reasons, report_verdict, run_verdict,
+)
 from sl1conf.conformance.rules.judge import Expected, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store as V
@@ -149,6 +151,7 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
             req.prepare(ctx, req)
     ctx.judged, ctx.broken = _judge_calls(adapter, profile, vs, calls)
     judged = ctx.judged
+    unsupported = sum(not adapter.supports(c) for _, _, c in calls)
     requirements = []
     for req in CATALOG:
         found = req.check(ctx, req)
@@ -177,7 +180,10 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
     run = {"dtype": fmt.name, "variant": variant, "cases": len(calls),
            "elements": int(sum(c.n for _, _, c in calls)), "requirements": requirements,
            "errors": stats.entry(worst, describe)}
-    run["verdict"] = run_verdict(requirements)
+    reasons = incomplete_reasons(requirements, len(calls), unsupported)
+    if reasons:
+        run["incomplete"] = reasons
+    run["verdict"] = run_verdict(requirements, reasons)
     # kept for comparing the shared and private versions (dropped before the report is written)
     run["_outputs"] = {j.row["id"]: j.outcome.out for j in judged
                        if j.case.variant == "s" and j.case.core_mask == profile.core_mask or j.case.variant == "p"}
@@ -205,6 +211,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     if only_reqs - known:
         raise SelectionError(f"--only: no requirement {', '.join(sorted(only_reqs - known))}; "
                          f"requirements are {min(known)} to {max(known)}")
+    dtypes_asked, variants_asked = dtypes is not None, variants is not None
     dtypes, variants = profile.select(adapter, dtypes, variants)
     runs, sets, seen_cases = [], {}, set()
     started = datetime.now(timezone.utc)
@@ -237,10 +244,16 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     if only_reqs:
         for run in runs:
             run["requirements"] = [r for r in run["requirements"] if r["id"] in only_reqs]
-            run["verdict"] = run_verdict(run["requirements"])
-    verdict = report_verdict(runs)
+            run["verdict"] = run_verdict(run["requirements"], run.get("incomplete", ()))
+    listed = [f"{d} {v}" for d in profile.dtypes for v in profile.variants]
+    missing = [] if dtypes_asked or variants_asked else [r for r in listed if r not in
+                                                          {f"{run['dtype']} {run['variant']}" for run in runs}]
+    verdict = report_verdict(runs, missing)
     return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,
             "created": started.isoformat(timespec="seconds"), "verdict": verdict,
             "implementation": adapter.describe(), "profile": profile.summary(),
             "invocation": dict(invocation or {}), "only": sorted(only),
-            "host": describe_host(), "vectors": sets, "quick": quick, "runs": runs}
+            "host": describe_host(), "vectors": sets, "quick": quick, "runs": runs,
+            **({"missing_runs": missing} if missing else {}),
+            **({"narrowed": [f"--{n}" for n, a in (("dtype", dtypes_asked), ("variant", variants_asked)) if a]}
+               if dtypes_asked or variants_asked else {})}

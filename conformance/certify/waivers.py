@@ -83,7 +83,7 @@ def apply_waivers(report: dict, waivers: list[dict]) -> dict:
                     entry["status"] = "waived"
             else:
                 waive(entry, run, entry["id"], list(by_id(entry["id"]).families))
-        run["verdict"] = run_verdict(run["requirements"])
-    report["verdict"] = report_verdict(report["runs"])
+        run["verdict"] = run_verdict(run["requirements"], run.get("incomplete", ()))
+    report["verdict"] = report_verdict(report["runs"], report.get("missing_runs", ()))
     report["waivers"] = [{**w, "matched": n} for w, n in zip(waivers, used)]
     return report

@@ -80,6 +80,8 @@ def gate(new: dict, old: dict) -> GateResult:
         if nrun is None:
             out.regressions.append(f"{where}: the run is missing from the new report")
             continue
+        if orun["verdict"] == "pass" and nrun["verdict"] == "incomplete":
+            out.regressions.append(f"{where}: pass -> INCOMPLETE ({'; '.join(nrun.get('incomplete', []))})")
         nreqs = {r["id"]: r for r in nrun["requirements"]}
         for oreq in orun["requirements"]:
             rid, title = oreq["id"], oreq["title"]

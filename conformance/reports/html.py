@@ -10,7 +10,7 @@ from __future__ import annotations
 from html import escape
 
 from sl1conf.conformance.reports.plots import all_plots
-from sl1conf.conformance.reports.view import View, all_held, distance_text, sections, view
+from sl1conf.conformance.reports.view import View, all_held, distance_text, incompleteness, sections, view
 
 __all__ = ["render_html", "render_table_page"]
 
@@ -21,7 +21,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bot
 h3{font-size:15px;margin:14px 0 6px}
 .verdict{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-weight:700}
 .pass{background:#2e7d32} .fail{background:#c62828} .waived{background:#ef6c00} .recorded{background:#1565c0}
-.not-applicable{background:#9e9e9e}
+.not-applicable{background:#9e9e9e} .incomplete{background:#6a1b9a}
 .failure{border:2px solid #c62828;border-radius:6px;padding:8px 14px;margin:10px 0;background:#fff6f6}
 .statement{color:#555;font-style:italic}
 pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12.5px;white-space:pre-wrap;overflow-wrap:anywhere}
@@ -66,6 +66,8 @@ def render_html(report: dict) -> str:
              *([f"<p><b>{escape(v.headline)}</b></p>"] if v.headline != v.verdict.upper() else []),
              "<p>" + escape(", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"]))
              + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>",
+             *(["<p><b>Incomplete:</b></p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in incompleteness(report))
+                + "</ul>"] if incompleteness(report) else []),
              *(["<ul class=\"accuracy\">" + "".join(f"<li>{escape(line)}</li>" for line in v.accuracy) + "</ul>"]
                if v.accuracy else []),
              *([f"<p>Scope: {escape(v.scope)}.</p>"] if v.scope else [])]

@@ -26,6 +26,14 @@ def _case(suite, classname: str, name: str, status: str, message: str = "", text
     return status
 
 
+def _count(suite, statuses: list, total: dict) -> None:
+    counts = {"tests": len(statuses), "failures": statuses.count("fail"), "skipped": statuses.count("not-applicable")}
+    for k, n in counts.items():
+        suite.set(k, str(n))
+        total[k] += n
+    suite.set("errors", "0")
+
+
 def render_junit(report: dict) -> str:
     v = view(report)
     failures = {(f.dtype, var, f.id): f for f in v.failures for var in f.variants}
@@ -61,12 +69,17 @@ def render_junit(report: dict) -> str:
                        f"beta={w['beta']} expected {w['expected']} got {w['got']}" if w else "")
                 statuses.append(_case(suite, classname, f"{r['id']} {r['title']} [{fam['family']}]",
                                       fam["status"], msg, msg))
-        counts = {"tests": len(statuses), "failures": statuses.count("fail"),
-                  "skipped": statuses.count("not-applicable")}
-        for k, n in counts.items():
-            suite.set(k, str(n))
-            total[k] += n
-        suite.set("errors", "0")
+        if run["verdict"] == "incomplete":  # failed nothing, checked too little: not a pass in CI either
+            why = "; ".join(run.get("incomplete", []))
+            statuses.append(_case(suite, classname, "completeness", "fail", f"incomplete: {why}", why))
+        _count(suite, statuses, total)
+    if report.get("missing_runs"):
+        suite = ET.SubElement(root, "testsuite", name=f"{v.title}: runs the implementation lacks",
+                              timestamp=report.get("created", ""))
+        statuses = [_case(suite, f"sl1conf.{report['profile']['name']}", f"{run} offered", "fail",
+                          "the profile lists this run; the implementation does not offer it", "") for run in
+                    report["missing_runs"]]
+        _count(suite, statuses, total)
     for k, n in total.items():
         root.set(k, str(n))
     root.set("errors", "0")

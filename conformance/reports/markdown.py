@@ -8,7 +8,7 @@ the identity of what was tested.
 
 from __future__ import annotations
 
-from sl1conf.conformance.reports.view import View, all_held, distance_text, sections, view
+from sl1conf.conformance.reports.view import View, all_held, distance_text, incompleteness, sections, view
 
 __all__ = ["render_markdown", "markdown_table"]
 
@@ -37,6 +37,9 @@ def render_markdown(report: dict) -> str:
     out = [f"# {v.headline}: {v.title}", ""]
     runs = ", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"])
     out += [f"{runs}. Suite sl1conf {report['suite_version']}, {report.get('created', '')}.", ""]
+    missing = incompleteness(report)
+    if missing:
+        out += ["**Incomplete:**", ""] + [f"- {line}" for line in missing] + [""]
     if v.accuracy:
         out += [f"- {line}" for line in v.accuracy] + [""]
     if v.scope:

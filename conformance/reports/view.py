@@ -17,7 +17,7 @@ from sl1conf.reference import formats as F
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
-__all__ = ["distance_text", "accuracy_line", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
+__all__ = ["distance_text", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
@@ -129,7 +129,7 @@ class View:
 
 
 def _headline(report: dict) -> str:
-    """``PASS``, ``PASS (2 waived)``, ``PASS, but nothing required was checked``."""
+    """``PASS``, ``PASS (2 waived)``, ``PASS, but nothing required was checked``, ``INCOMPLETE``."""
     reqs = [r for run in report["runs"] for r in run["requirements"]]
     text = report["verdict"].upper()
     waived = sum(r["status"] == "waived" for r in reqs)
@@ -141,10 +141,22 @@ def _headline(report: dict) -> str:
     return text
 
 
+def incompleteness(report: dict) -> list:
+    """Why the report is incomplete, one line each: runs the profile lists and the
+    implementation lacks, and each incomplete run's reasons."""
+    out = []
+    if report.get("missing_runs"):
+        out.append("not offered by the implementation, though the profile lists them: " + ", ".join(report["missing_runs"]))
+    out += [f"{run['dtype']} {run['variant']}: " + "; ".join(run["incomplete"]) for run in report["runs"]
+            if run.get("incomplete") and run["verdict"] == "incomplete"]
+    return out
+
+
 def _scope(report: dict) -> str:
     """What part of the suite ran, when not all of it."""
     return "; ".join((["--quick: edge families only"] if report.get("quick") else []) + (
-        ["--only " + ",".join(report["only"]) + ": only these requirements and cases"] if report.get("only") else []))
+        ["--only " + ",".join(report["only"]) + ": only these requirements and cases"] if report.get("only") else [])
+        + ([" and ".join(report["narrowed"]) + ": only the runs asked for"] if report.get("narrowed") else []))
 
 
 def _with_decimals(dtype: str, element: dict) -> dict:

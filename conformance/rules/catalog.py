@@ -33,7 +33,7 @@ from sl1conf.conformance.rules.judge import ELEMENT_RULES, SPECIALS, ElementRule
 from sl1conf.reference import formats as F
 
 __all__ = ["Requirement", "CATALOG", "by_id", "RunContext", "Tally",
-           "Check", "run_verdict", "report_verdict", "markdown", "EXAMPLES", "call_fault", "CATALOG_BY_ID",
+           "Check", "run_verdict", "report_verdict", "incomplete_reasons", "markdown", "EXAMPLES", "call_fault", "CATALOG_BY_ID",
            "SEEN_UNDER", "MEMORY", "compare_variants", "open_answers", "bias_counts", "add_bias_counts",
            "rounding_bias", "bias_findings", "BIAS_SIGMAS", "BIAS_MIN"]
 
@@ -805,7 +805,7 @@ def compare_variants(shared: dict, private: dict, fmt: F.Format, outputs_shared:
         entry["status"] = "pass"
     if failed:
         entry["status"] = "fail"
-    shared["verdict"] = run_verdict(shared["requirements"])
+    shared["verdict"] = run_verdict(shared["requirements"], shared.get("incomplete", ()))
 
 
 def by_id(rid: str) -> Requirement:
@@ -815,14 +815,36 @@ def by_id(rid: str) -> Requirement:
         raise KeyError(f"unknown requirement {rid!r}; known: {', '.join(CATALOG_BY_ID)}") from None
 
 
-def run_verdict(requirements: list) -> str:
-    """A run's verdict from its requirement entries: fail when a required one fails."""
-    return "fail" if any(r["status"] == "fail" and r["kind"] == "required" for r in requirements) else "pass"
+def incomplete_reasons(requirements: list, calls: int, unsupported: int) -> list:
+    """Why a run that failed nothing still checked too little to pass: calls the implementation
+    answered ``unsupported`` (the profile requires them), no element judged at all, or a
+    required requirement that passed on nothing."""
+    out = []
+    if unsupported:
+        out.append(f"{unsupported} of {calls} calls answered unsupported")
+    r01 = next((r for r in requirements if r["id"] == "R01"), None)
+    if r01 is not None and not r01.get("checked"):
+        out.append("no element was judged")
+    empty = [r["id"] for r in requirements if r["kind"] == "required" and r["status"] == "pass" and not r.get("checked")]
+    if empty:
+        out.append(f"{', '.join(empty)} passed having checked nothing")
+    return out
 
 
-def report_verdict(runs: list) -> str:
-    """A report's verdict: pass when there is a run and every run passes (nothing run is no pass)."""
-    return "pass" if runs and all(r["verdict"] == "pass" for r in runs) else "fail"
+def run_verdict(requirements: list, incomplete=()) -> str:
+    """A run's verdict from its requirement entries: fail when a required one fails, else
+    incomplete when ``incomplete`` (:func:`incomplete_reasons`) names a reason, else pass."""
+    if any(r["status"] == "fail" and r["kind"] == "required" for r in requirements):
+        return "fail"
+    return "incomplete" if incomplete else "pass"
+
+
+def report_verdict(runs: list, missing=()) -> str:
+    """A report's verdict: fail when a run fails or nothing ran; incomplete when a run is, or
+    ``missing`` names runs the profile lists that the implementation lacks; else pass."""
+    if not runs or any(r["verdict"] == "fail" for r in runs):
+        return "fail"
+    return "incomplete" if missing or any(r["verdict"] == "incomplete" for r in runs) else "pass"
 
 
 def markdown() -> str:
