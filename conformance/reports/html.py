@@ -68,7 +68,8 @@ def render_html(report: dict) -> str:
              + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>",
              *(["<p><b>Incomplete:</b></p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in incompleteness(report))
                 + "</ul>"] if incompleteness(report) else []),
-             *(["<ul class=\"accuracy\">" + "".join(f"<li>{escape(line)}</li>" for line in v.accuracy) + "</ul>"]
+             *(["<p><b>Accuracy:</b></p><ul class=\"accuracy\">" + "".join(f"<li>{escape(line)}</li>"
+                                                                             for line in v.accuracy) + "</ul>"]
                if v.accuracy else []),
              *([f"<p>Scope: {escape(v.scope)}.</p>"] if v.scope else [])]
     if v.failures:

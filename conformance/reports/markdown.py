@@ -41,7 +41,7 @@ def render_markdown(report: dict) -> str:
     if missing:
         out += ["**Incomplete:**", ""] + [f"- {line}" for line in missing] + [""]
     if v.accuracy:
-        out += [f"- {line}" for line in v.accuracy] + [""]
+        out += ["**Accuracy:**", ""] + [f"- {line}" for line in v.accuracy] + [""]
     if v.scope:
         out += [f"Scope: {v.scope}.", ""]
     if v.failures:

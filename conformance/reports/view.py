@@ -252,6 +252,8 @@ def all_held(v: View) -> str:
     if waived:
         return (f"No failure, and {len(waived)} requirement runs failed but are waived "
                 f"({', '.join(sorted({r.id for r in waived}))}; reasons under Waivers).")
+    if v.verdict == "incomplete":
+        return "No failure on what ran, but the report is incomplete (see above): it is not a pass."
     return "Every required requirement holds on every run."
 
 
