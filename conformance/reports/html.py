@@ -60,14 +60,15 @@ def _element(e: dict) -> str:
 
 def render_html(report: dict) -> str:
     v: View = view(report)
+    missing = incompleteness(report)
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{escape(v.headline)}: {escape(v.title)}</title>", f"<style>{_CSS}</style></head><body>",
              f"<h1>{_badge(v.verdict)} {escape(v.title)}</h1>",
              *([f"<p><b>{escape(v.headline)}</b></p>"] if v.headline != v.verdict.upper() else []),
              "<p>" + escape(", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"]))
              + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>",
-             *(["<p><b>Incomplete:</b></p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in incompleteness(report))
-                + "</ul>"] if incompleteness(report) else []),
+             *(["<p><b>Incomplete:</b></p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in missing)
+                + "</ul>"] if missing else []),
              *(["<p><b>Accuracy:</b></p><ul class=\"accuracy\">" + "".join(f"<li>{escape(line)}</li>"
                                                                              for line in v.accuracy) + "</ul>"]
                if v.accuracy else []),

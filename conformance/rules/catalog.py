@@ -29,12 +29,14 @@ from typing import Callable, Optional
 import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.judge import ELEMENT_RULES, SPECIALS, ElementRule, is_special, special_class
+from sl1conf.conformance.rules.judge import (
+    ELEMENT_RULES, SPECIALS, ElementRule, expected_for, is_special, judge, special_class,
+)
 from sl1conf.reference import formats as F
 
 __all__ = ["Requirement", "CATALOG", "by_id", "RunContext", "Tally",
            "Check", "run_verdict", "report_verdict", "incomplete_reasons", "markdown", "EXAMPLES", "call_fault", "CATALOG_BY_ID",
-           "SEEN_UNDER", "MEMORY", "compare_variants", "open_answers", "bias_counts", "add_bias_counts",
+           "SEEN_UNDER", "MEMORY", "compare_variants", "open_answers", "bias_counts", "call_bias_counts", "add_bias_counts",
            "rounding_bias", "bias_findings", "BIAS_SIGMAS", "BIAS_MIN"]
 
 EXAMPLES = 5  # failing inputs listed per requirement
@@ -146,11 +148,10 @@ def start_layout(ctx: RunContext) -> list:
 
     if "start-layout" not in ctx.memo:
         picked = [j for j in ctx.judged if j.case.n <= START_LAYOUT_MAX] if ctx.adapter.capabilities.memory_checked else []
-        first = ctx.adapter.calls_made + 1
+        first = ctx.adapter.calls_made + 1  # the calls' numbers in the adapter's history follow on from it
         outcomes = ctx.adapter.run([replace(j.case, guard="start") for j in picked])
-        ctx.memo["start-layout"] = list(zip(picked, outcomes))
-        ctx.memo["start-layout-first-call"] = first  # the calls' numbers in the adapter's history follow on
-    return ctx.memo["start-layout"]
+        ctx.memo["start-layout"] = (list(zip(picked, outcomes)), first)
+    return ctx.memo["start-layout"][0]
 
 
 def _element_check(ctx: RunContext, req: "Requirement") -> Check:
@@ -203,6 +204,13 @@ def bias_counts(judged, profile) -> dict:
             for k, lean in zip(BIAS_DIRECTIONS, (np.abs(v) < np.abs(w), np.abs(v) > np.abs(w), v < w, v > w)):
                 c[k] += int(lean.sum())
     return out
+
+
+def call_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p", core_mask: int = 0xFF) -> dict:
+    """:func:`bias_counts` of one call judged whole, everything acceptable computed afresh (the
+    accepted models on every element): what fuzz batches and sweep blocks add up."""
+    exp = expected_for(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask)
+    return bias_counts([judge(fmt, profile, got, exp, dy, x1, x2, beta)], profile)
 
 
 def add_bias_counts(total: dict, more: dict) -> dict:
@@ -435,7 +443,7 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
                                                                    reverse[i])]
         seen.append((main.get(id(c)), c, obs))
     layout = start_layout(ctx)
-    start = ctx.memo.get("start-layout-first-call", 0) - base
+    start = ctx.memo["start-layout"][1] - base
     for k, (j, o) in enumerate(layout):
         seen.append((j, j.case, [(j.call_no - base, "the run's call", j.outcome),
                                  (start + k, "again with its arrays elsewhere (each starting at a page boundary)", o)]))
@@ -581,7 +589,7 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
                                         f"{F.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
                                         f"call of {L} ({name}) gives {F.hex_bits(fmt, o.out[i])}")
                         t.examples.append(ex)
-    seen = []
+    extra = {}
     if changed:
         best = None
         for width in POSITION_WIDTHS:
@@ -589,11 +597,11 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
             if best is None or moved > best[1]:
                 best = (width, moved)
         width, share = best
-        seen.append(f"{len(changed)} of {len(moves)} rearranged elements changed; "
-                    + (f"{share:.0%} of them moved between the vector body and the last n mod {width} "
-                       f"elements of a call (its tail for a width of {width})" if share >= 0.9
-                       else "no body/tail pattern for the widths 4 to 64 explains them"))
-    return Check(t, applicable=t.checked > 0, extra={"observed": "; ".join(seen)} if seen else {})
+        extra["observed"] = (f"{len(changed)} of {len(moves)} rearranged elements changed; "
+                             + (f"{share:.0%} of them moved between the vector body and the last n mod {width} "
+                                f"elements of a call (its tail for a width of {width})" if share >= 0.9
+                                else "no body/tail pattern for the widths 4 to 64 explains them"))
+    return Check(t, applicable=t.checked > 0, extra=extra)
 
 
 

@@ -35,7 +35,7 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference import exact as X
 
-from sl1conf.conformance.rules.catalog import MEMORY, SEEN_UNDER, add_bias_counts, bias_counts, call_fault
+from sl1conf.conformance.rules.catalog import MEMORY, SEEN_UNDER, add_bias_counts, call_bias_counts, call_fault
 from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
@@ -325,11 +325,10 @@ def _bias_of(profile: Profile, cases: list[Case], outcomes: list, bias: dict) ->
         if o.status == "ok" and c.elements_written and c.n > longest.get(run, (None, -1))[1]:
             longest[run] = ((c, o), c.n)
     for run, ((c, o), _) in longest.items():
-        fmt, w = c.format, c.elements_written
-        sub = [a[:w] for a in (c.dy, c.x1, c.x2)]
-        j = judge(fmt, profile, o.out[:w], expected_for(fmt, *sub, c.beta, variant=c.variant, core_mask=c.core_mask),
-                  *sub, c.beta)
-        add_bias_counts(bias.setdefault(run, {}), bias_counts([j], profile))
+        w = c.elements_written
+        counts = call_bias_counts(c.format, profile, o.out[:w], *(a[:w] for a in (c.dy, c.x1, c.x2)), c.beta,
+                                  variant=c.variant, core_mask=c.core_mask)
+        add_bias_counts(bias.setdefault(run, {}), counts)
 
 
 def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], bias: "dict | None" = None) -> list[Finding]:

@@ -45,7 +45,7 @@ from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.catalog import SEEN_UNDER, add_bias_counts, bias_counts, bias_findings, by_id, rounding_bias
+from sl1conf.conformance.rules.catalog import SEEN_UNDER, add_bias_counts, bias_findings, by_id, call_bias_counts, rounding_bias
 from sl1conf.conformance.rules.judge import expected_for, judge
 from sl1conf.conformance.search.fuzz import moved_calls, position_changes
 from sl1conf.conformance.search.shards import WHOLE, Shard
@@ -238,8 +238,7 @@ class Tally:
     def lean(self, dy, x1, x2, beta, got, profile) -> None:
         """R01's rounding-bias counts of one block (every element judged, the accepted models
         computed on all of them): the sweep tests the lean once, over the blocks sampled."""
-        j = judge(FP16, profile, got, expected_for(FP16, dy, x1, x2, beta), dy, x1, x2, beta)
-        add_bias_counts(self.bias, bias_counts([j], profile))
+        add_bias_counts(self.bias, call_bias_counts(FP16, profile, got, dy, x1, x2, beta))
 
     def position(self, lo, x1, x2, want, changes) -> None:
         """R18, as the fuzzer checks it (``fuzz.position_changes``): elements whose bits changed
