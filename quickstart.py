@@ -8,6 +8,9 @@
     python3 quickstart.py test [ARGS]   set up (with PyTorch, for its adapter's tests; --no-torch
                                         skips it and those tests), then run the tests in parallel
                                         (pytest -n auto ARGS)
+    --with-mindspore (demo and test)    also install mindspore==2.10.0 (CPU, about 800 MB): demo
+                                        certifies MindSpore's CPU kernel too, test runs its adapter's
+                                        tests (CI does)
     python3 quickstart.py bench [ARGS]  set up, then run the benchmark (bench/run.py ARGS)
 
 Setting up creates .venv (or reuses it), installs the build requirements named
@@ -30,6 +33,8 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 STAMP = VENV / ".sl1conf-install-stamp"
 TORCH_STAMP = VENV / ".sl1conf-torch-stamp"
 TORCH = "torch==2.13.0"  # the version the torch adapter is tested with (a CPU build where one is at hand)
+MINDSPORE_STAMP = VENV / ".sl1conf-mindspore-stamp"
+MINDSPORE = "mindspore==2.10.0"  # the version the MindSpore adapter is tested with (the CPU build, about 800 MB)
 INSTALL_INPUTS = ["pyproject.toml", "meson.build", "conformance/meson.build",
                   "reference/meson.build", "adapters/meson.build"]
 # (Source edits need no reinstall: the editable install rebuilds the kernel on import.)
@@ -48,7 +53,7 @@ def _env():
     return env
 
 
-def setup(with_torch: bool = False) -> None:
+def setup(with_torch: bool = False, with_mindspore: bool = False) -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"quickstart: Python 3.11 or newer is needed, this is {sys.version.split()[0]}")
     if not (BIN / "python").exists():
@@ -71,6 +76,10 @@ def setup(with_torch: bool = False) -> None:
         if _run([python, "-m", "pip", "install", "--quiet", TORCH], env) != 0:
             sys.exit(f"quickstart: installing {TORCH} failed (use --no-torch to test without it)")
         TORCH_STAMP.write_text(TORCH)
+    if with_mindspore and not (MINDSPORE_STAMP.exists() and MINDSPORE_STAMP.read_text() == MINDSPORE):
+        if _run([python, "-m", "pip", "install", "--quiet", MINDSPORE], env) != 0:
+            sys.exit(f"quickstart: installing {MINDSPORE} failed (leave out --with-mindspore to run without it)")
+        MINDSPORE_STAMP.write_text(MINDSPORE)
 
 
 REPORTS = ROOT / "reports"
@@ -78,32 +87,39 @@ IMPLEMENTATIONS = (("builtin:kernel", "kernel", "the Cython kernel of this suite
                    ("builtin:sample", "sample", "the bundled sample C library, through ctypes in a guarded worker", ()),
                    ("builtin:oracle-ftz", "oracle-ftz", "the exact (mpmath) oracle, flushing subnormals; edge families "
                     "only (--quick: its full run takes minutes)", ("--quick",)),
-                   ("torch:cpu", "torch-cpu", "PyTorch's CPU kernel (smooth_l1_loss_backward)", ()))
+                   ("torch:cpu", "torch-cpu", "PyTorch's CPU kernel (smooth_l1_loss_backward)", ()),
+                   ("mindspore:cpu", "mindspore-cpu", "MindSpore's CPU kernel (SmoothL1LossGrad)", ()))
 PLATFORMS = ("ieee", "ft78ne", "mt7004")
 
 
-def write_reports(with_torch: bool) -> int:
+def write_reports(with_torch: bool, with_mindspore: bool = False) -> int:
     """Certify every implementation on every platform into reports/NAME-PLATFORM/ (report.json,
     report.md, report.html, junit.xml), then write the index reports/README.md. A failing
-    verdict is a finding, not an error of the demo: only exit status 2 (bad usage) fails it."""
+    verdict is a finding, not an error of the demo: only exit status 2 (bad usage) fails it.
+    An implementation left out (no torch, no --with-mindspore) keeps the reports already there,
+    listed in the index as from an earlier run."""
     import json
 
     code, rows, dirs = 0, [], []
     for impl, short, what, extra in IMPLEMENTATIONS:
-        if impl.startswith("torch") and not with_torch:
-            continue
+        skipped = (impl.startswith("torch") and not with_torch) or (impl.startswith("mindspore") and not with_mindspore)
         for platform in PLATFORMS:
             out = REPORTS / f"{short}-{platform}"
-            rc = _run([BIN / "sl1conf", "certify", "--impl", impl, "--platform", platform, *extra, "--out", out], _env())
-            if rc not in (0, 1):
-                code = 1
-                continue
+            if skipped:
+                if not (out / "report.json").exists():
+                    continue
+            else:
+                rc = _run([BIN / "sl1conf", "certify", "--impl", impl, "--platform", platform, *extra, "--out", out],
+                          _env())
+                if rc not in (0, 1):
+                    code = 1
+                    continue
             report = json.loads((out / "report.json").read_text())
             largest = ", ".join(f"{r['dtype']} {r['variant']} {r['errors']['max_ulp']}" for r in report["runs"])
             failing = "; ".join(f"{r['dtype']} {r['variant']}: " + ", ".join(q["id"] for q in r["requirements"]
                                                                           if q["status"] == "fail")
                                 for r in report["runs"] if r["verdict"] == "fail") or "none"
-            rows.append(f"| {what} | `{impl}` | {platform} | **{report['verdict'].upper()}** | {failing} | {largest} | "
+            rows.append(f"| {what}{' (an earlier run: not rerun by this demo)' if skipped else ''} | `{impl}` | {platform} | **{report['verdict'].upper()}** | {failing} | {largest} | "
                         f"[md]({out.name}/report.md) · [html]({out.name}/report.html) · "
                         f"[json]({out.name}/report.json) · [junit]({out.name}/junit.xml) |")
             dirs.append(out)
@@ -133,11 +149,12 @@ def main(argv) -> int:
               file=sys.stderr)
         return 2
     with_torch = argv[0] in ("test", "demo") and "--no-torch" not in argv
-    argv = [a for a in argv if a != "--no-torch"]
-    setup(with_torch)
+    with_mindspore = argv[0] in ("test", "demo") and "--with-mindspore" in argv
+    argv = [a for a in argv if a not in ("--no-torch", "--with-mindspore")]
+    setup(with_torch, with_mindspore)
     if argv[0] == "demo":
         code = _run([BIN / "sl1conf", "demo", *argv[1:]], _env())
-        return code | write_reports(with_torch)
+        return code | write_reports(with_torch, with_mindspore)
     if argv[0] == "bench":
         return _run([BIN / "python", "bench/run.py", *argv[1:]], _env())
     return _run([BIN / "python", "-m", "pytest", "-n", "auto", *argv[1:]], _env())

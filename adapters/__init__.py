@@ -10,11 +10,13 @@
 ``ctypes:<path to .so>``               a host build of the C API, in a guarded worker
 ``sim:<command template>``             a simulator or board, through case files
 ``torch`` / ``torch:cpu|cuda``         PyTorch's smooth_l1_loss_backward
+``mindspore`` / ``mindspore:cpu``      MindSpore's SmoothL1LossGrad (CPU)
 ====================================  ==============================================
 
 Third parties add prefixes through the ``sl1conf.adapters`` entry point group: the
 entry point's name is the prefix, its object a callable taking the rest of the
-string and returning an :class:`~sl1conf.adapters.base.Adapter`.
+string (empty for a bare prefix: the plugin chooses its default) and returning an
+:class:`~sl1conf.adapters.base.Adapter`. ``builtin``, ``ctypes`` and ``sim`` need a rest.
 """
 
 from __future__ import annotations
@@ -41,12 +43,18 @@ def _torch(rest):
     return TorchAdapter(rest or "cpu")
 
 
+def _mindspore(rest):
+    from .mindspore_adapter import MindSporeAdapter
+    return MindSporeAdapter(rest or "cpu")
+
+
 def _builtin(rest):
     from .builtin import builtin
     return builtin(rest)
 
 
-_BUILTIN_PREFIXES = {"builtin": _builtin, "ctypes": _ctypes, "sim": _sim, "torch": _torch}
+_BUILTIN_PREFIXES = {"builtin": _builtin, "ctypes": _ctypes, "sim": _sim, "torch": _torch, "mindspore": _mindspore}
+_NEEDS_REST = ("builtin", "ctypes", "sim")  # a bare prefix names nothing; torch, mindspore and plugins default
 
 
 def prefixes() -> dict:
@@ -70,6 +78,14 @@ def load(spec: str) -> Adapter:
             factory = factory.load()
         except Exception as exc:
             raise AdapterError(f"plugin {factory.value!r} for {prefix!r} does not load: {exc}") from None
-    if not rest and prefix not in ("torch",):
+    if not rest and prefix in _NEEDS_REST:
         raise AdapterError(f"{spec!r}: say which {prefix} implementation, e.g. {prefix}:...")
-    return factory(rest)
+    try:
+        adapter = factory(rest)
+    except AdapterError:
+        raise
+    except Exception as exc:  # a plugin's factory failing is the plugin's problem, said in one line
+        raise AdapterError(f"{spec!r}: the adapter factory failed: {type(exc).__name__}: {exc}") from None
+    if not isinstance(adapter, Adapter):
+        raise AdapterError(f"{spec!r}: the factory returned {type(adapter).__name__}, not an Adapter")
+    return adapter

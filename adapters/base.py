@@ -10,13 +10,14 @@ inputs changed. Judging those is the conformance engine's job, not the adapter's
 Implementations are named by one string (see :func:`sl1conf.adapters.load`):
 ``builtin:oracle``, ``builtin:fast-oracle``, ``builtin:kernel``,
 ``builtin:model:<name>``, ``ctypes:<path.so>``, ``sim:<command template>``,
-``torch``, ``torch:cpu``, ``torch:cuda``; third parties add prefixes through the
+``torch``, ``torch:cpu``, ``torch:cuda``, ``mindspore``, ``mindspore:cpu``; third parties add prefixes through the
 ``sl1conf.adapters`` entry point group.
 """
 
 from __future__ import annotations
 
 import abc
+import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -25,13 +26,20 @@ import numpy as np
 from sl1conf.reference.formats import Format, format_by_name
 
 __all__ = ["DTYPES", "VARIANTS", "ALIASES", "FILL_BYTE", "Case", "Outcome", "Capabilities", "Adapter", "AdapterError",
-           "ArrayFunction"]
+           "ArrayFunction", "one_line"]
 
 DTYPES = ("fp16", "fp32")
 VARIANTS = ("s", "p")  # shared storage with core_mask, private storage
 ALIASES = ("dy", "x1", "x2")  # inputs dx1 may be written over (in-place use)
 
-STATUSES = ("ok", "crash", "timeout", "error", "unsupported")
+STATUSES = ("ok", "crash", "timeout", "error", "unsupported", "rejected")
+"""How a call ended (docs/adapters.md has how each is judged): ``ok`` it returned dx1;
+``crash`` the process died; ``timeout`` it did not return in time; ``error`` the adapter or the
+implementation failed in a way that is not an answer (a broken harness, a wrong result shape);
+``unsupported`` the implementation does not offer this dtype, variant or use (nothing is
+judged, and a run with such calls is incomplete); ``rejected`` the implementation refused
+this input on purpose (an error code, a documented exception): an acceptable answer where the
+manual leaves the input open (beta <= 0, NaN beta, core_mask = 0), a failure elsewhere."""
 FILL_BYTE = 0x5A
 """dx1 holds this byte everywhere before a call (unless it aliases an input), so a call
 that writes nothing (length 0, core_mask 0) is visible: fp16 0x5a5a, fp32 0x5a5a5a5a."""
@@ -167,12 +175,13 @@ class Adapter(abc.ABC):
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         """One outcome per case, in order; unsupported cases are reported as such. Every
-        supported case counts one call (``calls_made``): call history is numbered by it."""
+        supported case counts one call (``calls_made``): call history is numbered by it.
+        Adapters implement :meth:`run_case`; override this only to batch calls."""
         out = []
         for c in cases:
             if self.supports(c):
                 self.calls_made += 1
-                out.append(self._run_one(c))
+                out.append(self.run_case(c))
             else:
                 out.append(Outcome("unsupported", detail=f"{self.name} does not offer {c.dtype}/{c.variant}"
                                    + (f" with dx1 over {c.out_alias}" if c.out_alias else "")))
@@ -185,8 +194,12 @@ class Adapter(abc.ABC):
         return False
 
     @abc.abstractmethod
-    def _run_one(self, case: Case) -> Outcome:
-        """Run one supported case."""
+    def run_case(self, case: Case) -> Outcome:
+        """Make one call the adapter supports and say what happened (the one method every
+        adapter implements). Return ``Outcome("ok", out=dx1 bits)`` with dx1 as long as the
+        case's arrays: start from ``case.initial_out()`` and write its first
+        ``case.elements_written`` elements. Never raise for what the implementation did:
+        report it as the Outcome's status (docs/adapters.md, "How each status is judged")."""
 
     def describe(self) -> dict:
         """Identity for reports (subclasses add library paths, hashes, symbols)."""
@@ -202,18 +215,81 @@ class Adapter(abc.ABC):
         self.close()
 
 
+def one_line(exc: BaseException) -> str:
+    """An exception as the one line an Outcome's detail holds: its type and first line."""
+    return f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
 class ArrayFunction(Adapter):
-    """An in-process adapter over a function of (dy, x1, x2, beta) float arrays."""
+    """An in-process adapter over a function of float arrays: the base for wrapping any
+    Python-reachable kernel (a framework op, a pybind11 module), as the torch and MindSpore
+    adapters do.
+
+    Either pass ``fn(dy, x1, x2, beta) -> dx1`` or subclass and override :meth:`compute`.
+    ``dy``, ``x1``, ``x2`` arrive as numpy float16 or float32 arrays of the
+    ``case.elements_written`` elements the call computes (copies: the case's own bits are
+    never handed out), ``beta`` as a numpy scalar of the same type holding the exact value
+    (NaN payloads and -0.0 kept). Return an array-like of that many elements; it is converted
+    to the case's type with numpy (round to nearest) and its bits written into dx1, whose
+    other elements keep ``Case.initial_out()``'s fill. The base checks the result's shape,
+    reports an input the function changed (``inputs_changed``), and turns an exception into
+    ``rejected`` when :meth:`refuses` says it is the implementation refusing the input on
+    purpose (by default: one of the ``rejects`` types; MindSpore's adapter reads the message
+    of its RuntimeError for beta <= 0) and into ``error`` otherwise. ``variants``:
+    with ``("p",)`` the shared variant is reported unsupported; offering ``s`` means computing
+    every element whatever the (non-zero) core_mask, which is what a kernel without cores does.
+    """
 
     capabilities = Capabilities(in_place=True, core_masks=None)
+    rejects: tuple = ()  # exception types that mean "the implementation refused this input"
 
-    def __init__(self, name: str, fn, dtypes: tuple = DTYPES):
-        self.name, self.fn, self.dtypes = name, fn, dtypes
+    def __init__(self, name: "str | None" = None, fn=None, dtypes: "tuple | None" = None, *,
+                 variants: "tuple | None" = None, rejects: "tuple | None" = None):
+        if name is not None:
+            self.name = name
+        self.fn = fn
+        if dtypes is not None:
+            self.dtypes = tuple(dtypes)
+        if variants is not None:
+            self.variants = tuple(variants)
+        if rejects is not None:
+            self.rejects = tuple(rejects)
 
-    def _run_one(self, case: Case) -> Outcome:
+    def compute(self, dy: np.ndarray, x1: np.ndarray, x2: np.ndarray, beta, out_alias: "str | None" = None):
+        """dx1 for the elements given (override this, or pass ``fn``). ``out_alias``: for an
+        in-place call, the name of the argument ("dy", "x1" or "x2") dx1 is written over; an
+        override that has an in-place form uses it (and returns that array), one that has not
+        ignores it (the base writes the result over the alias either way)."""
+        if self.fn is None:
+            raise NotImplementedError(f"{type(self).__name__}: pass fn or override compute()")
+        return self.fn(dy, x1, x2, beta)
+
+    def refuses(self, exc: BaseException) -> bool:
+        """Whether an exception :meth:`compute` raised is the implementation refusing the input
+        (status ``rejected``) rather than failing (``error``): one of ``rejects`` by default;
+        override to look at the message."""
+        return isinstance(exc, self.rejects)
+
+    def run_case(self, case: Case) -> Outcome:
         fmt, m = case.format, case.elements_written
         out = case.initial_out()
-        if m:
-            dy, x1, x2, beta = case.floats()
-            out[:m] = np.asarray(self.fn(dy[:m], x1[:m], x2[:m], beta), dtype=fmt.dtype).view(fmt.uint)
-        return Outcome("ok", out=out)
+        if not m:
+            return Outcome("ok", out=out)
+        dy, x1, x2, beta = case.floats()
+        given = {"dy": dy[:m].copy(), "x1": x1[:m].copy(), "x2": x2[:m].copy()}
+        start = time.perf_counter()
+        try:
+            result = self.compute(given["dy"], given["x1"], given["x2"], beta, out_alias=case.out_alias)
+            seconds = time.perf_counter() - start
+            with np.errstate(all="ignore"):
+                result = np.asarray(result, dtype=fmt.dtype)
+        except Exception as exc:
+            return Outcome("rejected" if self.refuses(exc) else "error", detail=one_line(exc),
+                           seconds=time.perf_counter() - start)
+        if result.shape != (m,):
+            return Outcome("error", detail=f"{self.name} returned shape {result.shape}, expected ({m},)",
+                           seconds=seconds)
+        out[:m] = result.view(fmt.uint)
+        changed = tuple(a for a in ALIASES if a != case.out_alias
+                        and not np.array_equal(given[a].view(fmt.uint), getattr(case, a)[:m]))
+        return Outcome("ok", out=out, inputs_changed=changed, seconds=seconds)

@@ -27,7 +27,7 @@ class KernelAdapter(Adapter):
             m = get_model(model)
             self.dtypes = tuple(d for d in DTYPES if m.applies_to(d))
 
-    def _run_one(self, case: Case) -> Outcome:
+    def run_case(self, case: Case) -> Outcome:
         fmt, m = case.format, case.elements_written
         out = case.initial_out()
         if m:

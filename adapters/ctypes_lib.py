@@ -89,7 +89,7 @@ class CtypesAdapter(Adapter):
     def supports(self, case: Case) -> bool:
         return symbol_for(case) in self.symbols and super().supports(case)
 
-    def _run_one(self, case: Case) -> Outcome:
+    def run_case(self, case: Case) -> Outcome:
         return self.worker.call(case)
 
     def restart(self) -> bool:

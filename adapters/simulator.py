@@ -206,7 +206,7 @@ class SimulatorAdapter(Adapter):
         self.calls_made = 0
         return True
 
-    def _run_one(self, case: Case) -> Outcome:
+    def run_case(self, case: Case) -> Outcome:
         if case.call_length > case.n:
             return Outcome("error", detail=f"length {case.call_length} exceeds the {case.n} elements of the "
                                            "case's arrays: the harness would run past them")

@@ -6,7 +6,9 @@ is ``self`` (the prediction), ``x2`` is ``target``, so ``dx1 = d loss / d x1`` a
 ``diff = x1 - x2``. ``beta`` is passed as a Python float holding the exact fp16 or fp32
 value (``-0.0`` kept; a NaN's payload and signalling bit are lost, which torch would
 lose anyway). Data crosses as bit patterns: ``torch.from_numpy`` on a copy of the float
-view, results back through ``.cpu().numpy().view(uint)``.
+view, results back through ``.cpu().numpy()``. The adapter is an
+:class:`~sl1conf.adapters.base.ArrayFunction` (docs/adapters.md): the base hands it copies
+of the written elements and checks the result and the inputs.
 
 torch has no cores: variants ``p`` and ``s`` are the same call, and ``core_mask`` only
 decides whether anything is computed (``core_mask == 0`` on ``s`` writes nothing, as
@@ -95,11 +97,10 @@ keeps intermediates in float); ``beta <= 0`` then follows the C if / else-if cha
 from __future__ import annotations
 
 import re
-import time
 
 import numpy as np
 
-from .base import ALIASES, Adapter, AdapterError, Capabilities, Case, Outcome
+from .base import AdapterError, ArrayFunction, Capabilities
 
 __all__ = ["TorchAdapter", "MISSING_TORCH"]
 
@@ -118,7 +119,7 @@ def _import_torch():
     return torch
 
 
-class TorchAdapter(Adapter):
+class TorchAdapter(ArrayFunction):
     """``torch.ops.aten.smooth_l1_loss_backward`` (reduction none) on one device.
 
     ``device`` is ``cpu``, ``cuda`` or ``cuda:<index>``. See the module docstring for
@@ -160,35 +161,23 @@ class TorchAdapter(Adapter):
                 self._missing[dtype] = f"{type(exc).__name__}: {exc}".splitlines()[0]
         self.dtypes = tuple(offered)
 
-    def _run_one(self, case: Case) -> Outcome:
-        torch, fmt, m = self._torch, case.format, case.elements_written
-        out = case.initial_out()
-        if not m:
-            return Outcome("ok", out=out)
-        # Copies, so that torch never sees (or writes) the case's own arrays.
-        host = {name: np.array(getattr(case, name)[:m]) for name in ALIASES}
-        try:
-            tensors = {name: torch.from_numpy(a.view(fmt.dtype)).to(self.device) for name, a in host.items()}
-            beta = float(case.floats()[3])
-            start = time.perf_counter()
-            if case.out_alias:
-                result = self._op.grad_input(tensors["dy"], tensors["x1"], tensors["x2"], _REDUCTION_NONE, beta,
-                                             grad_input=tensors[case.out_alias])
-            else:
-                result = self._op(tensors["dy"], tensors["x1"], tensors["x2"], _REDUCTION_NONE, beta)
-            if result.is_cuda:
-                torch.cuda.synchronize(result.device)
-            seconds = time.perf_counter() - start
-            if result.dtype != self._tdtype[case.dtype] or tuple(result.shape) != (m,):
-                return Outcome("error", detail=f"torch returned {result.dtype} of shape {tuple(result.shape)}, "
-                                               f"expected {self._tdtype[case.dtype]} of shape ({m},)", seconds=seconds)
-            out[:m] = result.cpu().numpy().view(fmt.uint)
-            after = {name: t.cpu().numpy().view(fmt.uint) for name, t in tensors.items()}
-        except Exception as exc:  # torch reports its errors as exceptions (RuntimeError mostly)
-            return Outcome("error", detail=f"{type(exc).__name__}: {exc}".splitlines()[0])
-        changed = tuple(name for name in ALIASES
-                        if name != case.out_alias and not np.array_equal(after[name], getattr(case, name)[:m]))
-        return Outcome("ok", out=out, inputs_changed=changed, seconds=seconds)
+    def compute(self, dy, x1, x2, beta, out_alias=None):
+        torch = self._torch
+        tensors = {name: torch.from_numpy(a).to(self.device) for name, a in (("dy", dy), ("x1", x1), ("x2", x2))}
+        if out_alias:  # torch's own in-place form: the grad_input= overload writing over that input
+            result = self._op.grad_input(tensors["dy"], tensors["x1"], tensors["x2"], _REDUCTION_NONE, float(beta),
+                                         grad_input=tensors[out_alias])
+        else:
+            result = self._op(tensors["dy"], tensors["x1"], tensors["x2"], _REDUCTION_NONE, float(beta))
+        if result.is_cuda:
+            torch.cuda.synchronize(result.device)
+        want = self._tdtype[{np.dtype(np.float16): "fp16", np.dtype(np.float32): "fp32"}[dy.dtype]]
+        if result.dtype != want:
+            raise TypeError(f"torch returned {result.dtype}, expected {want}")
+        for name, a in (("dy", dy), ("x1", x1), ("x2", x2)):  # what torch did to its inputs shows in the base's check
+            if name != out_alias:
+                a[...] = tensors[name].cpu().numpy()
+        return result.cpu().numpy()
 
     def describe(self) -> dict:
         torch = self._torch

@@ -88,7 +88,7 @@ class BoundaryNudge(Adapter):
     def __init__(self, rest: str = ""):
         self.kernel = KernelAdapter()
 
-    def _run_one(self, case: Case) -> Outcome:
+    def run_case(self, case: Case) -> Outcome:
         o = self.kernel.run([case])[0]
         w, fmt = case.elements_written, case.format
         out = o.out.copy()

@@ -119,7 +119,7 @@ def test_elements_accepted_beyond_the_budget_are_shown_with_what_accepted_them(r
         w = far["worst"]
         assert int(F.ulp_distance(fmt, np.array(int(w["expected"], 16)), np.array(int(w["got"], 16)))) == far["max_ulp"]
     md = (reports / "pass" / "report.md").read_text()
-    assert "more elements accepted beyond the budget as exact bits" in md.split("## ")[0]
+    assert "more elements accepted beyond the budget as divmul-fp16 bits" in md.split("## ")[0]
 
 
 def test_infinity_and_nan_against_numbers_are_named_not_counted_as_ulps(reports):
@@ -172,8 +172,24 @@ def test_ratio_bins_by_hand():
 # --- what a reader sees -------------------------------------------------------------------------
 
 def _first_pass_row(text: str) -> int:
-    m = re.search(r"\| (pass|not-applicable) \||>pass<", text)
+    """Where the full requirement table's first passing row is (the matrix under the verdict,
+    which has every status by design, comes before it)."""
+    start = max(text.find("## Requirements"), text.find("<h2>Requirements</h2>"))
+    m = re.compile(r"\| (pass|not-applicable) \||>pass<").search(text, start)
     return m.start() if m else len(text)
+
+
+@pytest.mark.parametrize("fname", ["report.md", "report.html"])
+def test_the_verdict_names_the_failing_ids_and_the_matrix_follows_it(reports, fname):
+    """The first line says which requirements fail; the pass/fail matrix comes right after the
+    verdict, before the first failure block."""
+    r = load(reports, "fail")
+    failing = sorted({q["id"] for run in r["runs"] for q in run["requirements"] if q["status"] == "fail"})
+    text = (reports / "fail" / fname).read_text()
+    first = text.splitlines()[0] if fname.endswith(".md") else text[text.index("<title>"):text.index("</title>")]
+    assert "FAIL on " + ", ".join(failing) in first
+    matrix = text.find("| id | requirement |") if fname.endswith(".md") else text.find('<figure class="matrix">')
+    assert 0 < matrix < text.find("Failures (")
 
 
 @pytest.mark.parametrize("name, fname", [("fail", "report.md"), ("fail", "report.html"),

@@ -17,7 +17,7 @@ from sl1conf.adapters.base import Adapter
 from sl1conf.conformance.certify.errorstats import ErrorStats
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.rules.catalog import (
-    CATALOG, RunContext, Tally, compare_variants, incomplete_reasons, report_verdict, run_verdict,
+    CATALOG, RunContext, Tally, compare_variants, incomplete_reasons, rejection_failures, report_verdict, run_verdict,
 )
 from sl1conf.conformance.rules.judge import Expected, judge
 from sl1conf.conformance.rules.profiles import Profile
@@ -119,7 +119,7 @@ def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: lis
     first = adapter.calls_made
     outcomes = adapter.run([c for _, _, c in calls])
     fam_name = {f["id"]: f["name"] for f in vs.manifest["families"]}
-    returned, broken, numbers, no = [], [], [], first
+    returned, broken, rejected, numbers, no = [], [], [], [], first
     for (row, vc, case), o in zip(calls, outcomes):
         if o.status == "unsupported":
             continue
@@ -127,19 +127,22 @@ def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: lis
         if o.status == "ok":
             returned.append((row, vc, case, o, fam_name[row["family"]]))
             numbers.append(no)
+        elif o.status == "rejected":
+            rejected.append((row, case, o, fam_name[row["family"]]))
         else:
             broken.append((row, case, o))
     judged = _judge_all(vs, profile, returned)
     for j, no in zip(judged, numbers):
         j.call_no = no
-    return judged, broken
+    return judged, broken, rejected
 
 
 def judge_run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None) -> tuple:
     """Run the variant's calls of the set and judge them: (calls, judgements of the calls that
-    returned, (row, call, outcome) of those that did not)."""
+    returned, (row, call, outcome) of those that did not, rejected inputs included)."""
     calls = _calls(vs, variant, profile, cases)
-    return (calls, *_judge_calls(adapter, profile, vs, calls))
+    judged, broken, rejected = _judge_calls(adapter, profile, vs, calls)
+    return calls, judged, broken + [r[:3] for r in rejected]
 
 
 def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None) -> dict:
@@ -149,12 +152,18 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
     for req in CATALOG:  # what a requirement must see before anything else runs (R14: a fresh worker)
         if req.prepare is not None:
             req.prepare(ctx, req)
-    ctx.judged, ctx.broken = _judge_calls(adapter, profile, vs, calls)
+    ctx.judged, ctx.broken, ctx.rejected = _judge_calls(adapter, profile, vs, calls)
     judged = ctx.judged
     unsupported = sum(not adapter.supports(c) for _, _, c in calls)
+    refusals = rejection_failures(ctx)
     requirements = []
     for req in CATALOG:
         found = req.check(ctx, req)
+        for cid, detail in refusals.get(req.id, ()):
+            found.tally = found.tally or Tally(fmt)
+            found.tally.checked += 1
+            found.tally.note(cid, detail)
+            found.applicable = True
         kind = req.kind_for(profile)
         entry = {"id": req.id, "title": req.title, "kind": kind, "statement": req.statement}
         if not found.applicable:

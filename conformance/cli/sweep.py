@@ -142,7 +142,7 @@ def _finish(state, profile, out, note: str = "") -> int:
         "elements": tally.elements, "seconds": round(seconds, 2),
         "elements_per_second": round(tally.elements / seconds) if seconds else None,
         "histogram": tally.histogram(), "worst": tally.worst_overall(),
-        "verdict": S.verdict(tally, profile)}
+        "verdict": S.verdict(tally, profile, int(state["config"]["beta"], 16))}
     S.save_state(out, state)
     for line in summary_lines(state, note):
         print(line)

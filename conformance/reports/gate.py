@@ -192,7 +192,9 @@ def compare_rows(reports: list) -> tuple:
                     entry = CATALOG_BY_ID.get(req["id"])
                     if run["dtype"] == d and entry is not None and entry.reports_model:
                         o = req.get("observed")
-                        text = o if isinstance(o, str) else ", ".join(o)
+                        combo = req.get("combination")
+                        text = (o if isinstance(o, str) else ", ".join(o)) if not combo else " + ".join(
+                            f"{p['model']} ({p['where']})" for p in combo["parts"])
                         seen.setdefault("none" if text.startswith("none") else text, []).append(run["variant"])
             cells.append("-" if not seen else next(iter(seen)) if len(seen) == 1 else
                          "; ".join(f"{' and '.join(vs)}: {m}" for m, vs in seen.items()))

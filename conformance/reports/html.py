@@ -1,7 +1,7 @@
 """``report.html``: one self-contained page (inline CSS and SVG, no script, no network).
 
-Same order as the Markdown: verdict, failures with their worst input and reproduction
-commands, then the plots, then the full table and the rest. Every text from the report
+Same order as the Markdown: verdict naming the failing requirements, the pass/fail matrix,
+failures with their diagnosis, worst input and reproduction commands, then the other plots, then the full table and the rest. Every text from the report
 is escaped; nothing is fetched, so the file opens anywhere, offline, and can be mailed.
 """
 
@@ -10,7 +10,9 @@ from __future__ import annotations
 from html import escape
 
 from sl1conf.conformance.reports.plots import all_plots
-from sl1conf.conformance.reports.view import View, all_held, distance_text, incompleteness, sections, view
+from sl1conf.conformance.reports.view import (
+    View, all_held, distance_text, incompleteness, sections, view, where_text,
+)
 
 __all__ = ["render_html", "render_table_page"]
 
@@ -54,19 +56,22 @@ def _element(e: dict) -> str:
     names = ("dy", "x1", "x2", "beta", "expected", "got")
     rows = [["decimal", *(escape(e[f"{n}_decimal"]) for n in names)],
             ["bits", *(f"<code>{escape(e[n])}</code>" for n in names)]]
-    return (f"<p>Worst input: case {escape(str(e['case']))}, element {e['element']}: "
+    return (f"<p>Worst input (the largest error, not a pattern): {escape(where_text(e))}: "
             f"<b>{escape(distance)}</b></p>" + _table(["", *names], rows, raw_cols=range(1, 7)))
 
 
 def render_html(report: dict) -> str:
     v: View = view(report)
     missing = incompleteness(report)
+    plots = all_plots(report)  # the pass/fail matrix first, right under the verdict; the others after the failures
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{escape(v.headline)}: {escape(v.title)}</title>", f"<style>{_CSS}</style></head><body>",
              f"<h1>{_badge(v.verdict)} {escape(v.title)}</h1>",
              *([f"<p><b>{escape(v.headline)}</b></p>"] if v.headline != v.verdict.upper() else []),
              "<p>" + escape(", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"]))
              + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>",
+             *[f'<figure class="matrix">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
+               for caption, svg in plots[:1] if caption.startswith("Pass/fail matrix")],
              *(["<p><b>Incomplete:</b></p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in missing)
                 + "</ul>"] if missing else []),
              *(["<p><b>Accuracy:</b></p><ul class=\"accuracy\">" + "".join(f"<li>{escape(line)}</li>"
@@ -81,6 +86,9 @@ def render_html(report: dict) -> str:
                          f'<p class="statement">{escape(f.statement)}</p>')
             if f.over_the_run:
                 parts.append(f"<p>Over the run: {escape(f.over_the_run)}</p>")
+            if f.diagnosis:
+                parts.append("<p>Diagnosis (patterns the failures share):</p><ul class=\"diagnosis\">"
+                             + "".join(f"<li>{escape(line)}</li>" for line in f.diagnosis) + "</ul>")
             if f.worst:
                 parts.append(_element(f.worst))
             elif f.detail:
@@ -89,10 +97,10 @@ def render_html(report: dict) -> str:
                          + escape("\n".join(f.commands)) + "</pre></div>")
     else:
         parts.append(f"<p>{escape(all_held(v))}</p>")
-    plots = all_plots(report)
-    if plots:
+    rest = [p for p in plots if not p[0].startswith("Pass/fail matrix")]
+    if rest:
         parts.append("<h2>Plots</h2>")
-        for caption, svg in plots:
+        for caption, svg in rest:
             parts.append(f"<figure>{svg}<figcaption>{escape(caption)}</figcaption></figure>")
     parts.append("<h2>Requirements</h2>")
     parts.append(_table(["run", "id", "requirement", "kind", "status", "checked", "failed", "worst ULP"],

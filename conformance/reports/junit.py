@@ -59,7 +59,7 @@ def render_junit(report: dict) -> str:
                            if w else f"{counts}; {f.detail}")
                 if f.over_the_run:
                     message = f"{message}; over the run: {f.over_the_run}" if w or f.detail else f"{counts}; {f.over_the_run}"
-                text = (f.statement + "\n\nReproduce" + (f" ({f.reproduction})" if f.reproduction else "") + ":\n"
+                text = (f.statement + "".join(f"\n\nDiagnosis: {line}" for line in f.diagnosis) + "\n\nReproduce" + (f" ({f.reproduction})" if f.reproduction else "") + ":\n"
                         + "\n".join(f.commands))
             statuses.append(_case(suite, classname, f"{r['id']} {r['title']}", r["status"], message, text,
                                   observed.get((d, var, r["id"]), "")))

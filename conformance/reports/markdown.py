@@ -1,14 +1,16 @@
 """``report.md``: the report as a code review or a merge request shows it.
 
-Order is what a reader needs first: the verdict, then each failing requirement with its
-worst input and the commands that reproduce it, and only then the full table (failures
-first), the worst error of every run, what was observed where the manual is silent, and
+Order is what a reader needs first: the verdict naming the failing requirements, the
+pass/fail matrix, then each failing requirement with its diagnosis, its worst input and the
+commands that reproduce it, and only then the full table (failures first), the worst error of every run, what was observed where the manual is silent, and
 the identity of what was tested.
 """
 
 from __future__ import annotations
 
-from sl1conf.conformance.reports.view import View, all_held, distance_text, incompleteness, sections, view
+from sl1conf.conformance.reports.view import (
+    View, all_held, distance_text, incompleteness, matrix, sections, view, where_text,
+)
 
 __all__ = ["render_markdown", "markdown_table"]
 
@@ -26,7 +28,7 @@ def markdown_table(header: list, rows: list) -> str:
 def _element(e: dict) -> list:
     lines = [f"- input: dy = {e['dy_decimal']} (`{e['dy']}`), x1 = {e['x1_decimal']} (`{e['x1']}`), "
              f"x2 = {e['x2_decimal']} (`{e['x2']}`), beta = {e['beta_decimal']} (`{e['beta']}`); "
-             f"case {e['case']}, element {e['element']}",
+             f"{where_text(e)}",
              f"- expected `{e['expected']}` ({e['expected_decimal']}), got `{e['got']}` ({e['got_decimal']}): "
              f"{distance_text(e)}"]
     return lines
@@ -37,6 +39,10 @@ def render_markdown(report: dict) -> str:
     out = [f"# {v.headline}: {v.title}", ""]
     runs = ", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"])
     out += [f"{runs}. Suite sl1conf {report['suite_version']}, {report.get('created', '')}.", ""]
+    if report["runs"]:
+        header, rows = matrix(report)
+        out += [markdown_table(header, [[*row[:2], *(f"**{c.upper()}**" if c == "fail" else c for c in row[2:])]
+                                        for row in rows]), ""]
     missing = incompleteness(report)
     if missing:
         out += ["**Incomplete:**", ""] + [f"- {line}" for line in missing] + [""]
@@ -51,8 +57,10 @@ def render_markdown(report: dict) -> str:
                     f"> {f.statement}", ""]
             if f.over_the_run:
                 out += [f"Over the run: {f.over_the_run}", ""]
+            if f.diagnosis:
+                out += ["Diagnosis (patterns the failures share):", ""] + [f"- {line}" for line in f.diagnosis] + [""]
             if f.worst:
-                out += ["Worst input:", *_element(f.worst), ""]
+                out += ["Worst input (the largest error, not a pattern):", *_element(f.worst), ""]
             elif f.detail:
                 out += [f"First failure: {f.detail}", ""]
             out += ["Reproduce" + (f" ({f.reproduction})" if f.reproduction else "") + ":", "", "```sh", *f.commands,

@@ -17,7 +17,7 @@ from sl1conf.reference import formats as F
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
-__all__ = ["distance_text", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
+__all__ = ["distance_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
@@ -48,14 +48,68 @@ def accuracy_line(run: dict) -> str:
     parts = [f"{run['dtype']} {run['variant']}: largest error {err['max_ulp']} ULP (finite results)"]
     far = err.get("excepted_far")
     if far and far["elements"]:
-        by = ", ".join(f"{name} {n:,}" for name, n in sorted(far["by"].items(), key=lambda kv: -kv[1]))
-        parts.append(f"{far['elements']:,} more elements accepted beyond the budget as exact bits ({by}), "
-                     f"up to {far['max_ulp']:,} ULP")
+        by = sorted(far["by"].items(), key=lambda kv: -kv[1])
+        as_ = (f"{by[0][0]} bits" if len(by) == 1 else
+               "exact bits of " + ", ".join(f"{name} ({n:,})" for name, n in by))
+        worst = far.get("worst")
+        why = _why_far(run["dtype"], worst) if worst else ""
+        parts.append(f"{far['elements']:,} more elements accepted beyond the budget as {as_}, up to "
+                     f"{far['max_ulp']:,} ULP" + (f" (the worst at beta = {decimal(run['dtype'], worst['beta'])}"
+                                                  f"{': ' + why if why else ''}; {where_text(worst)})" if worst else ""))
     for kind, seen in (err.get("not_a_distance") or {}).items():
         parts.append(f"{kind}: {seen['elements']:,} elements" + (
             f" ({seen['accepted']:,} accepted as an accepted model's or alternative's exact bits)" if seen["accepted"]
             else " (none accepted)"))
     return "; ".join(parts)
+
+
+def _why_far(dtype: str, e: dict) -> str:
+    """Why an accepted element can be far from the exact result, where the inputs show it: the
+    quotient diff / beta below the format's smallest normal (an evaluation dividing first loses
+    it), or diff * dy beyond its largest finite value (one multiplying first overflows)."""
+    fmt = F.format_by_name(dtype)
+    dy, x1, x2, beta = (float(decimal(dtype, e[k])) for k in ("dy", "x1", "x2", "beta"))
+    with np.errstate(all="ignore"):
+        diff = x1 - x2
+        ratio = diff / beta if beta else float("nan")
+        product = diff * dy
+    tiny, huge = float(np.finfo(fmt.dtype).tiny), float(np.finfo(fmt.dtype).max)
+    if 0 < abs(ratio) < tiny:
+        return "diff / beta underflows"
+    if np.isfinite(product) and abs(product) > huge:
+        return "diff * dy overflows"
+    return ""
+
+
+def where_text(e: dict) -> str:
+    """``case 2.0, element 16 of a call of 24``: where an element is, with its call's length."""
+    return f"case {e['case']}, element {e['element']}" + (f" of a call of {e['length']:,}" if "length" in e else "")
+
+
+def diagnosis_line(d: dict) -> str:
+    """One pattern of a diagnosis (rules.diagnosis) with its representative element."""
+    e = d["example"]
+    return (f"{d['pattern']}: {d['failed']:,} of {d['of']:,} failures ({d['checked_share']:.1%} of the elements "
+            f"checked); e.g. {where_text(e)}: expected {e['expected']}, got {e['got']} ({distance_text(e)})")
+
+
+def failing_ids(report: dict) -> list:
+    """The ids of the required requirements that fail in some run, in catalog order."""
+    return sorted({r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"})
+
+
+def matrix(report: dict) -> tuple:
+    """(header, rows) of the pass/fail matrix: each requirement against each run's status."""
+    runs = report["runs"]
+    header = ["id", "requirement", *(f"{r['dtype']} {r['variant']}" for r in runs)]
+    ids = []
+    for run in runs:
+        ids += [(q["id"], q["title"]) for q in run["requirements"] if (q["id"], q["title"]) not in ids]
+    rows = []
+    for rid, title in sorted(ids):
+        status = [next((q["status"] for q in run["requirements"] if q["id"] == rid), "") for run in runs]
+        rows.append([rid, title, *status])
+    return header, rows
 
 
 def _rerun_command(report: dict, dtype: str, variant: str, only: list) -> str:
@@ -86,6 +140,7 @@ class Failure:
     counts: list = field(default_factory=list)  # (failed, checked) per variant
     reproduction: str = ""  # how far the commands reproduce it, where not plainly (history-dependent)
     over_the_run: str = ""  # a finding about the whole run, not one call (R01's rounding bias)
+    diagnosis: list = field(default_factory=list)  # diagnosis_line per pattern the failures share
 
     @property
     def where(self) -> str:
@@ -129,9 +184,13 @@ class View:
 
 
 def _headline(report: dict) -> str:
-    """``PASS``, ``PASS (2 waived)``, ``PASS, but nothing required was checked``, ``INCOMPLETE``."""
+    """``PASS``, ``FAIL on R01, R07``, ``PASS (2 waived)``, ``PASS, but nothing required was checked``,
+    ``INCOMPLETE``."""
     reqs = [r for run in report["runs"] for r in run["requirements"]]
     text = report["verdict"].upper()
+    failing = failing_ids(report)
+    if failing:
+        text += " on " + ", ".join(failing)
     waived = sum(r["status"] == "waived" for r in reqs)
     if waived:
         text += f" ({waived} waived)"
@@ -171,10 +230,12 @@ def _observation(req: dict) -> str:
     obs = req.get("observed")
     if isinstance(obs, dict):  # R16: per open question, how many open elements (or calls) each answer explains
         def one(question, seen):
-            unit = "calls" if "calls" in seen else "open elements"
-            total = seen.get("calls", seen.get("elements", 0))
-            return (f"{question}: {total} {unit}: "
-                    + ", ".join(f"{name} {n}" for name, n in seen.get("answers", {}).items()))
+            sizes = " and ".join(f"{seen[k]} {unit}" for k, unit in (("elements", "open elements"), ("calls", "calls"))
+                                 if k in seen)
+            refused = seen.get("rejected")
+            return (f"{question}: {sizes}: " + ", ".join(f"{name} {n}" for name, n in seen.get("answers", {}).items())
+                    + (f" (rejected calls: the implementation refused the input, e.g. case {refused['case']}: "
+                       f"{refused['detail']})" if refused else ""))
         return "; ".join(one(q, seen) for q, seen in obs.items()) or "nothing to record"
     if isinstance(obs, list):
         return ", ".join(obs) or "none"
@@ -208,7 +269,8 @@ def view(report: dict) -> View:
             f = Failure(d, v, r["id"], r["title"], r["statement"], _with_decimals(d, worst) if worst else None,
                         "" if worst else (examples[0].get("detail", "") if examples else ""),
                         variants=[v], counts=[(r.get("failed", 0), r.get("checked", 0))],
-                        reproduction=r.get("reproduction", ""), over_the_run="; ".join(run_wide))
+                        reproduction=r.get("reproduction", ""), over_the_run="; ".join(run_wide),
+                        diagnosis=[diagnosis_line(dg) for dg in r.get("diagnosis") or []])
             case = (worst or (examples[0] if examples else {})).get("case") if r.get("rerun_cases", True) else None
             f.commands.append(_rerun_command(report, d, v, [r["id"]] + ([case] if case else [])))
             if worst:  # the exact diff, branch, result and every model's bits of the worst element

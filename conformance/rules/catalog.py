@@ -29,6 +29,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
+from sl1conf.conformance.rules.diagnosis import diagnose
 from sl1conf.conformance.rules.judge import (
     ELEMENT_RULES, SPECIALS, ElementRule, expected_for, is_special, judge, special_class,
 )
@@ -37,7 +38,8 @@ from sl1conf.reference import formats as F
 __all__ = ["Requirement", "CATALOG", "by_id", "RunContext", "Tally",
            "Check", "run_verdict", "report_verdict", "incomplete_reasons", "markdown", "EXAMPLES", "call_fault", "CATALOG_BY_ID",
            "SEEN_UNDER", "MEMORY", "compare_variants", "open_answers", "bias_counts", "call_bias_counts", "add_bias_counts",
-           "rounding_bias", "bias_findings", "BIAS_SIGMAS", "BIAS_MIN"]
+           "rounding_bias", "bias_findings", "BIAS_SIGMAS", "BIAS_MIN", "rejection_filed_under",
+           "rejection_failures", "model_identification", "model_text"]
 
 EXAMPLES = 5  # failing inputs listed per requirement
 
@@ -51,10 +53,13 @@ class Tally:
 
     def __init__(self, fmt):
         self.fmt, self.checked, self.failed, self.worst, self.examples = fmt, 0, 0, None, []
+        self.seen = []  # (judgement, failing mask, checked mask) per call added: what the diagnosis reads
 
-    def add(self, j, bad: np.ndarray, checked: "int | None" = None):
-        """``bad`` elements of judgement ``j`` (``checked``: how many were looked at, default all)."""
-        self.checked += int(bad.size if checked is None else checked)
+    def add(self, j, bad: np.ndarray, among: "np.ndarray | None" = None):
+        """``bad`` elements of judgement ``j`` (``among``: the elements the rule looked at, default all)."""
+        among = np.ones(bad.shape, bool) if among is None else among
+        self.checked += int(among.sum())
+        self.seen.append((j, bad, among))
         idx = np.flatnonzero(bad)
         if not idx.size:
             return
@@ -77,6 +82,7 @@ class Tally:
             self.examples.append({"case": case_id, "detail": detail})
 
     def merge(self, other: "Tally") -> None:
+        self.seen += other.seen
         self.checked += other.checked
         self.failed += other.failed
         if other.worst and (self.worst is None or other.worst["ulp_value"] > self.worst["ulp_value"]):
@@ -93,13 +99,19 @@ class Tally:
             pair = np.array([got], fmt.uint), j.expected.oracle[k:k + 1]
             d = 0 if F.same_result(fmt, *pair)[0] else int(F.ulp_distance(fmt, *pair)[0])
         cls = int(special_class(fmt, np.array([got], fmt.uint), j.expected.oracle[k:k + 1])[0])
-        return {"case": j.row["id"], "element": k, "dy": F.hex_bits(fmt, c.dy[k]), "x1": F.hex_bits(fmt, c.x1[k]),
+        return {"case": j.row["id"], "element": k, "length": int(c.call_length), "dy": F.hex_bits(fmt, c.dy[k]), "x1": F.hex_bits(fmt, c.x1[k]),
                 "x2": F.hex_bits(fmt, c.x2[k]), "beta": F.hex_bits(fmt, c.beta),
                 "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, got),
                 "ulp": SPECIALS[cls] if cls >= 0 else d, "ulp_value": d}
 
     def entry(self) -> dict:
         out = {"checked": self.checked, "failed": self.failed}
+        if self.failed and any(bad.any() for _, bad, _ in self.seen):
+            def example(j, k):
+                e = self.element(j, k)
+                e.pop("ulp_value")
+                return e
+            out["diagnosis"] = diagnose(self.seen, example)
         if self.worst is not None:
             out["worst"] = {k: v for k, v in self.worst.items() if k != "ulp_value"}
         if self.examples:
@@ -129,6 +141,7 @@ class RunContext:
     broken: list  # (row, case, outcome) per call that crashed, hung or failed
     calls: list  # (row, vector case, case) per call made
     memo: dict = field(default_factory=dict)  # calls made again, shared by the checks that read them
+    rejected: list = field(default_factory=list)  # (row, case, outcome, family) per call the implementation refused
 
     def of(self, families) -> list:
         return [j for j in self.judged if j.family in families]
@@ -158,7 +171,7 @@ def _element_check(ctx: RunContext, req: "Requirement") -> Check:
     """A run check counting the requirement's element rule's rejections over every judged call."""
     t = Tally(ctx.fmt)
     for j in ctx.judged:
-        t.add(j, j.rejected[req.id], checked=int(j.checked[req.id].sum()))
+        t.add(j, j.rejected[req.id], among=j.checked[req.id])
     return Check(t, applicable=t.checked > 0)
 
 
@@ -266,7 +279,8 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
     total = Tally(ctx.fmt)
     for t in per_family.values():
         total.merge(t)
-    extra = {"families": [{"family": n, "status": "fail" if t.failed else "pass", **t.entry()}
+    extra = {"families": [{"family": n, "status": "fail" if t.failed else "pass",
+                           **{k: v for k, v in t.entry().items() if k != "diagnosis"}}
                           for n, t in per_family.items()]}
     bias = rounding_bias(bias_counts(ctx.judged, ctx.profile))
     if bias is not None:
@@ -649,6 +663,28 @@ def open_answers(judgements) -> dict:
             for q in openbehaviour.QUESTIONS if q in counts}
 
 
+def rejection_filed_under(case, family: "str | None" = None) -> tuple:
+    """Where a call the implementation refused (Outcome status "rejected") is filed: (the open
+    question, None) when the call's beta or core_mask is one the manual leaves open (R16 records
+    the refusal as the answer), else (None, requirement id): a failure of the required
+    requirement aimed at the case's family, R01 where none is."""
+    q = openbehaviour.open_input(case.format, case.beta, case.variant, case.core_mask)
+    if q:
+        return q, None
+    rid = next((r.id for r in CATALOG if r.kind == "required" and family in r.families), "R01")
+    return None, rid
+
+
+def rejection_failures(ctx: RunContext) -> dict:
+    """Requirement id -> [(case id, detail)] for every refused call whose input is not open."""
+    out: dict = {}
+    for row, case, o, family in ctx.rejected:
+        q, rid = rejection_filed_under(case, family)
+        if rid:
+            out.setdefault(rid, []).append((row["id"], f"rejected an input the manual defines: {o.detail}"))
+    return out
+
+
 def _open_behaviour(ctx: RunContext, req: "Requirement") -> Check:
     observed = open_answers(ctx.judged)
     zero_mask = [j for j in ctx.judged if ctx.variant == "s" and j.case.variant == "s" and j.case.core_mask == 0]
@@ -656,15 +692,118 @@ def _open_behaviour(ctx: RunContext, req: "Requirement") -> Check:
         nothing = sum(j.fill_ok for j in zero_mask)
         answers = {"nothing written": nothing, "wrote with core_mask 0": len(zero_mask) - nothing}
         observed[openbehaviour.CORE_MASK_ZERO] = {"calls": len(zero_mask), "answers": {k: v for k, v in answers.items() if v}}
-    return Check(extra={"observed": observed})
+    for row, case, o, family in ctx.rejected:
+        q, _ = rejection_filed_under(case, family)
+        if q:
+            c = observed.setdefault(q, {"answers": {}})
+            c["calls"] = c.get("calls", 0) + 1
+            c["answers"]["rejected"] = c["answers"].get("rejected", 0) + 1
+            c.setdefault("rejected", {"case": row["id"], "detail": o.detail})
+    return Check(extra={"observed": {q: observed[q] for q in openbehaviour.QUESTIONS if q in observed}})
+
+
+MODEL_COMBINATION_MIN = 0.9  # a combination is named when it explains this share of the disputed elements
+
+
+def _best_split(key: np.ndarray, first: np.ndarray, second: np.ndarray) -> tuple:
+    """(threshold t, elements explained) of the best "``first`` where key < t, ``second`` from t
+    on" over the distinct keys (``first``/``second``: whether each element is that model's bits)."""
+    order = np.argsort(key, kind="stable")
+    k, a, b = key[order], first[order].astype(np.int64), second[order].astype(np.int64)
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])  # where each distinct key begins
+    before = np.r_[0, np.cumsum(a)][starts]  # first's hits below each candidate threshold
+    after = b.sum() - np.r_[0, np.cumsum(b)][starts]  # second's hits from it on
+    i = int(np.argmax(before + after))
+    return int(k[starts[i]]), int(before[i] + after[i])
+
+
+def model_identification(judged: list, fmt) -> dict:
+    """What R17 says of the accepted models: those matching every element; each model's share
+    of the elements where the models disagree (the only ones that tell them apart); and, when
+    no single model matches, the combination that explains the most of those elements: one
+    model on the vector body and another on the last n mod V elements (V the inferred vector
+    width, 4 to 64), one below a call length and another from it on, or one before a call of
+    the run's history and another from it on."""
+    judged = [j for j in judged if j.exact.size]
+    names = list(judged[0].models) if judged else []
+    out = {"matched": [m for m in names if all(j.models[m].all() for j in judged)]}
+    index, length, call, hits = [], [], [], {m: [] for m in names}
+    for j in judged:
+        bits = [j.expected.models[m] for m in names]
+        disputed = np.zeros(j.exact.size, bool)
+        for b in bits[1:]:
+            disputed |= ~F.same_result(fmt, b, bits[0])
+        idx = np.flatnonzero(disputed)
+        if idx.size:
+            index.append(idx)
+            length.append(np.full(idx.size, j.case.elements_written))
+            call.append(np.full(idx.size, getattr(j, "call_no", 0)))
+            for m in names:
+                hits[m].append(j.models[m][idx])
+    if not index:
+        return out
+    index, length, call = (np.concatenate(a) for a in (index, length, call))
+    hits = {m: np.concatenate(h) for m, h in hits.items()}
+    n = int(index.size)
+    out["disputed_elements"] = n
+    out["shares"] = {m: round(float(h.mean()), 4) for m, h in sorted(hits.items(), key=lambda x: -x[1].sum())}
+    if out["matched"] or len(names) < 2:
+        return out
+    best_single = max(int(h.sum()) for h in hits.values())
+    best = None  # (explained, description)
+    for a in names:
+        for b in names:
+            if a == b:
+                continue
+            for width in POSITION_WIDTHS:
+                tail = index >= length - length % width
+                explained = int(hits[a][~tail].sum() + hits[b][tail].sum())
+                if best is None or explained > best[0]:
+                    body_share = float(hits[a][~tail].mean()) if (~tail).any() else 1.0
+                    tail_share = float(hits[b][tail].mean()) if tail.any() else 1.0
+                    best = (explained, {"by": "position", "vector_width": width, "parts": [
+                        {"model": a, "where": "the vector body", "elements": int((~tail).sum()), "share": round(body_share, 4)},
+                        {"model": b, "where": f"the last n mod {width} elements", "elements": int(tail.sum()),
+                         "share": round(tail_share, 4)}]})
+            for by, key, unit in (("length", length, "calls of"), ("call order", call, "call #")):
+                t, explained = _best_split(key, hits[a], hits[b])
+                if explained > best[0] and t > key.min():
+                    lo = key < t
+                    best = (explained, {"by": by, "threshold": t, "parts": [
+                        {"model": a, "where": f"{unit} fewer than {t}" if by == "length" else f"calls before {unit}{t}",
+                         "elements": int(lo.sum()), "share": round(float(hits[a][lo].mean()), 4)},
+                        {"model": b, "where": f"{unit} {t} or more elements" if by == "length" else f"{unit}{t} on",
+                         "elements": int((~lo).sum()), "share": round(float(hits[b][~lo].mean()), 4)}]})
+    if best and best[0] / n >= MODEL_COMBINATION_MIN and best[0] > best_single:
+        out["combination"] = {**best[1], "explained": round(best[0] / n, 4)}
+    return out
+
+
+def model_text(found: dict) -> str:
+    """R17's observation in words (the report's line)."""
+    if found["matched"]:
+        return ", ".join(found["matched"]) + " (bit for bit on every element)"
+    shares = found.get("shares")
+    if not shares:
+        return "none (no accepted model matches bit for bit)"
+    n = found["disputed_elements"]
+    listed = ", ".join(f"{m} {s:.1%}" for m, s in shares.items())
+    combo = found.get("combination")
+    if combo:
+        parts = ", ".join(f"{p['model']} on {p['where']} ({p['share']:.1%})" for p in combo["parts"])
+        return (f"no single model; {parts}: {combo['explained']:.1%} of the {n:,} elements where the models "
+                f"disagree (each alone: {listed})")
+    return f"none (no accepted model matches bit for bit; of the {n:,} elements where the models disagree: {listed})"
 
 
 def _model(ctx: RunContext, req: "Requirement") -> Check:
     judged = [j for j in ctx.judged if j.exact.size]
     if not judged:
         return Check(applicable=False)
-    matched = [m for m in judged[0].models if all(j.models[m].all() for j in judged)]
-    return Check(extra={"observed": matched or "none (no accepted model matches bit for bit)"})
+    found = model_identification(judged, ctx.fmt)
+    extra = {"observed": found["matched"] or model_text(found)}
+    extra.update({k: v for k, v in found.items() if k in ("shares", "disputed_elements", "combination")})
+    return Check(extra=extra)
 
 
 # --------------------------------------------------------------------------------------
@@ -773,7 +912,9 @@ CATALOG: tuple = (
                 _open_behaviour, kind="recorded", families=("beta-special", "core-masks", "boundary-rounded-diff"),
                 observes=True),
     Requirement("R17", "evaluation-model",
-                "The evaluation model the implementation matches bit for bit, if any.", _model, kind="recorded",
+                "The evaluation model the implementation matches bit for bit, if any; else each model's share of the "
+                "elements where the models disagree, and the combination that explains them (one model on the vector "
+                "body and another on the tail, by call length, or by call order).", _model, kind="recorded",
                 families=("*",), observes=True, reports_model=True),
     Requirement("R18", "position-invariance",
                 "An element's bits depend only on its own inputs and beta: not on its index, the call's length, "

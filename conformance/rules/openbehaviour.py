@@ -33,6 +33,9 @@ judged the same in a vector case, a fuzz batch and a sweep block (the judge's pr
 * ``core_mask = 0`` (shared variant; the manual does not say what no core at all does): the
   expected answer is dx1 left as it was; what an implementation does is recorded (R16), and
   no alternative is listed.
+* Refusing the call (:func:`open_input`): for ``beta <= 0``, a NaN ``beta`` and
+  ``core_mask = 0`` an implementation may reject the whole call (MindSpore raises for
+  ``beta <= 0``); R16 records the rejection as its answer, calls not elements.
 
 No ``ftz`` alternative: the flush-to-zero oracle is accepted by the judge where the profile
 accepts flushing, and only there; an alternative would accept it everywhere.
@@ -47,7 +50,7 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.formats import Format
 
-__all__ = ["NOTES", "QUESTION_OF", "QUESTIONS", "alternatives", "CORE_MASK_ZERO"]
+__all__ = ["NOTES", "QUESTION_OF", "QUESTIONS", "alternatives", "CORE_MASK_ZERO", "BETA_NAN", "open_input"]
 
 NOTES = {
     "zero": "beta = +-0, diff = 0: 0/0 is invalid (the oracle: NaN); a library that guards "
@@ -76,9 +79,9 @@ NOTES = {
 }
 """Why each alternative is acceptable (vector cases carry these in their ``note``)."""
 
-QUESTIONS = ("beta = 0", "beta < 0", "beta = +inf", "diff rounded to the data format", "core_mask = 0")
+QUESTIONS = ("beta = 0", "beta < 0", "beta = +inf", "diff rounded to the data format", "core_mask = 0", "beta is NaN")
 """The open questions R16 files what it saw under, in the order reports list them."""
-CORE_MASK_ZERO = QUESTIONS[4]
+CORE_MASK_ZERO, BETA_NAN = QUESTIONS[4], QUESTIONS[5]
 
 QUESTION_OF = {"zero": "beta = 0", "signed-zero": "beta = 0", "dy": "beta = 0", "neg-dy": "beta = 0",
                "neg-branch-first": "beta < 0", "neg-branch-first-inclusive": "beta < 0",
@@ -86,6 +89,21 @@ QUESTION_OF = {"zero": "beta = 0", "signed-zero": "beta = 0", "dy": "beta = 0", 
                "outer-branch": "beta = +inf", "rounded-diff-outer-branch": "beta = +inf",
                "rounded-diff": "diff rounded to the data format"}
 """The open question each alternative answers."""
+
+
+def open_input(fmt: Format, beta: int, variant: str = "p", core_mask: int = 0xFF) -> "str | None":
+    """The open question a whole call raises by its beta or core_mask (beta <= 0, NaN beta,
+    core_mask = 0 on the shared variant), or None. The manual says nothing of such calls, so an
+    implementation that refuses one (an error, a raised exception: Outcome status "rejected")
+    gives an acceptable answer, recorded under R16; refusing any other call is a failure."""
+    if variant == "s" and core_mask == 0:
+        return CORE_MASK_ZERO
+    cls, sign = F.classify(fmt, beta)
+    if cls.is_nan:
+        return BETA_NAN
+    if cls is F.FloatClass.ZERO:
+        return "beta = 0"
+    return "beta < 0" if sign else None
 
 
 def _oracle(fmt: Format, dy, x1, x2, beta: int) -> np.ndarray:

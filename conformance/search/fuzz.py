@@ -35,7 +35,9 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference import exact as X
 
-from sl1conf.conformance.rules.catalog import MEMORY, SEEN_UNDER, add_bias_counts, call_bias_counts, call_fault
+from sl1conf.conformance.rules.catalog import (
+    MEMORY, SEEN_UNDER, add_bias_counts, call_bias_counts, call_fault, rejection_filed_under,
+)
 from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
@@ -98,7 +100,8 @@ class Campaign:
 class Finding:
     """One failure on one case of a batch: ``requirement`` the catalog id it breaks (as certify
     reports it), ``kind`` what was seen (element, crash, timeout, error, memory,
-    inputs-changed, core-mask or determinism); ``element`` the first failing element."""
+    inputs-changed, core-mask, determinism, position or rejected: an input the manual defines was
+    refused); ``element`` the first failing element."""
 
     kind: str
     case: int
@@ -256,6 +259,9 @@ def judge_call(profile: Profile, case: Case, got: np.ndarray) -> dict:
 def _call_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Finding]:
     if o.status == "unsupported":
         return []
+    if o.status == "rejected":  # refusing an open input (beta <= 0, NaN beta, core_mask 0) is an answer
+        _, rid = rejection_filed_under(case)
+        return [Finding("rejected", i, key(rid, case, "rejected"), detail=o.detail)] if rid else []
     if o.status != "ok":
         return [Finding(o.status, i, key(SEEN_UNDER[o.status], case, o.status), detail=o.detail)]
     out = []

@@ -366,10 +366,11 @@ class Tally:
         return t
 
 
-def verdict(tally: Tally, profile) -> dict:
+def verdict(tally: Tally, profile, beta: "int | None" = None) -> dict:
     """The sweep's verdict, in certify's words: the elements the judge rejected, per
     requirement (the worst of each with its input), calls that returned no result, and what
-    was accepted only beyond the budget or as an open alternative. Nothing checked is no pass."""
+    was accepted only beyond the budget or as an open alternative, and blocks refused for an open
+    ``beta`` (the sweep's). Nothing checked is no pass."""
     by_req = {rid: {"title": by_id(rid).title, "elements": n, "worst": tally.reject_worst[rid]}
               for rid, n in sorted(tally.rejected.items())}
     rejected = tally.rejected_elements
@@ -378,8 +379,9 @@ def verdict(tally: Tally, profile) -> dict:
         example = _pick(example, entry["worst"], _worse)
     open_by_question = {}
     for name, n in tally.open.items():
-        open_by_question.setdefault(openbehaviour.QUESTION_OF[name], {})[name] = n
-    checked = tally.elements - tally.failed
+        question = openbehaviour.QUESTION_OF.get(name) or openbehaviour.open_input(FP16, beta, "p")
+        open_by_question.setdefault(question, {})[name] = n
+    checked = tally.elements - tally.failed - tally.open.get("rejected", 0)
     bias = rounding_bias(tally.bias)
     leans = bias_findings(bias)
     return {"platform": profile.name, "budget_ulp": profile.max_ulp["fp16"], "rejected": rejected,
@@ -436,6 +438,10 @@ class _Block:
                     guard=("end", "start")[k % 2])  # reads and writes before the start fault in odd blocks
         moved = moved_calls(call) if k % POSITION_EVERY == 0 else []  # R18 on a sample of blocks
         outcome, *again = self.adapter.run([call] + [m for m, _ in moved])
+        if outcome.status == "rejected" and openbehaviour.open_input(FP16, c.beta, c.variant, call.core_mask):
+            tally.elements += hi - lo  # refused for a beta the manual leaves open: R16's answer, nothing checked
+            tally.open["rejected"] = tally.open.get("rejected", 0) + hi - lo
+            return tally
         if outcome.status != "ok":
             tally.fail(k, hi - lo, outcome.status, outcome.detail)
             return tally

@@ -1,0 +1,108 @@
+"""A diagnosis of a failing requirement: which patterns its failing elements share.
+
+A worst case says how bad; a pattern says why. A library that never writes its vector tail
+fails on the last n mod V elements of every call, one that mishandles a tile on the last
+element of each tile, one that overflows where diff * dy does. For every failing element
+rule the suite tests the patterns it can name (elements still holding the fill, position in
+the call, core chunk and tile boundaries, the call's length, the value class of the inputs
+and the result, the branch) against the elements the rule checked, and reports those that
+hold most of the failures and are rarer among the elements checked: each with its count,
+the share of checked elements it covers (the base rate) and one representative element
+that shows the call's length and the element's index.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sl1conf.reference import exact as X
+from sl1conf.reference import formats as F
+from sl1conf.reference.cores import core_chunks
+
+__all__ = ["diagnose", "WIDTHS", "TILES"]
+
+WIDTHS = (4, 8, 16, 32, 64)  # vector widths (elements) whose tail is tested
+TILES = (256, 1024, 4096)  # tile sizes (elements) whose boundaries are tested
+LENGTHS = ((1, 16, "calls shorter than 16 elements"), (16, 1024, "calls of 16 to 1,023 elements"),
+           (1024, 65_536, "calls of 1,024 to 65,535 elements"), (65_536, None, "calls of 65,536 elements or more"))
+SHOWN = 4  # patterns reported per requirement
+MIN_SHARE = 0.5  # a pattern is reported when it holds at least this share of the failures ...
+MIN_LIFT = 1.5  # ... and is this many times more common among them than among the elements checked
+
+
+def _masks(j):
+    """(key, description, mask over the call's written elements) of every pattern."""
+    fmt, case = j.fmt, j.case
+    m = j.exact.size
+    k = np.arange(m)
+    yield "not-written", "not written (dx1 still holds what it held before the call)", j.got == case.initial_out()[:m]
+    for width in WIDTHS:
+        yield f"tail-{width}", f"in the last n mod {width} elements (the tail after a vector body of {width})", \
+            k >= m - m % width
+    yield "first", "the first element of the call", k == 0
+    yield "last", "the last element of the call", k == m - 1
+    if case.variant == "s" and case.core_mask:
+        edge = np.zeros(m, bool)
+        for _, lo, hi in core_chunks(m, case.core_mask):
+            if hi > lo:
+                edge[[lo, hi - 1]] = True
+        yield "chunk", "the first or last element of a core's chunk (core_mask split)", edge
+    for tile in TILES:
+        yield f"tile-{tile}", f"the first or last element of a {tile:,}-element tile", \
+            ((k % tile == 0) | (k % tile == tile - 1)) & (m > tile)
+    for lo, hi, text in LENGTHS:
+        yield f"length-{lo}", text, np.full(m, lo <= m and (hi is None or m < hi))
+    o = j.expected.oracle
+    inputs = (case.dy[:m], case.x1[:m], case.x2[:m])
+    magnitude = lambda b: b & np.array(~fmt.sign_mask & ((1 << fmt.bits) - 1), fmt.uint)  # noqa: E731
+    nan = np.logical_or.reduce([F.is_nan_bits(fmt, b) for b in (*inputs, o)])
+    inf = np.logical_or.reduce([magnitude(b) == fmt.exp_mask for b in (*inputs, o)])
+    yield "nan", "a NaN input or result", nan
+    yield "inf", "an infinite input or result", inf & ~nan
+    yield "zero", "a zero result", magnitude(o) == 0
+    sub = np.logical_or.reduce([((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0) for b in (*inputs, o)])
+    yield "subnormal", "a subnormal input or result", sub
+    yield "boundary", "diff = +-beta exactly", j.boundary
+    yield "overflow", "an intermediate (x1 - x2, diff * dy, 1 / beta) overflows the format", j.overflow_prone
+    s, e = X.exact_diff(fmt, case.x1[:m], case.x2[:m])
+    beta = float(X.beta_value(fmt, case.beta))
+    with np.errstate(invalid="ignore"):
+        gt, lt = X.gt(s, e, beta), X.lt(s, e, -beta)
+    yield "gt", "diff > beta (the result is dy)", gt & ~j.boundary
+    yield "lt", "diff < -beta (the result is -dy)", lt & ~j.boundary
+    yield "mid", "|diff| < beta (the middle line, diff / beta * dy)", ~gt & ~lt & ~j.boundary & ~np.isnan(s)
+
+
+def diagnose(seen: list, element) -> list:
+    """The patterns of a requirement's failures. ``seen``: (judgement, failing mask, checked
+    mask) per call the requirement judged; ``element(j, k)``: a report example of element k.
+    Returns [{pattern, failed, of, checked_share, example}] (at most SHOWN), strongest first;
+    the tails of several widths are one pattern, reported at the width that fits best."""
+    stats: dict = {}  # key -> [text, failed, checked, first failing (j, k)]
+    failed_total = checked_total = 0
+    for j, bad, among in seen:
+        if not among.any():
+            continue
+        failed_total += int(bad.sum())
+        checked_total += int(among.sum())
+        for key, text, mask in _masks(j):
+            st = stats.setdefault(key, [text, 0, 0, None])
+            hit = mask & bad
+            st[1] += int(hit.sum())
+            st[2] += int((mask & among).sum())
+            if st[3] is None and hit.any():
+                st[3] = (j, int(np.flatnonzero(hit)[0]))
+    if not failed_total:
+        return []
+    found = []
+    for key, (text, failed, checked, first) in stats.items():
+        share, base = failed / failed_total, checked / checked_total
+        if failed and share >= MIN_SHARE and (share >= MIN_LIFT * base or share == 1.0 and base < 1.0):
+            found.append((key, share, base, {"pattern": text, "failed": failed, "of": failed_total,
+                                             "checked_share": round(base, 4), "example": element(*first)}))
+    tails = [f for f in found if f[0].startswith("tail-")]
+    if tails:  # the width whose tail holds the most failures, then the fewest checked elements
+        best = max(tails, key=lambda f: (f[1], -f[2]))
+        found = [f for f in found if not f[0].startswith("tail-") or f is best]
+    found.sort(key=lambda f: (-f[1], f[2]))
+    return [f[3] for f in found[:SHOWN]]
