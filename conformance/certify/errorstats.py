@@ -49,6 +49,7 @@ class ErrorStats:
         self.outside = 0  # r outside the edges, or not a number (beta 0, inf, NaN inputs)
         self.worst_ulp, self.worst_at, self.nan_mismatches, self.excepted = 0, None, 0, 0
         self.excepted_ulp, self.excepted_at, self.excepted_by = 0, None, {}  # the accepted-but-far elements
+        self.excepted_far = 0  # of them, those with a distance (the others are SPECIALS, counted there)
         self.specials = {name: [0, 0, None] for name in SPECIALS}  # elements, of them accepted, first (where, k)
 
     def add(self, family: str, fmt: F.Format, dist: np.ndarray, x1, x2, beta, where, excepted=None,
@@ -84,8 +85,9 @@ class ErrorStats:
                 k = int(np.argmax(np.where(far, dist, -1)))
                 if self.excepted_at is None or int(dist[k]) > self.excepted_ulp:
                     self.excepted_ulp, self.excepted_at = int(dist[k]), (where, k)
+            self.excepted_far += int(far.sum())
             if accepted_by is not None:
-                for name in accepted_by[excepted].tolist():
+                for name in accepted_by[far].tolist():
                     self.excepted_by[name or "?"] = self.excepted_by.get(name or "?", 0) + 1
             real = real & ~excepted
         if real.any():
@@ -118,8 +120,8 @@ class ErrorStats:
                             "outside": self.outside}}
         if worst is not None:
             out["worst"] = worst
-        if self.excepted:
-            far = {"elements": self.excepted, "max_ulp": self.excepted_ulp, "by": dict(sorted(self.excepted_by.items()))}
+        if self.excepted_far:
+            far = {"elements": self.excepted_far, "max_ulp": self.excepted_ulp, "by": dict(sorted(self.excepted_by.items()))}
             if describe is not None and self.excepted_at is not None:
                 far["worst"] = describe(*self.excepted_at)
             out["excepted_far"] = far

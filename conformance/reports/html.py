@@ -11,7 +11,7 @@ from html import escape
 
 from sl1conf.conformance.reports.plots import all_plots
 from sl1conf.conformance.reports.view import (
-    View, all_held, distance_text, incompleteness, sections, view, where_text,
+    ACCEPTED_FAR, View, all_held, distance_text, incompleteness, sections, view, where_text,
 )
 
 __all__ = ["render_html", "render_table_page"]
@@ -31,6 +31,7 @@ code{font-size:12.5px}
 table{border-collapse:collapse;font-size:13px;margin:6px 0} th,td{border:1px solid #ddd;padding:3px 8px;
 text-align:left;vertical-align:top} th{background:#f4f4f4}
 td.status span{padding:0 6px;border-radius:3px;color:#fff}
+.far h2{color:#8a4b00;border-color:#f0c36d} .far td{background:#fff8e6} ul.accuracy li{color:#5a3d00}
 figure{margin:12px 0} figcaption{color:#555;font-size:13px} figure svg{max-width:100%;height:auto}
 """
 
@@ -109,8 +110,10 @@ def render_html(report: dict) -> str:
                           r.checked, r.failed, escape(str(r.worst_ulp if r.worst_ulp is not None else ""))]
                          for r in v.rows], raw_cols=(0, 1, 2, 3, 4, 7)))
     for heading, note, header, rows in sections(v):
-        parts.append(f"<h2>{escape(heading)}</h2>" + (f"<p>{escape(note)}</p>" if note else ""))
-        parts.append(_table(header, rows))
+        far = heading == ACCEPTED_FAR  # in their own colour: accepted, but not within the budget
+        parts.append(("<div class=\"far\">" if far else "") + f"<h2>{escape(heading)}</h2>"
+                     + (f"<p>{escape(note)}</p>" if note else ""))
+        parts.append(_table(header, rows) + ("</div>" if far else ""))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

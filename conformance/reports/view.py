@@ -18,7 +18,7 @@ from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
 __all__ = ["distance_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
-           "STATUS_ORDER"]
+           "STATUS_ORDER", "ACCEPTED_FAR"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
 
@@ -181,6 +181,7 @@ class View:
     headline: str  # the verdict with what qualifies it: waived failures, nothing checked
     scope: str  # "" for a full run
     accuracy: list = field(default_factory=list)  # accuracy_line per run
+    accepted_far: list = field(default_factory=list)  # a row per requirement that accepted elements beyond the budget
 
 
 def _headline(report: dict) -> str:
@@ -247,7 +248,7 @@ def view(report: dict) -> View:
     inv = report.get("invocation") or {}
     name = inv.get("impl") or impl["adapter"]
     title = f"{name} on {report['profile']['name']}"
-    failures, rows, observed, errors = [], [], [], []
+    failures, rows, observed, errors, far_rows = [], [], [], [], []
     for run in report["runs"]:
         d, v = run["dtype"], run["variant"]
         err = run.get("errors")
@@ -259,6 +260,17 @@ def view(report: dict) -> View:
             worst = r.get("worst")
             rows.append(Row(d, v, r["id"], r["title"], r["kind"], r["status"], r.get("checked"),
                             r.get("failed"), worst.get("ulp") if worst else None))
+            far, nodist = r.get("accepted_far"), r.get("accepted_not_a_distance") or {}
+            if far or nodist:
+                w = far["worst"] if far else None
+                far_rows.append([
+                    f"{d} {v}", f"{r['id']} {r['title']}", f"{far['elements']:,}" if far else "0",
+                    ", ".join(f"{name} ({n:,})" for name, n in far["by"].items()) if far else "",
+                    f"{far['max_ulp']:,} ULP" if far else "",
+                    "; ".join(f"{kind}: {n:,}" for kind, n in nodist.items()),
+                    (f"{where_text(w)}: dy {w['dy']}, x1 {w['x1']}, x2 {w['x2']}, beta {w['beta']}; expected "
+                     f"{w['expected']}, got {w['got']}" + (f" ({_why_far(d, w)})" if _why_far(d, w) else "")) if w else "",
+                    explain_command(d, w["dy"], w["x1"], w["x2"], w["beta"]) if w else ""])
             req = CATALOG_BY_ID.get(r["id"])
             if req is not None and req.observes and r.get("observed") is not None:
                 observed.append((d, v, r["id"], r["title"], _observation(r)))
@@ -303,7 +315,7 @@ def view(report: dict) -> View:
     if report.get("only"):
         identity.append(("scope", "--only " + ",".join(report["only"])))
     return View(report, title, report["verdict"], failures, rows, observed, identity, errors, _headline(report),
-                _scope(report), [line for line in map(accuracy_line, report["runs"]) if line])
+                _scope(report), [line for line in map(accuracy_line, report["runs"]) if line], far_rows)
 
 
 def all_held(v: View) -> str:
@@ -319,6 +331,9 @@ def all_held(v: View) -> str:
     return "Every required requirement holds on every run."
 
 
+ACCEPTED_FAR = "Accepted beyond the budget"
+
+
 def sections(v: View) -> list:
     """The sections after the requirement table: (heading, note, header, rows), for every format."""
     out = []
@@ -331,6 +346,13 @@ def sections(v: View) -> list:
                     [[f"{d} {var}", m, n, f"{w['dy']}, {w['x1']}, {w['x2']}, {w['beta']} (case {w['case']})"
                       if w else "", w["expected"] if w else "", w["got"] if w else ""]
                      for d, var, m, n, w in v.errors]))
+    if v.accepted_far:
+        out.append((ACCEPTED_FAR, "Elements each requirement accepted although they are farther than the budget "
+                    "from the correctly rounded result, because they are bit for bit an accepted evaluation model's, "
+                    "an acceptable alternative's or (where the profile accepts flushing) the flush-to-zero oracle's "
+                    "result; and accepted results that are no distance at all. Not counted in the largest error.",
+                    ["run", "requirement", "elements", "accepted as", "up to", "infinity or NaN against a number",
+                     "farthest input", "explain it"], v.accepted_far))
     if v.observed:
         out.append(("Observed where the manual is silent", "", ["run", "id", "what", "observed"],
                     [[f"{d} {var}", rid, title, text] for d, var, rid, title, text in v.observed]))

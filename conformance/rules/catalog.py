@@ -54,12 +54,15 @@ class Tally:
     def __init__(self, fmt):
         self.fmt, self.checked, self.failed, self.worst, self.examples = fmt, 0, 0, None, []
         self.seen = []  # (judgement, failing mask, checked mask) per call added: what the diagnosis reads
+        self.far, self.far_by, self.far_worst = 0, {}, None  # accepted beyond the budget, as exact bits
+        self.far_special = {}  # accepted infinities or NaNs against numbers (no distance), by kind
 
     def add(self, j, bad: np.ndarray, among: "np.ndarray | None" = None):
         """``bad`` elements of judgement ``j`` (``among``: the elements the rule looked at, default all)."""
         among = np.ones(bad.shape, bool) if among is None else among
         self.checked += int(among.sum())
         self.seen.append((j, bad, among))
+        self._accepted_far(j, among & ~bad)
         idx = np.flatnonzero(bad)
         if not idx.size:
             return
@@ -70,6 +73,27 @@ class Tally:
             self.worst = ex
         if len(self.examples) < EXAMPLES:
             self.examples.append(ex)
+
+    def _accepted_far(self, j, accepted: np.ndarray) -> None:
+        """Count the accepted elements that are beyond the budget (a model's, an alternative's
+        or the flush-to-zero oracle's exact bits): how many, as what, the farthest; those that
+        are no distance at all (an infinity or NaN against a number) by kind."""
+        far = accepted & j.excepted
+        if not far.any():
+            return
+        cls = special_class(self.fmt, j.got, j.expected.oracle)
+        named = j.accepted_as()
+        for kind in np.unique(cls[far & (cls >= 0)]):
+            self.far_special[SPECIALS[kind]] = self.far_special.get(SPECIALS[kind], 0) + int((far & (cls == kind)).sum())
+        far &= cls < 0
+        if not far.any():
+            return
+        self.far += int(far.sum())
+        for name in named[far]:
+            self.far_by[name] = self.far_by.get(name, 0) + 1
+        k = int(np.flatnonzero(far)[int(np.argmax(j.dist[far]))])
+        if self.far_worst is None or int(j.dist[k]) > self.far_worst["ulp_value"]:
+            self.far_worst = {**self.element(j, k), "accepted_as": named[k]}
 
     def note(self, case_id: "str | None", detail: str) -> None:
         """One failing call (not an element), with what was wrong; ``case_id`` None: a finding
@@ -83,6 +107,13 @@ class Tally:
 
     def merge(self, other: "Tally") -> None:
         self.seen += other.seen
+        self.far += other.far
+        for name, n in other.far_by.items():
+            self.far_by[name] = self.far_by.get(name, 0) + n
+        for kind, n in other.far_special.items():
+            self.far_special[kind] = self.far_special.get(kind, 0) + n
+        if other.far_worst and (self.far_worst is None or other.far_worst["ulp_value"] > self.far_worst["ulp_value"]):
+            self.far_worst = other.far_worst
         self.checked += other.checked
         self.failed += other.failed
         if other.worst and (self.worst is None or other.worst["ulp_value"] > self.worst["ulp_value"]):
@@ -106,6 +137,12 @@ class Tally:
 
     def entry(self) -> dict:
         out = {"checked": self.checked, "failed": self.failed}
+        if self.far:
+            out["accepted_far"] = {"elements": self.far, "max_ulp": self.far_worst["ulp_value"],
+                                   "by": dict(sorted(self.far_by.items())),
+                                   "worst": {k: v for k, v in self.far_worst.items() if k != "ulp_value"}}
+        if self.far_special:
+            out["accepted_not_a_distance"] = dict(sorted(self.far_special.items()))
         if self.failed and any(bad.any() for _, bad, _ in self.seen):
             def example(j, k):
                 e = self.element(j, k)
@@ -280,7 +317,8 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
     for t in per_family.values():
         total.merge(t)
     extra = {"families": [{"family": n, "status": "fail" if t.failed else "pass",
-                           **{k: v for k, v in t.entry().items() if k != "diagnosis"}}
+                           **{k: v for k, v in t.entry().items() if k not in ("diagnosis", "accepted_far",
+                                                                            "accepted_not_a_distance")}}
                           for n, t in per_family.items()]}
     bias = rounding_bias(bias_counts(ctx.judged, ctx.profile))
     if bias is not None:
