@@ -10,6 +10,8 @@ reports the result as test items, one per (dtype, variant, requirement) and, for
 
     sl1conf::fp16-s::R02
     sl1conf::fp16-s::R01::boundary-exact
+    sl1conf::fp16-s::completeness     (fails when the run is incomplete: nothing checked, unsupported calls)
+    sl1conf::missing-runs             (only when the profile lists runs the implementation lacks, not narrowed)
 
 so CI systems get JUnit XML from ``--junitxml`` and parallel runs from pytest-xdist.
 
@@ -172,6 +174,9 @@ class _Conformance:
             self.close()
             raise
         self.runs = [(d, v) for d in dtypes for v in variants]
+        # runs the profile lists and the implementation lacks: the suite is incomplete unless narrowed
+        self.missing = [] if (opt.sl1_dtype or opt.sl1_variant or self.vectors is not None) else [
+            f"{d} {v}" for d in self.profile.dtypes for v in self.profile.variants if (d, v) not in self.runs]
         self.catalog = CATALOG
 
         def family_names(dtype):
@@ -250,7 +255,7 @@ class _Conformance:
         if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
             return
         for item in items:
-            if isinstance(item, RequirementItem) and "@" not in item.nodeid:
+            if isinstance(item, (RequirementItem, CompletenessItem)) and "@" not in item.nodeid:
                 wanted = f"{item.nodeid}@{item.group}"
                 if hasattr(item, "_id"):  # structured node ids (pytest >= 9.2)
                     item._id = type(item._id).parse(wanted)
@@ -317,7 +322,8 @@ class _Suite(pytest.Collector):
 
     def collect(self):
         runs = [_Run.from_parent(self, name=f"{d}-{v}", dtype=d, variant=v) for d, v in self.plugin.runs]
-        return runs + ([_Fuzz.from_parent(self, name="fuzz")] if self.plugin.fuzz else [])
+        missing = [MissingRunsItem.from_parent(self, name="missing-runs")] if self.plugin.missing else []
+        return runs + missing + ([_Fuzz.from_parent(self, name="fuzz")] if self.plugin.fuzz else [])
 
 
 class _Run(pytest.Collector):
@@ -335,7 +341,53 @@ class _Run(pytest.Collector):
                 out.append(_Families.from_parent(self, name=req.id, requirement=req))
             else:
                 out.append(RequirementItem.from_parent(self, name=req.id, requirement=req, family=None))
+        out.append(CompletenessItem.from_parent(self, name="completeness"))
         return out
+
+
+class CompletenessItem(pytest.Item):
+    """One run checked enough to pass (rules.catalog.incomplete_reasons): a run that failed
+    nothing because it checked nothing fails here, as certify's verdict ``incomplete`` does."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        run = self.parent
+        self.plugin, self.dtype, self.variant, self.group = run.plugin, run.dtype, run.variant, run.group
+
+    def reportinfo(self):
+        return self.path, None, f"{self.dtype} {self.variant}: completeness"
+
+    def runtest(self):
+        run = self.plugin.run(self.dtype, self.variant, self.nodeid)
+        if run.get("incomplete"):
+            raise _RequirementFailed(f"{self.dtype} {self.variant} is incomplete, not a pass: "
+                                     + "; ".join(run["incomplete"]) + "\nreproduce: "
+                                     + self.plugin.certify_command(self.dtype, self.variant))
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (_RequirementFailed, _CertifyError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+class MissingRunsItem(pytest.Item):
+    """The dtypes and variants the profile lists and the implementation does not offer (unless
+    --sl1-dtype or --sl1-variant narrowed the runs): an incomplete certification."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.plugin = self.parent.plugin
+
+    def reportinfo(self):
+        return self.path, None, "runs the profile lists"
+
+    def runtest(self):
+        raise _RequirementFailed(f"not offered by {self.plugin.spec}, though profile {self.plugin.profile.name} lists "
+                                 f"them: {', '.join(self.plugin.missing)} (narrow with --sl1-dtype/--sl1-variant "
+                                 "to certify less on purpose)")
+
+    def repr_failure(self, excinfo, style=None):
+        return str(excinfo.value) if isinstance(excinfo.value, _RequirementFailed) else super().repr_failure(excinfo)
 
 
 class _Families(pytest.Collector):

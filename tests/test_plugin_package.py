@@ -137,3 +137,25 @@ def test_the_fuzzer_files_refusals_as_certify_does():
     assert Z.check_cases(adapter, profile, [open_case]) == []
     [finding] = Z.check_cases(adapter, profile, [ordinary])
     assert finding.kind == "rejected" and finding.requirement == "R01" and "refused a call of 3" in finding.detail
+
+
+def test_a_sweep_of_a_refused_open_beta_records_it_and_is_no_pass(tmp_path):
+    """A sweep at beta = 0 of an implementation refusing beta <= 0: every block is recorded as
+    refused under the beta = 0 question, nothing is checked, so the sweep does not pass; a sweep
+    at beta = 1 of one refusing everything fails its blocks."""
+    from sl1conf.conformance.search import sweep as S
+    from sl1conf.reference import formats as F
+
+    refusing = ArrayFunction("refusing", lambda dy, x1, x2, beta: (_ for _ in ()).throw(Refusal("no")),
+                             ("fp16",), variants=("p",), rejects=(Refusal,))
+    beta0, _ = F.parse_value(F.FP16, "0")
+    state = S.run_sweep(S.SweepConfig("refusing", beta0, 0x3C00, "x2=0", block=1 << 14), tmp_path / "a",
+                        adapter=refusing)
+    v = S.verdict(state["tally"], load_profile("ieee"), beta0)
+    assert v["open_answers"] == {"beta = 0": {"rejected": state["tally"].elements}} and v["checked_elements"] == 0
+    assert not v["pass"] and v["failed_elements"] == 0
+    state = S.run_sweep(S.SweepConfig("refusing", 0x3C00, 0x3C00, "x2=0", block=1 << 14), tmp_path / "b",
+                        adapter=refusing)
+    v = S.verdict(state["tally"], load_profile("ieee"), 0x3C00)
+    assert not v["pass"] and v["failed_elements"] == state["tally"].elements > 0
+    assert v["open_answers"] == {}

@@ -47,6 +47,7 @@ def _ids(dtype, variants):
                 out += [f"sl1conf::{dtype}-{v}::R01::{f}" for f in families]
             else:
                 out.append(f"sl1conf::{dtype}-{v}::{r.id}")
+        out.append(f"sl1conf::{dtype}-{v}::completeness")
     return out
 
 
@@ -58,7 +59,7 @@ def _testcase_id(tc) -> str:
 def test_passing_implementation_collects_one_item_per_requirement_and_family(pytester):
     result = _run(pytester, *KERNEL, "-v")
     ids = _ids("fp32", ("s", "p"))  # ft78ne documents fp32 only; the kernel offers both variants
-    assert len(ids) == 2 * (len(CATALOG) - 1 + 10)
+    assert len(ids) == 2 * (len(CATALOG) - 1 + 10 + 1)  # requirements, R01's 10 families, completeness
     result.assert_outcomes(passed=len(ids))
     assert result.ret == 0
     passed = re.findall(r"^(sl1conf::\S+) PASSED", result.stdout.str(), re.M)
@@ -120,6 +121,23 @@ def test_xdist_loadgroup_runs_each_certification_on_one_worker(pytester):
         workers.setdefault(nodeid.split("::")[1], set()).add(gw)
     assert sorted(workers) == ["fp32-p", "fp32-s"]
     assert all(len(w) == 1 for w in workers.values()), workers
+
+
+def test_runs_the_profile_lists_and_the_implementation_lacks_fail_as_incomplete(pytester):
+    """divmul-fp16's emulation offers fp16 only; ieee lists fp32 too. Not narrowed, the suite
+    has a failing missing-runs item naming them; each run's completeness item passes (its calls
+    were all judged). Narrowed with --sl1-dtype fp16 there is no such item."""
+    args = ("--sl1-impl", "builtin:model:divmul-fp16", "--sl1-platform", "ieee", "--sl1-quick", "--sl1-variant", "p")
+    result = _run(pytester, *args[:4], "--sl1-quick", "-k", "missing or completeness", "-v")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*sl1conf::missing-runs FAILED*",
+                                 "*not offered by builtin:model:divmul-fp16, though profile ieee lists them: "
+                                 "fp32 s, fp32 p*"])
+    assert re.findall(r"^(sl1conf::\S+::completeness) PASSED", result.stdout.str(), re.M) == [
+        "sl1conf::fp16-s::completeness", "sl1conf::fp16-p::completeness"]
+    narrowed = _run(pytester, *args, "-k", "missing or completeness", "-v")
+    narrowed.assert_outcomes(passed=1)
+    assert "missing-runs" not in narrowed.stdout.str()
 
 
 def test_without_sl1_impl_the_plugin_does_nothing(pytester):

@@ -61,8 +61,12 @@ def render_junit(report: dict) -> str:
                     message = f"{message}; over the run: {f.over_the_run}" if w or f.detail else f"{counts}; {f.over_the_run}"
                 text = (f.statement + "".join(f"\n\nDiagnosis: {line}" for line in f.diagnosis) + "\n\nReproduce" + (f" ({f.reproduction})" if f.reproduction else "") + ":\n"
                         + "\n".join(f.commands))
-            statuses.append(_case(suite, classname, f"{r['id']} {r['title']}", r["status"], message, text,
-                                  observed.get((d, var, r["id"]), "")))
+            far = r.get("accepted_far")
+            accepted = (f"accepted beyond the budget: {far['elements']} elements as "
+                        + ", ".join(f"{name} ({n})" for name, n in far["by"].items())
+                        + f", up to {far['max_ulp']} ULP") if far else ""
+            out = "\n".join(t for t in (observed.get((d, var, r["id"]), ""), accepted) if t)
+            statuses.append(_case(suite, classname, f"{r['id']} {r['title']}", r["status"], message, text, out))
             for fam in r.get("families") or []:
                 w = fam.get("worst")
                 msg = (f"{fam['failed']} of {fam['checked']} failed; worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} "

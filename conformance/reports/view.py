@@ -64,9 +64,10 @@ def accuracy_line(run: dict) -> str:
 
 
 def _why_far(dtype: str, e: dict) -> str:
-    """Why an accepted element can be far from the exact result, where the inputs show it: the
-    quotient diff / beta below the format's smallest normal (an evaluation dividing first loses
-    it), or diff * dy beyond its largest finite value (one multiplying first overflows)."""
+    """Why an accepted element can be far from the exact result, where the inputs show it: a beta
+    the manual leaves open (an alternative answered), the quotient diff / beta below the format's
+    smallest normal (an evaluation dividing first loses it), or diff * dy beyond its largest
+    finite value (one multiplying first overflows)."""
     fmt = F.format_by_name(dtype)
     dy, x1, x2, beta = (float(decimal(dtype, e[k])) for k in ("dy", "x1", "x2", "beta"))
     with np.errstate(all="ignore"):
@@ -74,6 +75,8 @@ def _why_far(dtype: str, e: dict) -> str:
         ratio = diff / beta if beta else float("nan")
         product = diff * dy
     tiny, huge = float(np.finfo(fmt.dtype).tiny), float(np.finfo(fmt.dtype).max)
+    if not beta > 0 or np.isinf(beta):
+        return "a beta the manual leaves open"
     if 0 < abs(ratio) < tiny:
         return "diff / beta underflows"
     if np.isfinite(product) and abs(product) > huge:

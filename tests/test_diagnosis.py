@@ -1,0 +1,109 @@
+"""What a report says about why: R17's model combinations and the diagnosis of a failing
+requirement (rules.catalog.model_identification, rules.diagnosis).
+
+The implementations are built from pieces whose behaviour is known by construction: the
+accepted models' numpy emulations (reference.models), spliced by position, and the exact
+oracle with one defect put in on purpose. So the expected answer (which model where, which
+pattern) is the construction itself, not something the code under test produced.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sl1conf.adapters.base import FILL_BYTE, ArrayFunction
+from sl1conf.conformance.certify.engine import certify
+from sl1conf.conformance.rules.profiles import load_profile
+from sl1conf.reference import fast_oracle
+from sl1conf.reference.models import get_model
+
+FILL32 = np.frombuffer(bytes([FILL_BYTE]) * 4, np.uint32)[0]
+
+
+def _run(fn, platform="ieee"):
+    report = certify(ArrayFunction("made", fn, ("fp32",), variants=("p",)), load_profile(platform),
+                     dtypes=["fp32"], variants=["p"], quick=True)
+    [run] = report["runs"]
+    return {r["id"]: r for r in run["requirements"]}
+
+
+@pytest.fixture(scope="module")
+def body_and_tail():
+    """divmul-fp32 on whole blocks of 16, muldiv-fp32 on the last n mod 16 (torch's CPU shape)."""
+    body, tail = get_model("divmul-fp32"), get_model("muldiv-fp32")
+
+    def fn(dy, x1, x2, beta):
+        n = dy.size
+        k = n - n % 16
+        out = np.empty_like(dy)
+        if k:
+            out[:k] = body(dy[:k], x1[:k], x2[:k], beta)
+        if k < n:
+            out[k:] = tail(dy[k:], x1[k:], x2[k:], beta)
+        return out
+    return _run(fn)
+
+
+def test_r17_names_the_two_models_and_where_each_applies(body_and_tail):
+    r17 = body_and_tail["R17"]
+    combo = r17["combination"]
+    assert combo["by"] == "position" and combo["vector_width"] == 16
+    assert [(p["model"], p["where"]) for p in combo["parts"]] == [
+        ("divmul-fp32", "the vector body"), ("muldiv-fp32", "the last n mod 16 elements")]
+    # by construction every disputed element is its part's model's bits
+    assert combo["explained"] == 1.0 and all(p["share"] == 1.0 for p in combo["parts"])
+    assert sum(p["elements"] for p in combo["parts"]) == r17["disputed_elements"] > 0
+    assert r17["observed"].startswith("no single model; divmul-fp32 on the vector body (100.0%), "
+                                      "muldiv-fp32 on the last n mod 16 elements (100.0%)")
+    assert set(r17["shares"]) >= {"divmul-fp32", "muldiv-fp32"} and max(r17["shares"].values()) < 1.0
+
+
+def test_one_model_everywhere_is_named_alone():
+    r17 = _run(get_model("muldiv-fp32"))["R17"]
+    assert r17["observed"] == ["muldiv-fp32"] and "combination" not in r17
+    assert r17["shares"]["muldiv-fp32"] == 1.0
+
+
+@pytest.fixture(scope="module")
+def tail_unwritten():
+    """The exact oracle that leaves its last n mod 16 elements as they were (the fill)."""
+    def fn(dy, x1, x2, beta):
+        out = fast_oracle.smoothl1lossgrad(dy, x1, x2, beta)
+        n = dy.size
+        out[n - n % 16:] = np.full(n % 16, FILL32, np.uint32).view(np.float32)
+        return out
+    return _run(fn)
+
+
+def test_a_tail_never_written_is_diagnosed_as_such(tail_unwritten):
+    r01 = tail_unwritten["R01"]
+    assert r01["status"] == "fail"
+    patterns = {d["pattern"]: d for d in r01["diagnosis"]}
+    unwritten = patterns["not written (dx1 still holds what it held before the call)"]
+    tail = patterns["in the last n mod 16 elements (the tail after a vector body of 16)"]
+    for d in (unwritten, tail):  # every failure, and both far rarer among the checked elements
+        assert d["failed"] == d["of"] == r01["failed"] and d["checked_share"] < 0.5
+        e = d["example"]
+        assert e["got"] == f"{FILL32:#010x}" and e["element"] >= e["length"] - e["length"] % 16
+    # only the best-fitting width is reported
+    assert not any("n mod 8 " in p or "n mod 32 " in p for p in patterns)
+    assert "length" in r01["worst"]
+
+
+def test_a_defect_on_one_branch_is_diagnosed_as_that_branch():
+    """Exact except that diff > beta gives -dy: the diagnosis names the branch."""
+    def fn(dy, x1, x2, beta):
+        out = fast_oracle.smoothl1lossgrad(dy, x1, x2, beta)
+        with np.errstate(invalid="ignore"):
+            wrong = (x1.astype(np.float64) - x2.astype(np.float64)) > np.float64(beta)
+        out[wrong] = -dy[wrong]
+        return out
+    r01 = _run(fn)["R01"]
+    patterns = [d["pattern"] for d in r01["diagnosis"]]
+    assert "diff > beta (the result is dy)" in patterns
+    assert not any(p.startswith("in the last n mod") for p in patterns)
+
+
+def test_a_passing_requirement_has_no_diagnosis(body_and_tail):
+    assert all("diagnosis" not in r for r in body_and_tail.values() if r["status"] != "fail")
