@@ -19,3 +19,18 @@ settings.register_profile("dev", **_COMMON)
 settings.load_profile(
     os.environ.get("SL1CONF_HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+def require_optional(module: str, install: str):
+    """The optional dependency ``module`` (torch, mindspore), imported; a skip naming how to
+    install it when it is absent, but a failure under CI, which installs every extra it tests."""
+    import importlib
+
+    import pytest
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail(f"{module} is not installed, but CI installs it ({install})")
+        pytest.skip(f"{module} is not installed ({install})")

@@ -28,6 +28,7 @@ import time
 import numpy as np
 import pytest
 
+from conftest import require_optional
 from sl1conf.adapters import AdapterError, Case, load
 from sl1conf.adapters.mindspore_adapter import MISSING_MINDSPORE, STALE_RETRIES, MindSporeAdapter
 from sl1conf.conformance.vectors.sampling import TYPICAL_BETAS, random_batch
@@ -43,14 +44,8 @@ FLT_MAX = float(np.finfo(np.float32).max)
 
 def _require_mindspore():
     os.environ.setdefault("GLOG_v", "3")  # as the adapter does: MindSpore's log lines off the output
-    if os.environ.get("CI"):
-        try:
-            import mindspore
-        except ImportError:
-            pytest.fail("mindspore is not installed, but CI installs it (.ci/run: quickstart.py test --with-mindspore)")
-        return mindspore
-    return pytest.importorskip("mindspore", reason="mindspore is not installed (pip install mindspore==2.10.0, "
-                                                   "or python3 quickstart.py test --with-mindspore)")
+    return require_optional("mindspore", "pip install mindspore==2.10.0, or python3 quickstart.py test "
+                                         "--with-mindspore, as .ci/run does")
 
 
 @pytest.fixture(scope="module")

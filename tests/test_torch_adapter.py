@@ -13,12 +13,12 @@ update the docstring of ``sl1conf.adapters.torch_adapter``).
 
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 import pytest
 
+from conftest import require_optional
 from sl1conf.adapters import AdapterError, Case, load
 from sl1conf.adapters.torch_adapter import TorchAdapter
 from sl1conf.conformance.vectors.sampling import TYPICAL_BETAS, random_batch
@@ -31,13 +31,7 @@ DTYPES = ("fp16", "fp32")
 
 
 def _require_torch():
-    try:
-        import torch
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("torch is not installed, but CI installs it (the optional extra 'torch')")
-        pytest.skip("torch is not installed (pip install torch)")
-    return torch
+    return require_optional("torch", "pip install torch, the optional extra 'torch'; quickstart.py installs it")
 
 
 @pytest.fixture(scope="module")
