@@ -1,18 +1,24 @@
 """Implementations behind a simulator or a board, through case files (``sim:<command template>``).
 
-Each case becomes one run of a user-supplied command: the adapter writes a case file,
-runs the command (no shell) with ``{case}`` and ``{result}`` replaced by the two file
-paths, and reads the results file the command leaves behind. The protocol is
+The adapter writes a case file, runs a user-supplied command (no shell) with ``{case}``
+and ``{result}`` replaced by the two file paths, and reads the results file the command
+leaves behind. Protocol version 2 puts many cases in one batch file and reads one result
+record per case, flushed by the harness as each call returns, so one process start serves
+hundreds of cases and a crash or hang still names its own case (the cases after it go to a
+new run); version 1, one case per run, is used for harnesses that do not answer the
+version 2 question (:meth:`SimulatorAdapter.protocol`). The protocol is
 documented, versioned and language neutral (docs/simulator-protocol.md); the suite
 ships a C harness for it (``sim/harness.c``, built by
 :func:`sl1conf.adapters.sample.build_harness`) that the user links with the library
 under test and runs under the simulator of their choice::
 
     sl1conf ... --impl 'sim:qemu-aarch64 /path/to/harness {case} {result}'
+    sl1conf ... --impl 'sim:[batch=128,timeout=60] qemu-aarch64 /path/to/harness {case} {result}'
 
 The command runs in its own process group, so a hang is killed with everything it
-started (``timeout``); death by a signal is a ``crash``; a nonzero exit or a missing,
-malformed or truncated results file is an ``error`` whose detail names the problem.
+started (``timeout``, per case: in version 2, since the previous record); death by a
+signal is a ``crash``; a nonzero exit or a missing, malformed or truncated results file
+(record) is an ``error`` whose detail names the problem.
 """
 
 from __future__ import annotations
@@ -33,17 +39,24 @@ import numpy as np
 from .base import Adapter, AdapterError, Capabilities, Case, Outcome
 
 __all__ = [
-    "PROTOCOL_VERSION", "CASE_MAGIC", "RESULT_MAGIC", "MEMORY_MAGIC", "STATUS", "MEMORY_FLAGS",
-    "encode_case", "decode_results", "ResultsError", "SimulatorAdapter", "host_template",
+    "PROTOCOL_VERSION", "BATCH_VERSION", "CASE_MAGIC", "RESULT_MAGIC", "MEMORY_MAGIC", "BATCH_MAGIC", "STREAM_MAGIC",
+    "STATUS", "MEMORY_FLAGS", "encode_case", "encode_batch", "decode_results", "decode_records", "ResultsError",
+    "SimulatorAdapter", "host_template",
 ]
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 1  # one case per run (every harness speaks it)
+BATCH_VERSION = 2  # many cases per run, one results record per case (docs/simulator-protocol.md)
 CASE_MAGIC = b"SL1C"
 RESULT_MAGIC = b"SL1R"
 MEMORY_MAGIC = b"SL1M"
+BATCH_MAGIC = b"SL1B"
+STREAM_MAGIC = b"SL1S"
 _CASE_HEADER = struct.Struct("<4sHBBiIII")  # magic, version, dtype, variant, length, n, beta, core_mask
 _RESULT_HEADER = struct.Struct("<4sHHI")  # magic, version, status, n
 _MEMORY_REPORT = struct.Struct("<4sI")  # magic, flags
+_BATCH_HEADER = struct.Struct("<4sHHII")  # magic, version, reserved, count, reserved
+_RECORD_HEADER = struct.Struct("<4sHHIIII")  # magic, version, status, index, n, has report, memory flags
+BATCH_CASES, BATCH_MIB = 512, 64  # default bounds of one batch (cases, MiB of batch file)
 
 STATUS = {
     0: "ok",
@@ -71,8 +84,8 @@ class ResultsError(ValueError):
     """A results file that does not follow the protocol (the message names the problem)."""
 
 
-def encode_case(case: Case) -> bytes:
-    """The case file of ``case`` (protocol version 1)."""
+def encode_case(case: Case, version: int = PROTOCOL_VERSION) -> bytes:
+    """The case file of ``case`` (protocol version 1), or its record in a batch (version 2)."""
     length = case.call_length
     if not -(1 << 31) <= length < (1 << 31):
         raise ValueError(f"length {length} does not fit the API's int (i32)")
@@ -81,11 +94,58 @@ def encode_case(case: Case) -> bytes:
     fmt = case.format
     if not 0 <= case.beta < (1 << fmt.bits):
         raise ValueError(f"beta bit pattern {case.beta:#x} does not fit {fmt.name}")
-    header = _CASE_HEADER.pack(CASE_MAGIC, PROTOCOL_VERSION, _DTYPE_CODE[case.dtype], ord(case.variant),
+    header = _CASE_HEADER.pack(CASE_MAGIC, version, _DTYPE_CODE[case.dtype], ord(case.variant),
                                length, case.n, case.beta, case.core_mask & 0xFFFFFFFF)
     el = _ELEMENT[case.dtype]
     arrays = (case.dy, case.x1, case.x2, case.initial_out())
     return header + b"".join(np.ascontiguousarray(a).astype(el).tobytes() for a in arrays)
+
+
+def encode_batch(cases: list) -> bytes:
+    """The batch file of ``cases`` (protocol version 2): a header, then per case its byte count
+    (u32) and its case record (a version 1 case file with version 2 in its header)."""
+    records = [encode_case(c, BATCH_VERSION) for c in cases]
+    return _BATCH_HEADER.pack(BATCH_MAGIC, BATCH_VERSION, 0, len(cases), 0) + b"".join(
+        struct.pack("<I", len(r)) + r for r in records)
+
+
+def decode_records(data: bytes, cases: list) -> tuple[list, "str | None"]:
+    """The complete result records at the start of a version 2 results file, and the problem
+    that stopped the reading (None: the data ends at a record boundary, perhaps mid-write). Each
+    record is (status, dx1 bits or None, memory flags or None); records must come in order."""
+    if len(data) < _BATCH_HEADER.size:
+        return [], None
+    magic, version, _, count, _ = _BATCH_HEADER.unpack_from(data)
+    if magic != STREAM_MAGIC or version != BATCH_VERSION:
+        return [], f"the results file does not start with a version 2 {STREAM_MAGIC.decode()} header"
+    if count != len(cases):
+        return [], f"the results file announces {count} cases, the batch has {len(cases)}"
+    at, out = _BATCH_HEADER.size, []
+    while len(out) < len(cases) and len(data) - at >= _RECORD_HEADER.size:
+        magic, version, status, index, n, has_report, flags = _RECORD_HEADER.unpack_from(data, at)
+        case = cases[len(out)]
+        if magic != RESULT_MAGIC or version != BATCH_VERSION:
+            return out, f"malformed result record (no version 2 {RESULT_MAGIC.decode()} header)"
+        if index != len(out):
+            return out, f"result record {index} where record {len(out)} was due"
+        if status != 0:
+            if n or has_report:
+                return out, f"result record with status {status} carries data"
+            out.append((status, None, None))
+            at += _RECORD_HEADER.size
+            continue
+        if n != case.n:
+            return out, f"the result record holds {n} elements, the case has {case.n}"
+        el = _ELEMENT[case.dtype]
+        end = at + _RECORD_HEADER.size + n * el.itemsize
+        if len(data) < end:
+            return out, None  # still being written (or cut short: the caller decides)
+        dx1 = np.frombuffer(data[at + _RECORD_HEADER.size:end], dtype=el).astype(el.newbyteorder("="))
+        out.append((0, dx1, flags if has_report else None))
+        at = end
+    if len(out) == len(cases) and at != len(data):
+        return out, f"the results file has {len(data) - at} trailing bytes after the last record"
+    return out, None
 
 
 def decode_results(data: bytes, dtype: str, n: int) -> tuple[int, Optional[np.ndarray], Optional[int]]:
@@ -182,7 +242,18 @@ class SimulatorAdapter(Adapter):
 
     capabilities = Capabilities(isolated=True)
 
-    def __init__(self, template: str, timeout: float = 30.0):
+    def __init__(self, template: str, timeout: float = 30.0, *, batch: int = BATCH_CASES,
+                 batch_mib: float = BATCH_MIB, protocol: "int | None" = None):
+        given = template
+        options, template = _options(template)
+        timeout = options.get("timeout", timeout)
+        batch, batch_mib = int(options.get("batch", batch)), options.get("batch_mib", batch_mib)
+        protocol = int(options["protocol"]) if "protocol" in options else protocol
+        if batch < 1 or not batch_mib > 0:
+            raise AdapterError(f"sim: batch must be at least 1 case and batch_mib positive, not {batch} and {batch_mib}")
+        if protocol not in (None, PROTOCOL_VERSION, BATCH_VERSION):
+            raise AdapterError(f"sim: protocol must be {PROTOCOL_VERSION} or {BATCH_VERSION}, not {protocol}")
+        self.batch, self.batch_bytes, self._protocol = batch, int(batch_mib * (1 << 20)), protocol
         try:
             argv = shlex.split(template)
         except ValueError as exc:
@@ -195,25 +266,165 @@ class SimulatorAdapter(Adapter):
         if not timeout > 0:
             raise AdapterError(f"sim: the timeout must be positive, not {timeout}")
         self.template, self.argv, self.timeout = template, argv, float(timeout)
-        self.name = f"sim:{template}"
+        self.name = f"sim:{given}"
+
+    def protocol(self) -> int:
+        """The protocol the command speaks: version 2 when it answers an empty batch file with
+        an empty version 2 results file (asked once), version 1 otherwise (older harnesses
+        refuse the batch file's magic). ``protocol=`` in the name decides without asking."""
+        if self._protocol is None:
+            workdir = tempfile.mkdtemp(prefix="sl1sim-")
+            try:
+                case_path, result_path = os.path.join(workdir, "batch.sl1b"), os.path.join(workdir, "result.sl1s")
+                _write_atomic(case_path, encode_batch([]))
+                try:
+                    done = subprocess.run(self.command(case_path, result_path), stdin=subprocess.DEVNULL,
+                                          capture_output=True, timeout=self.timeout)
+                    with open(result_path, "rb") as f:
+                        speaks = done.returncode == 0 and f.read() == _BATCH_HEADER.pack(
+                            STREAM_MAGIC, BATCH_VERSION, 0, 0, 0)
+                except (OSError, subprocess.SubprocessError):
+                    speaks = False
+                self._protocol = BATCH_VERSION if speaks else PROTOCOL_VERSION
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
+        return self._protocol
+
+    def run(self, cases) -> list:
+        """Version 2: the supported cases in batches (bounded by ``batch`` cases and
+        ``batch_mib``), one run of the command per batch; a case the run crashed or hung on is
+        reported as such and the next run starts after it. Version 1: one run per case."""
+        if self.protocol() != BATCH_VERSION:
+            return super().run(cases)
+        out: list = [None] * len(cases)
+        todo = []
+        for i, c in enumerate(cases):
+            if not self.supports(c):
+                out[i] = super().run([c])[0]  # the base's "unsupported" answer
+                continue
+            self.calls_made += 1
+            early = self._refuse(c)
+            if early is not None:
+                out[i] = early
+            else:
+                todo.append((i, c, len(encode_case(c, BATCH_VERSION)) + 4))
+        while todo:
+            batch, size = [], _BATCH_HEADER.size
+            while todo and len(batch) < self.batch and (not batch or size + todo[0][2] <= self.batch_bytes):
+                size += todo[0][2]
+                batch.append(todo.pop(0))
+            answered = self._run_batch([c for _, c, _ in batch])
+            for (i, _, _), o in zip(batch, answered):
+                out[i] = o
+            todo = batch[len(answered):] + todo  # after a crash or hang: the cases it did not reach
+        return out
+
+    def _refuse(self, case: Case) -> "Outcome | None":
+        """The error for a case the adapter does not send (its encoding fails, or length > n)."""
+        if case.call_length > case.n:
+            return Outcome("error", detail=f"length {case.call_length} exceeds the {case.n} elements of the "
+                                           "case's arrays: the harness would run past them")
+        try:
+            encode_case(case)
+        except ValueError as exc:
+            return Outcome("error", detail=f"cannot encode the case: {exc}")
+        return None
+
+    def _run_batch(self, cases: list) -> list:
+        """Outcomes of the first cases of ``cases`` that one run of the command answered, and of
+        the case it stopped on (crash, hang, exit, malformed record): at least one outcome."""
+        workdir = tempfile.mkdtemp(prefix="sl1sim-")
+        try:
+            case_path, result_path = os.path.join(workdir, "batch.sl1b"), os.path.join(workdir, "result.sl1s")
+            out_path, err_path = os.path.join(workdir, "stdout"), os.path.join(workdir, "stderr")
+            _write_atomic(case_path, encode_batch(cases))
+            argv = self.command(case_path, result_path)
+            start = last = time.perf_counter()
+            records, problem, stamps, hung = [], None, [], False
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
+                try:
+                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                            start_new_session=(sys.platform != "win32"))
+                except OSError as exc:
+                    return [Outcome("error", detail=f"cannot run {argv[0]!r}: {exc.strerror or exc}")]
+                try:
+                    while True:
+                        finished = proc.poll() is not None
+                        records, problem = self._read_records(result_path, cases)
+                        now = time.perf_counter()
+                        stamps += [now] * (len(records) - len(stamps))
+                        if len(stamps) > 0 and stamps[-1] > last:
+                            last = stamps[-1]
+                        if finished or problem or len(records) == len(cases):
+                            break
+                        if now - last > self.timeout:
+                            hung = True
+                            break
+                        time.sleep(0.002 if now - start < 0.1 else 0.01)
+                    if proc.poll() is None and (hung or problem):
+                        _kill_group(proc)
+                    rc = proc.wait(timeout=None if hung or problem else self.timeout)
+                except subprocess.TimeoutExpired:  # every record in, but the command does not exit
+                    _kill_group(proc)
+                    rc = proc.wait()
+                finally:
+                    if proc.returncode is None:  # interrupted (KeyboardInterrupt): leave nothing behind
+                        _kill_group(proc)
+                        proc.wait()
+            if not hung and not problem:
+                records, problem = self._read_records(result_path, cases)  # what came after the last poll
+                stamps += [time.perf_counter()] * (len(records) - len(stamps))
+            outcomes = []
+            previous = start
+            for case, (status, dx1, mem), t in zip(cases, records, stamps):
+                outcomes.append(_outcome(case, status, dx1, mem, t - previous))
+                previous = t
+            if len(outcomes) == len(cases):
+                return outcomes
+            seconds = time.perf_counter() - previous
+            which = f"case {len(outcomes) + 1} of a batch of {len(cases)}"
+            if hung:
+                stop = Outcome("timeout", detail=f"no result within {self.timeout:g} s ({which}); killed",
+                               seconds=seconds)
+            elif problem:
+                stop = Outcome("error", detail=f"{problem} ({which})", seconds=seconds)
+            elif rc < 0:
+                stop = Outcome("crash", detail=f"{_signal_name(-rc)} ({which})", seconds=seconds)
+            else:
+                said = _tail(err_path) or _tail(out_path)
+                hint = f" (a shell's report of {_signal_name(rc - 128)}?)" if 128 < rc < 128 + 65 else ""
+                stop = Outcome("error", detail=(f"exit status {rc}{hint}" if rc else "the command exited 0")
+                               + f" before the result of {which}"
+                               + (f": {said}" if said else ""), seconds=seconds)
+            return outcomes + [stop]
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    @staticmethod
+    def _read_records(path: str, cases: list) -> tuple:
+        try:
+            with open(path, "rb") as f:
+                return decode_records(f.read(), cases)
+        except FileNotFoundError:
+            return [], None
 
     def command(self, case_path: str, result_path: str) -> list[str]:
         """The argument list for one case."""
         return [a.replace("{case}", case_path).replace("{result}", result_path) for a in self.argv]
 
     def restart(self) -> bool:
-        """Every case is its own process already: nothing carries over from one call to the next."""
+        """Every run() starts the command afresh (version 1: every case; version 2: every batch,
+        whose cases share one process, as calls on a board do): nothing carries over from calls
+        made before it."""
         self.calls_made = 0
         return True
 
     def run_case(self, case: Case) -> Outcome:
-        if case.call_length > case.n:
-            return Outcome("error", detail=f"length {case.call_length} exceeds the {case.n} elements of the "
-                                           "case's arrays: the harness would run past them")
-        try:
-            data = encode_case(case)
-        except ValueError as exc:
-            return Outcome("error", detail=f"cannot encode the case: {exc}")
+        """Version 1: one run of the command for one case."""
+        early = self._refuse(case)
+        if early is not None:
+            return early
+        data = encode_case(case)
         workdir = tempfile.mkdtemp(prefix="sl1sim-")
         try:
             return self._run_in(workdir, case, data)
@@ -262,22 +473,52 @@ class SimulatorAdapter(Adapter):
             status, out, mem = decode_results(raw, case.dtype, case.n)
         except (OSError, ResultsError) as exc:
             return Outcome("error", detail=str(exc), seconds=seconds)
-        if status != 0:
-            what = STATUS.get(status, "the harness could not make the call")
-            return Outcome("unsupported" if status in _UNSUPPORTED_STATUSES else "error",
-                           detail=f"harness status {status}: {what}", seconds=seconds)
-        outcome = Outcome("ok", out=out.astype(case.format.uint), seconds=seconds)
-        if mem is not None:
-            outcome.wrote_outside = bool(mem & 3)
-            outcome.inputs_changed = tuple(MEMORY_FLAGS[b] for b in (4, 8, 16) if mem & b)
-            faults = [MEMORY_FLAGS[b] for b in (1, 2) if mem & b]
-            if faults:
-                outcome.fault = " and ".join(faults) + " (the harness's guard zone changed)"
-        return outcome
+        return _outcome(case, status, out, mem, seconds)
 
     def describe(self) -> dict:
-        return {**super().describe(), "template": self.template, "timeout_s": self.timeout,
-                "protocol_version": PROTOCOL_VERSION}
+        info = {**super().describe(), "template": self.template, "timeout_s": self.timeout,
+                "protocol_version": self.protocol()}
+        if self.protocol() == BATCH_VERSION:
+            info["batch"] = {"cases": self.batch, "bytes": self.batch_bytes}
+        return info
+
+
+def _options(template: str) -> tuple:
+    """(options, the command template) of ``[key=value,...] template``: the adapter's settings,
+    given in the implementation's name (``sim:[batch=64,timeout=120] qemu-aarch64 ...``)."""
+    text = template.lstrip()
+    if not text.startswith("["):
+        return {}, template
+    end = text.find("]")
+    if end < 0:
+        raise AdapterError(f"sim: the options {text!r} have no closing ']'")
+    options = {}
+    for item in filter(None, (p.strip() for p in text[1:end].split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or key not in ("batch", "batch_mib", "timeout", "protocol"):
+            raise AdapterError(f"sim: unknown option {item!r}: the options are batch=CASES, batch_mib=MIB, "
+                               "timeout=SECONDS and protocol=1|2")
+        try:
+            options[key] = float(value)
+        except ValueError:
+            raise AdapterError(f"sim: option {key} needs a number, not {value!r}") from None
+    return options, text[end + 1:].strip()
+
+
+def _outcome(case: Case, status: int, out, mem, seconds: float) -> Outcome:
+    """The Outcome of one answered case (a version 1 results file or a version 2 record)."""
+    if status != 0:
+        what = STATUS.get(status, "the harness could not make the call")
+        return Outcome("unsupported" if status in _UNSUPPORTED_STATUSES else "error",
+                       detail=f"harness status {status}: {what}", seconds=seconds)
+    outcome = Outcome("ok", out=out.astype(case.format.uint), seconds=seconds)
+    if mem is not None:
+        outcome.wrote_outside = bool(mem & 3)
+        outcome.inputs_changed = tuple(MEMORY_FLAGS[b] for b in (4, 8, 16) if mem & b)
+        faults = [MEMORY_FLAGS[b] for b in (1, 2) if mem & b]
+        if faults:
+            outcome.fault = " and ".join(faults) + " (the harness's guard zone changed)"
+    return outcome
 
 
 def host_template(bug: "int | str | None" = None, cc: "str | None" = None, out_dir=None) -> str:
