@@ -113,39 +113,70 @@ def decode_records(data: bytes, cases: list) -> tuple[list, "str | None"]:
     """The complete result records at the start of a version 2 results file, and the problem
     that stopped the reading (None: the data ends at a record boundary, perhaps mid-write). Each
     record is (status, dx1 bits or None, memory flags or None); records must come in order."""
-    if len(data) < _BATCH_HEADER.size:
-        return [], None
-    magic, version, _, count, _ = _BATCH_HEADER.unpack_from(data)
-    if magic != STREAM_MAGIC or version != BATCH_VERSION:
-        return [], f"the results file does not start with a version 2 {STREAM_MAGIC.decode()} header"
-    if count != len(cases):
-        return [], f"the results file announces {count} cases, the batch has {len(cases)}"
-    at, out = _BATCH_HEADER.size, []
-    while len(out) < len(cases) and len(data) - at >= _RECORD_HEADER.size:
+    records: list = []
+    problem, _ = _decode_from(data, cases, records, 0)
+    return records, problem
+
+
+def _decode_from(data, cases: list, records: list, at: int) -> tuple:
+    """Append to ``records`` the complete records of ``data`` from offset ``at`` (0: the file's
+    start, header included): (the problem that stopped the reading or None, the offset reached),
+    so that a growing file is read once, not from its start at every look."""
+    if at == 0:
+        if len(data) < _BATCH_HEADER.size:
+            return None, 0
+        magic, version, _, count, _ = _BATCH_HEADER.unpack_from(data)
+        if magic != STREAM_MAGIC or version != BATCH_VERSION:
+            return f"the results file does not start with a version 2 {STREAM_MAGIC.decode()} header", 0
+        if count != len(cases):
+            return f"the results file announces {count} cases, the batch has {len(cases)}", 0
+        at = _BATCH_HEADER.size
+    while len(records) < len(cases) and len(data) - at >= _RECORD_HEADER.size:
         magic, version, status, index, n, has_report, flags = _RECORD_HEADER.unpack_from(data, at)
-        case = cases[len(out)]
+        case = cases[len(records)]
         if magic != RESULT_MAGIC or version != BATCH_VERSION:
-            return out, f"malformed result record (no version 2 {RESULT_MAGIC.decode()} header)"
-        if index != len(out):
-            return out, f"result record {index} where record {len(out)} was due"
+            return f"malformed result record (no version 2 {RESULT_MAGIC.decode()} header)", at
+        if index != len(records):
+            return f"result record {index} where record {len(records)} was due", at
         if status != 0:
             if n or has_report:
-                return out, f"result record with status {status} carries data"
-            out.append((status, None, None))
+                return f"result record with status {status} carries data", at
+            records.append((status, None, None))
             at += _RECORD_HEADER.size
             continue
         if n != case.n:
-            return out, f"the result record holds {n} elements, the case has {case.n}"
+            return f"the result record holds {n} elements, the case has {case.n}", at
         el = _ELEMENT[case.dtype]
         end = at + _RECORD_HEADER.size + n * el.itemsize
         if len(data) < end:
-            return out, None  # still being written (or cut short: the caller decides)
-        dx1 = np.frombuffer(data[at + _RECORD_HEADER.size:end], dtype=el).astype(el.newbyteorder("="))
-        out.append((0, dx1, flags if has_report else None))
+            return None, at  # still being written (or cut short: the caller decides)
+        dx1 = np.frombuffer(bytes(data[at + _RECORD_HEADER.size:end]), dtype=el).astype(el.newbyteorder("="))
+        records.append((0, dx1, flags if has_report else None))
         at = end
-    if len(out) == len(cases) and at != len(data):
-        return out, f"the results file has {len(data) - at} trailing bytes after the last record"
-    return out, None
+    if len(records) == len(cases) and at != len(data):
+        return f"the results file has {len(data) - at} trailing bytes after the last record", at
+    return None, at
+
+
+class _Records:
+    """The records of a results file being written, read as it grows (each byte read once)."""
+
+    def __init__(self, path: str, cases: list):
+        self.path, self.cases, self.data, self.at = path, cases, bytearray(), 0
+        self.records, self.problem = [], None
+
+    def update(self) -> None:
+        if self.problem:
+            return
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(len(self.data))
+                more = f.read()
+        except FileNotFoundError:
+            return
+        if more or not self.at:
+            self.data += more
+            self.problem, self.at = _decode_from(self.data, self.cases, self.records, self.at)
 
 
 def decode_results(data: bytes, dtype: str, n: int) -> tuple[int, Optional[np.ndarray], Optional[int]]:
@@ -340,7 +371,7 @@ class SimulatorAdapter(Adapter):
             _write_atomic(case_path, encode_batch(cases))
             argv = self.command(case_path, result_path)
             start = last = time.perf_counter()
-            records, problem, stamps, hung = [], None, [], False
+            reader, stamps, hung = _Records(result_path, cases), [], False
             with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 try:
                     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
@@ -350,7 +381,8 @@ class SimulatorAdapter(Adapter):
                 try:
                     while True:
                         finished = proc.poll() is not None
-                        records, problem = self._read_records(result_path, cases)
+                        reader.update()
+                        records, problem = reader.records, reader.problem
                         now = time.perf_counter()
                         stamps += [now] * (len(records) - len(stamps))
                         if len(stamps) > 0 and stamps[-1] > last:
@@ -372,7 +404,8 @@ class SimulatorAdapter(Adapter):
                         _kill_group(proc)
                         proc.wait()
             if not hung and not problem:
-                records, problem = self._read_records(result_path, cases)  # what came after the last poll
+                reader.update()  # what came after the last look
+                records, problem = reader.records, reader.problem
                 stamps += [time.perf_counter()] * (len(records) - len(stamps))
             outcomes = []
             previous = start
@@ -400,13 +433,6 @@ class SimulatorAdapter(Adapter):
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    @staticmethod
-    def _read_records(path: str, cases: list) -> tuple:
-        try:
-            with open(path, "rb") as f:
-                return decode_records(f.read(), cases)
-        except FileNotFoundError:
-            return [], None
 
     def command(self, case_path: str, result_path: str) -> list[str]:
         """The argument list for one case."""
