@@ -345,7 +345,16 @@ class _Run(pytest.Collector):
         return out
 
 
-class CompletenessItem(pytest.Item):
+class _ReadsLikeAReport:
+    """Items whose failure message is the whole report entry (no pytest traceback)."""
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, (_RequirementFailed, _CertifyError)):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+
+class CompletenessItem(_ReadsLikeAReport, pytest.Item):
     """One run checked enough to pass (rules.catalog.incomplete_reasons): a run that failed
     nothing because it checked nothing fails here, as certify's verdict ``incomplete`` does."""
 
@@ -364,13 +373,8 @@ class CompletenessItem(pytest.Item):
                                      + "; ".join(run["incomplete"]) + "\nreproduce: "
                                      + self.plugin.certify_command(self.dtype, self.variant))
 
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, (_RequirementFailed, _CertifyError)):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
 
-
-class MissingRunsItem(pytest.Item):
+class MissingRunsItem(_ReadsLikeAReport, pytest.Item):
     """The dtypes and variants the profile lists and the implementation does not offer (unless
     --sl1-dtype or --sl1-variant narrowed the runs): an incomplete certification."""
 
@@ -386,9 +390,6 @@ class MissingRunsItem(pytest.Item):
                                  f"them: {', '.join(self.plugin.missing)} (narrow with --sl1-dtype/--sl1-variant "
                                  "to certify less on purpose)")
 
-    def repr_failure(self, excinfo, style=None):
-        return str(excinfo.value) if isinstance(excinfo.value, _RequirementFailed) else super().repr_failure(excinfo)
-
 
 class _Families(pytest.Collector):
     def __init__(self, *, requirement, **kw):
@@ -401,7 +402,7 @@ class _Families(pytest.Collector):
                 for f in self.parent.plugin.families[self.parent.dtype]]
 
 
-class RequirementItem(pytest.Item):
+class RequirementItem(_ReadsLikeAReport, pytest.Item):
     """One requirement of one run, or (R01) one family of it."""
 
     def __init__(self, *, requirement, family, **kw):
@@ -469,11 +470,6 @@ class RequirementItem(pytest.Item):
                     lines.append("      " + _explain(dtype, ex))
         lines.append(f"  reproduce: {self.plugin.certify_command(dtype, self.variant)}")
         return "\n".join(lines)
-
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, (_RequirementFailed, _CertifyError)):
-            return str(excinfo.value)
-        return super().repr_failure(excinfo, style=style)
 
 
 def _example(ex: dict) -> str:

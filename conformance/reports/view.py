@@ -266,13 +266,14 @@ def view(report: dict) -> View:
             far, nodist = r.get("accepted_far"), r.get("accepted_not_a_distance") or {}
             if far or nodist:
                 w = far["worst"] if far else None
+                why = _why_far(d, w) if w else ""
                 far_rows.append([
                     f"{d} {v}", f"{r['id']} {r['title']}", f"{far['elements']:,}" if far else "0",
                     ", ".join(f"{name} ({n:,})" for name, n in far["by"].items()) if far else "",
                     f"{far['max_ulp']:,} ULP" if far else "",
                     "; ".join(f"{kind}: {n:,}" for kind, n in nodist.items()),
                     (f"{where_text(w)}: dy {w['dy']}, x1 {w['x1']}, x2 {w['x2']}, beta {w['beta']}; expected "
-                     f"{w['expected']}, got {w['got']}" + (f" ({_why_far(d, w)})" if _why_far(d, w) else "")) if w else "",
+                     f"{w['expected']}, got {w['got']}" + (f" ({why})" if why else "")) if w else "",
                     explain_command(d, w["dy"], w["x1"], w["x2"], w["beta"]) if w else ""])
             req = CATALOG_BY_ID.get(r["id"])
             if req is not None and req.observes and r.get("observed") is not None:

@@ -23,6 +23,8 @@ profile is strict.
 
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -163,15 +165,22 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         where flushing changes the element) and not the IEEE oracle's."""
         return (self.ftz | self.ftz_within) & ~self.exact
 
-    @property
+    @functools.cached_property
     def excepted(self) -> np.ndarray:
         """Accepted, but beyond the budget: accepted only as a model's, an alternative's or the
-        flush-to-zero oracle's bits (reports show these apart from the largest error)."""
+        flush-to-zero oracle's bits (reports show these apart from the largest error). Computed
+        once per judgement (every element requirement's tally and the error statistics read it)."""
         return self.ok & ~self.exact & ~self.within
 
     def accepted_as(self) -> np.ndarray:
         """Per element, what accepted it beyond the budget (object array, "" elsewhere): the
-        first accepted model whose bits it is, else the first alternative, else "flush-to-zero"."""
+        first accepted model whose bits it is, else the first alternative, else "flush-to-zero".
+        Computed once per judgement."""
+        if "_accepted_as" not in self.__dict__:
+            self.__dict__["_accepted_as"] = self._name_accepted()
+        return self.__dict__["_accepted_as"]
+
+    def _name_accepted(self) -> np.ndarray:
         out = np.full(self.exact.shape, "", object)
         todo = self.excepted.copy()
         for name, hit in [*self.models.items(), *self.alt.items(), ("flush-to-zero", self.ftz | self.ftz_within)]:
