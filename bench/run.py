@@ -16,12 +16,14 @@ Rows per size and format:
   fast-oracle            sl1conf.reference.fast_oracle (correctly rounded)
   mpmath-oracle          sl1conf.reference.oracle (correctly rounded), small sizes only
 
-and the certification latency (bench/certify_latency.py: the engine and the whole command).
+then the certification latency (bench/certify_latency.py: the engine and the whole command) and
+the fuzz and sweep rates (bench/search_rate.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 import time
@@ -33,6 +35,8 @@ from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.common.hostinfo import describe_host
 from sl1conf.reference import fast_oracle, kernel, oracle
 
+SECTIONS = (("certify_latency", "certify_latency"), ("search_rate", "search_rate"))
+"""The sections after the kernel's tables: (key in OUT.json, module in bench/ with measure() and markdown())."""
 MPMATH_MAX = 10_000  # the mpmath oracle runs ~40k elements/s: larger sizes would take minutes
 
 
@@ -128,10 +132,9 @@ def markdown(result: dict) -> str:
                      for n in sizes]
             lines.append(f"| {k} | " + " | ".join(cells) + " |")
         lines.append("")
-    if "certify_latency" in result:
-        from certify_latency import markdown as latency_markdown
-
-        lines += latency_markdown(result["certify_latency"])
+    for name, module in SECTIONS:
+        if name in result:
+            lines += importlib.import_module(module).markdown(result[name])
     return "\n".join(lines)
 
 
@@ -161,11 +164,9 @@ def main(argv=None) -> int:
             result["ratios"][np.dtype(dtype).name][str(n)] = ratios(rows, args.threads)
             print(f"{np.dtype(dtype).name} n={n}: " + ", ".join(
                 f"{r['impl']} {r['elements_per_s'] / 1e6:.3g}M/s" for r in rows), flush=True)
-    from certify_latency import measure
-
-    result["certify_latency"] = measure()
-    print("certify latency: " + ", ".join(f"{k} {v:.2f} s" for k, v in result["certify_latency"]["rows"].items()),
-          flush=True)
+    for name, module in SECTIONS:
+        result[name] = importlib.import_module(module).measure()
+        print(f"{name}: " + ", ".join(f"{k} {v:.3g}" for k, v in result[name]["rows"].items()), flush=True)
     result["wall_seconds"] = time.time() - t0
     out = Path(args.out)
     write_atomic(out.with_suffix(".json"), json.dumps(result, indent=1) + "\n")
