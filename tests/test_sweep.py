@@ -132,6 +132,73 @@ def test_accepted_model_beyond_budget_is_not_rejected(tmp_path):
 
 
 # --------------------------------------------------------------------------------------
+# one block: everything judged once, the lean counted on the elements that count
+
+
+def _block_inputs(w, k):
+    from sl1conf.adapters.base import Case
+    from sl1conf.reference import fast_oracle
+
+    lo = k * w.config.block
+    x1, x2 = w.subset.pairs(lo, lo + w.config.block)
+    dy = w.dy
+    got = w.adapter.run([Case("fp16", dy, x1, x2, w.config.beta)])[0].out
+    h = lambda a: a.view(np.float16)  # noqa: E731
+    want = fast_oracle.smoothl1lossgrad(h(dy), h(x1), h(x2), np.uint16(w.config.beta).view(np.float16))
+    return lo, dy, x1, x2, got, want.view(np.uint16)
+
+
+@pytest.mark.parametrize("subset,block", [("all", S.BLOCK), ("all", 1 << 17), ("x2=0x7e01", 1 << 16),
+                                          ("all", SMALL), ("around-beta:3", SMALL)])
+def test_a_worker_gives_the_subset_pairs_and_the_fast_oracle(subset, block):
+    """A block's pairs (kept arrays where every block is whole runs) are Subset.pairs', its
+    oracle bits (the muldiv-fp64 kernel, NaN made canonical in place) fast_oracle's."""
+    from sl1conf.reference import fast_oracle
+
+    w = S._Block(S.SweepConfig("builtin:kernel", BETA, DY, subset, block=block), threads=1)
+    assert w.whole_runs == (block % (1 << 16) == 0)
+    nblocks = -(-w.subset.size // block)
+    for k in sorted({0, 1, nblocks // 2, nblocks - 1, 0x7C00 * 16 * SMALL // block}):
+        if k >= nblocks:
+            continue
+        lo, hi = k * block, min((k + 1) * block, w.subset.size)
+        x1, x2 = w.pairs(lo, hi)
+        a, b = w.subset.pairs(lo, hi)
+        assert (x1 == a).all() and (x2 == b).all(), k
+        h = lambda v: v.view(np.float16)  # noqa: E731
+        want = fast_oracle.smoothl1lossgrad(h(w.dy[:hi - lo]), h(a), h(b), np.uint16(BETA).view(np.float16))
+        assert (w.oracle(w.dy[:hi - lo], x1, x2) == want.view(np.uint16)).all(), k  # the same bits, NaN too
+
+
+@pytest.mark.parametrize("impl", ["builtin:kernel", "builtin:kernel:muldiv-fp64", "builtin:kernel:muldiv-fp16",
+                                  "planted"])
+def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):
+    """Tally.block (one judgement of the wrong elements and of those where a model differs) gives
+    the tally of add + judge + lean (call_bias_counts: every element judged, the models computed
+    on all of them): blocks with many wrong elements, none (the bias counters' keys found among
+    the others: x2 = 1, x1 far above), and no ordinary element at all (x2 = inf)."""
+    config = S.SweepConfig(impl, BETA, DY, "all", block=SMALL)
+    w = S._Block(config, Planted() if impl == "planted" else None)
+    profile = load_profile("ieee")
+    seen = set()
+    for k in (0, 1, 3 * 16 + 2, 0x3555 * 16 + 3, 0x3C00 * 16 + 12, 0x7C00 * 16 + 5, 0xBC00 * 16 + 1):
+        lo, dy, x1, x2, got, want = _block_inputs(w, k)
+        one, whole = S.Tally(), S.Tally()
+        one.block(lo, dy, x1, x2, BETA, got, want, profile, lean=True)
+        whole.add(lo, dy, x1, x2, BETA, got, want)
+        whole.judge(lo, dy, x1, x2, BETA, got, want, profile)
+        whole.lean(dy, x1, x2, BETA, got, profile)
+        assert one.to_json() == whole.to_json(), (impl, k)
+        seen.add(bool(whole.bias) and any(c["differ"] for c in whole.bias.values()))
+        seen.add("keys only" if whole.bias and not any(c["differ"] for c in whole.bias.values()) else "")
+        seen.add("none" if not whole.bias else "")
+        plain = S.Tally()
+        plain.block(lo, dy, x1, x2, BETA, got, want, profile)
+        assert {**plain.to_json(), "rounding_bias_counts": whole.bias} == whole.to_json()
+    assert {True, "keys only", "none"} <= seen
+
+
+# --------------------------------------------------------------------------------------
 # resume, shards, merge
 
 
@@ -151,6 +218,18 @@ def test_resume_after_interruption_equals_one_run(tmp_path):
     assert resumed["complete"] and len(resumed["sessions"]) == 3
     assert resumed["tally"].to_json() == whole["tally"].to_json()
     assert S.load_state(tmp_path / "resumed")["tally"].to_json() == whole["tally"].to_json()
+
+
+def test_the_checkpoint_is_written_at_most_every_so_often_and_at_the_end(tmp_path, monkeypatch):
+    on_disk = []
+    record = lambda state, session: on_disk.append(len(S.load_state(tmp_path / "c")["done"]))  # noqa: E731
+    monkeypatch.setattr(S, "CHECKPOINT_SECONDS", 0.0)  # every block
+    sweep(tmp_path, "c", max_blocks=4, progress=record)
+    assert on_disk == [1, 2, 3, 4]
+    on_disk.clear()
+    monkeypatch.setattr(S, "CHECKPOINT_SECONDS", 3600.0)  # never while running: at the end only
+    state = sweep(tmp_path, "c", max_blocks=4, progress=record)
+    assert on_disk == [4, 4, 4, 4] and len(S.load_state(tmp_path / "c")["done"]) == len(state["done"]) == 8
 
 
 def test_shards_and_merge_equal_one_run(tmp_path):

@@ -6,8 +6,9 @@ cut into blocks of :data:`BLOCK` elements (for ``all``: 16 x2 values times every
 4096 blocks). A block is one adapter call (big arrays, so an in-process kernel runs
 at memory speed), one task of the worker pool, the unit of ``--shard I/N`` (block k
 belongs to shard k % N + 1) and of checkpointing: the state (which blocks are done,
-their merged :class:`Tally`) is rewritten atomically after every block, so an
-interrupted sweep resumes where it stopped. A tally is sums and order-independent
+their merged :class:`Tally`) is rewritten atomically at most every
+:data:`CHECKPOINT_SECONDS` and whenever the run ends (finished, Ctrl-C, an error), so an
+interrupted sweep resumes where it stopped (a killed one loses at most the last second). A tally is sums and order-independent
 choices (the worst element: largest distance, ties to the lowest pair number), so
 resumed, parallel and merged sweeps give the same result as one uninterrupted run.
 
@@ -37,7 +38,7 @@ import numpy as np
 
 from sl1conf.adapters import load
 from sl1conf.adapters.base import Case
-from sl1conf.reference import fast_oracle, kernel
+from sl1conf.reference import kernel
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
@@ -45,7 +46,8 @@ from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.catalog import SEEN_UNDER, add_bias_counts, bias_findings, by_id, call_bias_counts, rounding_bias
+from sl1conf.conformance.rules.catalog import (SEEN_UNDER, add_bias_counts, bias_counts, bias_findings, by_id,
+                                               call_bias_counts, rounding_bias)
 from sl1conf.conformance.rules.judge import expected_for, judge
 from sl1conf.conformance.search.fuzz import moved_calls, position_changes
 from sl1conf.conformance.search.shards import WHOLE, Shard
@@ -67,6 +69,10 @@ POSITION_EVERY = 64
 """Every 64th block (block 0 first) also runs its last 63 elements moved (R18): a full sweep
 makes 128 extra small calls, not 8,192 (each call is a process start for a simulator)."""
 STATE_FILE = "sweep.json"
+CHECKPOINT_SECONDS = 1.0
+"""The checkpoint is rewritten at most this often while blocks finish, and once more when the
+run ends however it ends (a write with its schema check costs about 7 ms, half a block: once
+per block it was a quarter of a full sweep's time)."""
 STATE_FORMAT = "sl1conf-sweep/2"
 
 
@@ -194,6 +200,32 @@ def _first(e) -> int:
     return e["index"]
 
 
+def _wrong(got, want) -> np.ndarray:
+    """Indices of the elements that are not the correctly rounded result (NaN as a class):
+    the bits differ, and not both NaN (tested on those only)."""
+    bad = np.flatnonzero(got != want)
+    return bad[~(F.is_nan_bits(FP16, got[bad]) & F.is_nan_bits(FP16, want[bad]))]
+
+
+def _model_bits(dy, x1, x2, beta) -> dict:
+    """Each accepted model's bits, from the kernel (the numpy emulation's bits but for NaN
+    payloads; NaN is compared as a class wherever models are compared)."""
+    f = lambda a: np.ascontiguousarray(a).view(np.float16)  # noqa: E731
+    b = np.uint16(beta).view(np.float16)
+    return {m.name: kernel.smoothl1lossgrad(f(dy), f(x1), f(x2), b, model=m.name).view(np.uint16)
+            for m in accepted_models(FP16)}
+
+
+def _expected(dy, x1, x2, beta, idx):
+    """Everything acceptable (``judge.expected_for``) for the elements ``idx``."""
+    return expected_for(FP16, dy[idx], x1[idx], x2[idx], beta)
+
+
+def _judged(profile, got, dy, x1, x2, beta, idx):
+    """The one judge's judgement of the elements ``idx``."""
+    return judge(FP16, profile, got[idx], _expected(dy, x1, x2, beta, idx), dy[idx], x1[idx], x2[idx], beta)
+
+
 class Tally:
     """Counts and examples of a set of blocks; merging is order-independent."""
 
@@ -237,7 +269,8 @@ class Tally:
 
     def lean(self, dy, x1, x2, beta, got, profile) -> None:
         """R01's rounding-bias counts of one block (every element judged, the accepted models
-        computed on all of them): the sweep tests the lean once, over the blocks sampled."""
+        computed on all of them): the sweep tests the lean once, over the blocks sampled.
+        :meth:`block` counts the same with less work (see there)."""
         add_bias_counts(self.bias, call_bias_counts(FP16, profile, got, dy, x1, x2, beta))
 
     def position(self, lo, x1, x2, want, changes) -> None:
@@ -254,14 +287,59 @@ class Tally:
         self.reject_worst[rid] = _pick(self.reject_worst.get(rid), _example(lo + i, x1[i], x2[i], want[i], bits, d),
                                        _first)
 
+    def block(self, lo, dy, x1, x2, beta, got, want, profile, *, lean: bool = False) -> None:
+        """One block's results: :meth:`add` and :meth:`judge` (and :meth:`lean` where ``lean``),
+        with everything acceptable computed and judged once, on the elements that can count.
+
+        ``add`` and ``judge`` look only at the elements that are not the correctly rounded result
+        (every rule accepts those; NaN as a class): one ``expected_for`` and one ``judge`` over
+        them serve both. R01's rounding-bias counts (``catalog.bias_counts``) count, on the
+        ordinary elements, the results that differ from the correctly rounded one, the
+        implementation's and each accepted model's: an element where the implementation and every
+        model give the correctly rounded result adds nothing but the counters' keys, which exist
+        as soon as one element of the call is ordinary. So a lean block judges the elements
+        where the implementation or a model differs (the models come from the kernel on the whole
+        block, a fraction of a millisecond each), and only if none of those is ordinary, the
+        others in growing slices until one is (usually the first slice; the whole block where
+        none is). Every rule is a function of the element alone (``Judgement.part``), so the
+        counts are those of the block judged whole (``tests/test_sweep.py`` checks it against
+        :meth:`lean`)."""
+        bad = _wrong(got, want)
+        picked = bad
+        if lean:
+            differ = np.zeros(got.size, bool)
+            for bits in _model_bits(dy, x1, x2, beta).values():
+                differ |= bits != want  # NaN payloads too: more elements than count, never fewer
+            differ[bad] = False
+            picked = np.concatenate([bad, np.flatnonzero(differ)])
+        j = _judged(profile, got, dy, x1, x2, beta, picked) if picked.size else None
+        mine = j.part(0, bad.size) if picked.size > bad.size else j
+        self._add(lo, x1, x2, got, want, bad, mine)
+        self._judge(lo, x1, x2, got, want, bad, mine)
+        if not lean:
+            return
+        counts = bias_counts([j], profile) if j is not None else {}
+        if not counts:  # no ordinary element among them: does the rest hold one (the counters' keys)?
+            rest = np.ones(got.size, bool)
+            rest[picked] = False
+            rest = np.flatnonzero(rest)
+            at, step = 0, 1024
+            while at < rest.size and not counts:
+                counts = bias_counts([_judged(profile, got, dy, x1, x2, beta, rest[at:at + step])], profile)
+                at, step = at + step, 4 * step
+        add_bias_counts(self.bias, counts)
+
     def judge(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
         """One block's verdicts, by the one judge, on the elements that are not the correctly
         rounded result (those every rule accepts)."""
-        idx = np.flatnonzero(~F.same_result(FP16, got, want))
+        bad = _wrong(got, want)
+        if bad.size:
+            self._judge(lo, x1, x2, got, want, bad, _judged(profile, got, dy, x1, x2, beta, bad))
+
+    def _judge(self, lo, x1, x2, got, want, idx, j) -> None:
+        """:meth:`judge` given the judgement ``j`` of the elements ``idx``."""
         if not idx.size:
             return
-        sub = [a[idx] for a in (dy, x1, x2)]
-        j = judge(FP16, profile, got[idx], expected_for(FP16, *sub, beta), *sub, beta)
         ex = lambda k: _example(lo + idx[k], x1[idx[k]], x2[idx[k]], want[idx[k]], got[idx[k]], j.dist[k])  # noqa: E731
 
         def worst(mask):
@@ -283,25 +361,30 @@ class Tally:
 
     def add(self, lo, dy, x1, x2, beta, got, want) -> None:
         """One block's results (bit patterns; pair numbers from ``lo``)."""
+        bad = _wrong(got, want)
+        if not bad.size:
+            return self._add(lo, x1, x2, got, want, bad, None)
+        exp = _expected(dy, x1, x2, beta, bad)
+        g = got[bad]
+        model = np.logical_or.reduce([F.same_result(FP16, g, bits) for bits in exp.models.values()])
+        self._add(lo, x1, x2, got, want, bad, (F.ulp_distance(FP16, g, want[bad]), model,
+                                                F.same_result(FP16, g, exp.oracle_ftz)))
+
+    def _add(self, lo, x1, x2, got, want, bad, j) -> None:
+        """:meth:`add` given the wrong elements ``bad`` and, for them, ``j``: the judgement's
+        ULP distances and which are an accepted model's bits and the flush-to-zero oracle's (a
+        Judgement or those three arrays)."""
         n = got.size
         self.elements += n
-        bad = np.flatnonzero(got != want)
-        bad = bad[~(F.is_nan_bits(FP16, got[bad]) & F.is_nan_bits(FP16, want[bad]))]
         self.hist[0, 0] += n - bad.size
         if not bad.size:
             return
+        dist, model, ftz = (j.dist, np.logical_or.reduce(list(j.models.values())), j.ftz) if hasattr(j, "dist") else j
         g, w = got[bad], want[bad]
-        dist = F.ulp_distance(FP16, g, w)
         nan = dist == F.NAN_MISMATCH
         bucket = np.where(nan, B_NAN, np.where(dist == 0, B_ZERO, np.minimum(dist, LARGE)))
         mag = np.uint16(~FP16.sign_mask & 0xFFFF)
         zs = ~nan & (((g & mag) == 0) | ((w & mag) == 0)) & (((g ^ w) & FP16.sign_mask) != 0)
-        d, a, b = (v[bad].view(np.float16) for v in (dy, x1, x2))
-        beta16 = np.uint16(beta).view(np.float16)
-        model = np.zeros(bad.size, bool)
-        for m in accepted_models(FP16):
-            model |= F.same_result(FP16, g, kernel.smoothl1lossgrad(d, a, b, beta16, model=m.name).view(np.uint16))
-        ftz = F.same_result(FP16, g, fast_oracle.smoothl1lossgrad_ftz(d, a, b, beta16).view(np.uint16))
         row = 2 * model.astype(np.int64) + ftz
         cells = row * NB + bucket
         self.hist += np.bincount(cells, minlength=len(ROWS) * NB).reshape(len(ROWS), NB)
@@ -416,9 +499,13 @@ class SweepConfig:
 
 
 class _Block:
-    """What a worker needs to run blocks: the adapter, the subset, a dy array."""
+    """What a worker needs to run blocks: the adapter, the subset, the profile, and arrays of a
+    block's size kept from block to block (dy; x1 and x2 of an ``all`` or ``x2=V`` subset; the
+    oracle's bits): a block allocates and faults in no 2 MiB array of its own but the adapter's
+    output. ``threads``: the oracle's threads (1 in a pool of worker processes, which fill the
+    CPUs already; None: the kernel's default)."""
 
-    def __init__(self, config: SweepConfig, adapter=None):
+    def __init__(self, config: SweepConfig, adapter=None, threads: "int | None" = None):
         self.config = config
         self.subset = parse_subset(config.subset, config.beta)
         self.adapter = adapter if adapter is not None else load(config.impl)
@@ -426,12 +513,41 @@ class _Block:
         from sl1conf.conformance.rules.profiles import load_profile
 
         self.profile = load_profile(config.platform)
+        self.threads = threads
+        self.want = np.empty(config.block, np.uint16)
+        self.scratch = (np.empty(config.block, np.uint16), np.empty(config.block, bool))
+        n, sub = self.subset.table.size, self.subset
+        self.whole_runs = sub.cum[-1] == n * sub.x2.size and not sub.start.any() and config.block % n == 0
+        if self.whole_runs:  # every block is whole runs: x1 is the table repeated, x2 one value per run
+            self.x1 = np.tile(sub.table, config.block // n)
+            self.x2 = np.empty(config.block, np.uint16)
+
+    def pairs(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
+        """``subset.pairs(lo, hi)`` for a block, in this worker's arrays where the subset allows."""
+        if not self.whole_runs:
+            return self.subset.pairs(lo, hi)
+        n = self.subset.table.size
+        x2 = self.x2[:hi - lo]
+        x2.reshape(-1, n)[:] = self.subset.x2[lo // n:hi // n, None]
+        return self.x1[:hi - lo], x2
+
+    def oracle(self, dy, x1, x2) -> np.ndarray:
+        """``fast_oracle.smoothl1lossgrad``'s bits, into this worker's array: for fp16 that is
+        the muldiv-fp64 kernel (correctly rounded: fast_oracle's proof) with every NaN made
+        the canonical quiet NaN, here in place (``tests/test_sweep.py`` checks the two agree)."""
+        f = lambda a: a.view(np.float16)  # noqa: E731
+        want, (mag, nan) = self.want[:dy.size], (a[:dy.size] for a in self.scratch)
+        kernel.smoothl1lossgrad(f(dy), f(x1), f(x2), np.uint16(self.config.beta).view(np.float16), out=f(want),
+                                model="muldiv-fp64", threads=self.threads)
+        np.bitwise_and(want, FP16.exp_mask | FP16.frac_mask, out=mag)
+        np.putmask(want, np.greater(mag, FP16.exp_mask, out=nan), FP16.qnan_bits)
+        return want
 
     def run(self, k: int) -> Tally:
         c = self.config
         lo = k * c.block
         hi = min(lo + c.block, self.subset.size)
-        x1, x2 = self.subset.pairs(lo, hi)
+        x1, x2 = self.pairs(lo, hi)
         dy = self.dy[:hi - lo]
         tally = Tally()
         call = Case("fp16", dy, x1, x2, c.beta, variant=c.variant, core_mask=self.profile.core_mask, id=f"block {k}",
@@ -445,15 +561,11 @@ class _Block:
         if outcome.status != "ok":
             tally.fail(k, hi - lo, outcome.status, outcome.detail)
             return tally
-        f = lambda a: a.view(np.float16)  # noqa: E731
-        want = fast_oracle.smoothl1lossgrad(f(dy), f(x1), f(x2), np.uint16(c.beta).view(np.float16))
-        got, want = outcome.out[:hi - lo], want.view(np.uint16)
-        tally.add(lo, dy, x1, x2, c.beta, got, want)
-        tally.judge(lo, dy, x1, x2, c.beta, got, want, self.profile)
+        got, want = outcome.out[:hi - lo], self.oracle(dy, x1, x2)
+        # R01's rounding bias on the same sample of blocks (as if judged whole, models on every element)
+        tally.block(lo, dy, x1, x2, c.beta, got, want, self.profile, lean=k % POSITION_EVERY == 0)
         changes = position_changes(call, outcome.out, [(o, offset, m) for o, (m, offset) in zip(again, moved)])
         tally.position(lo, x1, x2, want, changes)
-        if k % POSITION_EVERY == 0:  # R01's rounding bias on the same sample of blocks (models on every element)
-            tally.lean(dy, x1, x2, c.beta, got, self.profile)
         return tally
 
 
@@ -463,7 +575,7 @@ _WORKER: "_Block | None" = None
 def _init_worker(config: SweepConfig) -> None:
     global _WORKER
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
-    _WORKER = _Block(config)
+    _WORKER = _Block(config, threads=1)
 
 
 def _work(k: int):
@@ -559,7 +671,8 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
 
     ``adapter`` (workers == 1 only) runs an adapter object instead of loading ``config.impl``;
     ``max_blocks`` stops after that many blocks (run again to continue); ``progress(state,
-    session)`` is called after every block.
+    session)`` is called after every block. The state is written to ``out`` at most every
+    :data:`CHECKPOINT_SECONDS` and when the run ends, normally or by an exception (Ctrl-C).
     """
     subset = parse_subset(config.subset, config.beta)
     key = config.key(subset)
@@ -596,20 +709,27 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
                "host": describe_host()}
     if todo:
         state["sessions"].append(session)
-    t0 = time.perf_counter()
-    with _results(config, todo, workers, adapter) as results:
-        for k, tally in results:
-            state["tally"].merge(tally)
-            state["done"].add(k)
-            state["complete"] = len(state["done"]) == nblocks
-            session["blocks"] += 1
-            session["elements"] += tally.elements
-            session["seconds"] = round(time.perf_counter() - t0, 3)
+    t0 = saved = time.perf_counter()
+    unsaved = not todo  # nothing to run: the state is written once, as it is
+    try:
+        with _results(config, todo, workers, adapter) as results:
+            for k, tally in results:
+                state["tally"].merge(tally)
+                state["done"].add(k)
+                state["complete"] = len(state["done"]) == nblocks
+                session["blocks"] += 1
+                session["elements"] += tally.elements
+                session["seconds"] = round(time.perf_counter() - t0, 3)
+                unsaved = True
+                if time.perf_counter() - saved >= CHECKPOINT_SECONDS:
+                    unsaved = False
+                    save_state(out, state)
+                    saved = time.perf_counter()
+                if progress:
+                    progress(state, session)
+    finally:  # however the run ends (done, Ctrl-C, an error): the blocks done are kept
+        if unsaved:
             save_state(out, state)
-            if progress:
-                progress(state, session)
-    if not todo:
-        save_state(out, state)
     return state
 
 
