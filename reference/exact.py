@@ -69,15 +69,16 @@ def rounded_diff(fmt: Format, x1, x2) -> np.ndarray:
         return (f(x1) - f(x2)).astype(fmt.dtype)
 
 
-def at_boundary(fmt: Format, x1, x2, beta) -> np.ndarray:
+def at_boundary(fmt: Format, x1, x2, beta, diff: "tuple | None" = None) -> np.ndarray:
     """Where the exact x1 - x2 is +beta or -beta, for a positive finite beta (elsewhere, and for
-    any other beta, nothing is on the boundary). ``beta``: one bit pattern, or one per element."""
+    any other beta, nothing is on the boundary). ``beta``: one bit pattern, or one per element;
+    ``diff``: :func:`exact_diff` of x1 and x2, where the caller has it."""
     if np.ndim(beta) == 0:
         b = beta_value(fmt, int(beta))
         if not 0 < b < np.inf:
             return np.zeros(np.shape(x1), bool)
     else:
         b = as_f64(fmt, beta)
-    s, e = exact_diff(fmt, x1, x2)
+    s, e = diff if diff is not None else exact_diff(fmt, x1, x2)
     with np.errstate(invalid="ignore"):
         return (eq(s, e, b) | eq(s, e, -b)) & (b > 0) & (b < np.inf)

@@ -252,14 +252,18 @@ NAN_MISMATCH = np.iinfo(np.int64).max
 
 
 def is_nan_bits(fmt: Format, bits: np.ndarray) -> np.ndarray:
+    """NaN patterns: the magnitude bits above infinity's (one mask, one compare)."""
     b = np.asarray(bits).astype(fmt.uint, copy=False)
-    return (b & fmt.exp_mask == fmt.exp_mask) & (b & fmt.frac_mask != 0)
+    return (b & np.array(fmt.exp_mask | fmt.frac_mask, fmt.uint)) > np.array(fmt.exp_mask, fmt.uint)
 
 
 def same_result(fmt: Format, a_bits, b_bits) -> np.ndarray:
     """Elementwise: the same bits, or both NaN (NaN is compared as a class)."""
     a, b = np.asarray(a_bits), np.asarray(b_bits)
-    return (a == b) | (is_nan_bits(fmt, a) & is_nan_bits(fmt, b))
+    same = a == b
+    if same.all():
+        return same
+    return same | (is_nan_bits(fmt, a) & is_nan_bits(fmt, b))
 
 
 def hex_bits(fmt: Format, bits) -> str:

@@ -36,7 +36,8 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 
 SCHEMA = "sl1conf-fuzz"
-SCHEMA_VERSION = 2  # 2: findings keyed by requirement id; saved failures name their requirements
+SCHEMA_VERSION = 3  # 2: findings keyed by requirement id; saved failures name their requirements;
+# 3: batches of 2^20 elements, long calls drawn by sampling.fast_batch (another batch for the same seed)
 REGRESSIONS = (100, "fuzz-regressions", "Failures found by sl1conf fuzz, each minimized to the shortest call "
                                         "and the simplest values that still fail.")
 CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data under two core masks gives "

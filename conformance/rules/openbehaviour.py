@@ -117,9 +117,11 @@ def _as_bits(fmt: Format, values) -> np.ndarray:
         return np.asarray(values, dtype=np.float64).astype(fmt.dtype).view(fmt.uint)
 
 
-def alternatives(fmt: Format, dy, x1, x2, beta: int, *, variant: str = "p", core_mask: int = 0xFF) -> dict:
+def alternatives(fmt: Format, dy, x1, x2, beta: int, *, variant: str = "p", core_mask: int = 0xFF,
+                 oracle: "np.ndarray | None" = None) -> dict:
     """Every alternative whose rule applies to the call, name -> dx1 bits for each element
-    (an element the rule leaves alone gets the oracle's answer, or the defined one)."""
+    (an element the rule leaves alone gets the oracle's answer, or the defined one).
+    ``oracle``: the correctly rounded bits, where the caller has them."""
     dy, x1, x2 = (np.asarray(a, fmt.uint) for a in (dy, x1, x2))
     n = dy.size
     if (variant == "s" and core_mask == 0) or n == 0:
@@ -163,7 +165,7 @@ def alternatives(fmt: Format, dy, x1, x2, beta: int, *, variant: str = "p", core
         r = X.rounded_diff(fmt, x1, x2)
         moved = X.position(s, e, beta_f) != X.position(r.astype(np.float64), np.zeros(n), beta_f)
         if moved.any():
-            oracle = _oracle(fmt, dy, x1, x2, beta)
+            oracle = _oracle(fmt, dy, x1, x2, beta) if oracle is None else oracle
             rounded = _oracle(fmt, dy, r.view(fmt.uint), np.zeros(n, fmt.uint), beta)
             alts["rounded-diff"] = np.where(moved, rounded, oracle).astype(fmt.uint)
     return alts

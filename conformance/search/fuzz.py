@@ -40,14 +40,19 @@ from sl1conf.conformance.rules.catalog import (
 )
 from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
 from sl1conf.conformance.rules.profiles import Profile
-from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
+from sl1conf.conformance.vectors.sampling import fast_batch, hard_batch, random_batch
 from sl1conf.conformance.search.shards import Shard, parse_shard
 
 __all__ = ["Campaign", "Finding", "BatchResult", "Result", "batch_seed", "make_batch", "check_cases",
            "run_batch", "run", "worker_init", "key_text", "SHORT", "BOUNDARY"]
 
-BATCH_ELEMENTS = 1 << 16
-"""Elements of a batch's long case, per dtype and variant (a little less: the tail varies)."""
+BATCH_ELEMENTS = 1 << 20
+"""Elements of a batch's long case, per dtype and variant (a little less: the tail varies).
+Large, so that the fixed cost of a batch's short calls is a small share of its time
+(docs/fuzzing.md, "Throughput")."""
+BIAS_SAMPLE = 1 << 16
+"""R01's rounding-bias counts read this many elements of each batch's longest call of each
+dtype and variant (the accepted models computed on every one of them)."""
 TAIL_LENGTHS = range(1, 18)
 """Every batch holds one case of each of these lengths: tails of every vector width up to 16."""
 EXTRA_LENGTHS = 4  # and this many random lengths from 18 to 1100
@@ -167,11 +172,15 @@ def batch_seed(seed: int, k: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(k,))
 
 
-def _draw(fmt: F.Format, n: int, rng: np.random.Generator):
+def _draw(fmt: F.Format, n: int, rng: np.random.Generator, long: bool = False):
     """Boundary-weighted inputs: sampling's mixtures, hard ties, or the hypothesis strategies'
-    decoding of random bytes (specials, +-beta, overflow, underflow)."""
+    decoding of random bytes (specials, +-beta, overflow, underflow); for the long call,
+    sampling's mixtures drawn by compiled loops (``fast_batch``), which cost a tenth."""
     from sl1conf.conformance.search.strategies import decode_batch
 
+    if long:
+        b = fast_batch(fmt, n, rng)
+        return b.dy, b.x1, b.x2, b.beta
     u = rng.random()
     if u < 0.2:
         return decode_batch(fmt.name, rng.bytes(8 + n * (6 + 3 * fmt.dtype.itemsize)))
@@ -192,8 +201,8 @@ def make_batch(campaign: Campaign, profile: Profile, k: int) -> list[Case]:
         for variant in campaign.variants:
             long_n = max(1, campaign.batch_elements - int(rng.integers(0, 64)))
             extra = rng.integers(18, 1100, EXTRA_LENGTHS)
-            for n in (long_n, *TAIL_LENGTHS, *extra.tolist()):
-                dy, x1, x2, beta = _draw(fmt, int(n), rng)
+            for at, n in enumerate((long_n, *TAIL_LENGTHS, *extra.tolist())):
+                dy, x1, x2, beta = _draw(fmt, int(n), rng, long=at == 0)
                 mask = full
                 if variant == "s" and rng.random() < 0.5:
                     mask = int(rng.integers(1, full + 1))
@@ -251,7 +260,7 @@ def judge_call(profile: Profile, case: Case, got: np.ndarray) -> dict:
     if not idx.size:
         return {}
     sub = [a[:w][idx] for a in (case.dy, case.x1, case.x2)]
-    exp = expected_for(fmt, *sub, case.beta, variant=case.variant, core_mask=case.core_mask)
+    exp = expected_for(fmt, *sub, case.beta, variant=case.variant, core_mask=case.core_mask, oracle=oracle[idx])
     j = judge(fmt, profile, got[idx], exp, *sub, case.beta)
     return {rid: idx[bad] for rid, bad in j.breaks.items() if bad.any()}
 
@@ -331,7 +340,7 @@ def _bias_of(profile: Profile, cases: list[Case], outcomes: list, bias: dict) ->
         if o.status == "ok" and c.elements_written and c.n > longest.get(run, (None, -1))[1]:
             longest[run] = ((c, o), c.n)
     for run, ((c, o), _) in longest.items():
-        w = c.elements_written
+        w = min(c.elements_written, BIAS_SAMPLE)
         counts = call_bias_counts(c.format, profile, o.out[:w], *(a[:w] for a in (c.dy, c.x1, c.x2)), c.beta,
                                   variant=c.variant, core_mask=c.core_mask)
         add_bias_counts(bias.setdefault(run, {}), counts)
