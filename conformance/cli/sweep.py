@@ -7,8 +7,10 @@ terminal, prints the summary and writes it into OUT/sweep.json. Exit 0 when the 
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +38,7 @@ def register(sub) -> None:
     p.add_argument("--subset", default="all", help="all (default), x2=V or around-beta[:K]")
     p.add_argument("--variant", choices=("s", "p"), default="p", help="s or p (default p)")
     p.add_argument("--workers", type=int, help="processes (default: the CPUs available)")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="run the blocks on this Dask scheduler (docs/sweeps.md)")
     p.add_argument("--shard", metavar="I/N", help="run only the blocks k with k %% N == I - 1")
     p.add_argument("--platform", default="ieee",
                    help="profile that judges, as certify does (default ieee; kept in the checkpoint)")
@@ -87,17 +90,16 @@ def _sweep(args) -> int:
     for opt in ("workers", "max_blocks"):
         if getattr(args, opt) is not None and getattr(args, opt) < 1:
             raise UsageError(f"--{opt.replace('_', '-')} must be at least 1")
+    if args.scheduler and args.workers is not None:
+        raise UsageError("--workers is for local runs; a Dask cluster (--scheduler) has its own workers")
     profile = _profile(args.platform)
     out = _out_folder(args.out)
-    from sl1conf.reference import kernel
-
-    workers = args.workers or kernel.default_threads()
     config = S.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant,
                            platform=args.platform)
     show = _progress() if sys.stderr.isatty() else None
     try:
-        state = S.run_sweep(config, out, workers=workers, shard=shard, max_blocks=args.max_blocks,
-                            progress=show)
+        with _runner(args) as run:
+            state = run(config, out, shard=shard, max_blocks=args.max_blocks, progress=show)
     except S.SweepError as exc:
         raise UsageError(str(exc)) from None
     except AdapterError as exc:
@@ -108,6 +110,22 @@ def _sweep(args) -> int:
     pending = len(shard.items(0, state["blocks"])) - sum(1 for k in state["done"] if shard.owns(k))
     return _finish(state, profile, out, f"partial: {pending} blocks of this shard still to run; run "
                    "the same command again to continue" if pending else "")
+
+
+@contextmanager
+def _runner(args):
+    """``run_sweep`` with the workers of the command line: local processes (``--workers``,
+    default the CPUs available) or a Dask cluster's (``--scheduler``, its client open meanwhile;
+    a scheduler that cannot be reached is one error line)."""
+    if not args.scheduler:
+        from sl1conf.reference import kernel
+
+        yield functools.partial(S.run_sweep, workers=args.workers or kernel.default_threads())
+        return
+    from sl1conf.conformance.search.distributed import dask_executor
+
+    with dask_executor(args.scheduler) as (executor, threads):
+        yield functools.partial(S.run_sweep, workers=threads, executor=executor, scheduler=args.scheduler)
 
 
 def _merge(args) -> int:

@@ -9,13 +9,16 @@ Dask is an extra (``pip install 'smoothl1-conformance[distributed]'``), imported
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 from contextlib import contextmanager
+from typing import Callable, Iterable, Iterator
 
 from sl1conf.conformance.common.errors import SuiteError
 
-__all__ = ["DaskError", "dask_executor"]
+__all__ = ["DaskError", "dask_executor", "submitted"]
 
 CONNECT_TIMEOUT = "20s"
+POLL = 0.5  # seconds between looks at the futures in flight (a Ctrl-C or a stop is seen between them)
 
 
 class DaskError(SuiteError):
@@ -40,3 +43,27 @@ def dask_executor(address: str):
         yield client.get_executor(pure=False), threads
     finally:
         client.close()
+
+
+def submitted(executor: cf.Executor, fn: Callable, items: Iterable[tuple], in_flight: int,
+              more: "Callable[[], bool] | None" = None) -> Iterator[cf.Future]:
+    """``fn(*args)`` for each ``args`` of ``items`` through ``executor``, at most ``in_flight``
+    submitted at a time (a cluster's queue stays short, and a stop leaves little to cancel),
+    while ``more()`` says so: each future once it has finished, in the order they finish.
+    What is still pending when this ends (the items are done, or the caller stops reading or
+    raises) is cancelled."""
+    todo, pending = iter(items), set()
+    try:
+        while True:
+            while len(pending) < in_flight and (more is None or more()):
+                args = next(todo, None)
+                if args is None:
+                    break
+                pending.add(executor.submit(fn, *args))
+            if not pending:
+                return
+            finished, pending = cf.wait(pending, timeout=POLL, return_when=cf.FIRST_COMPLETED)
+            yield from finished
+    finally:
+        for fut in pending:
+            fut.cancel()

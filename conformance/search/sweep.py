@@ -4,7 +4,8 @@ fp16 has 2^16 patterns, so for one (beta, dy) all 2^32 (x1, x2) pairs can be che
 no sampling, and no argument about coverage. The pairs of a subset are numbered and
 cut into blocks of :data:`BLOCK` elements (for ``all``: 16 x2 values times every x1,
 4096 blocks). A block is one adapter call (big arrays, so an in-process kernel runs
-at memory speed), one task of the worker pool, the unit of ``--shard I/N`` (block k
+at memory speed), one task of the worker pool or of a Dask cluster (:func:`block_task`,
+a pure function of the configuration and k), the unit of ``--shard I/N`` (block k
 belongs to shard k % N + 1) and of checkpointing: the state (which blocks are done,
 their merged :class:`Tally`) is rewritten atomically at most every
 :data:`CHECKPOINT_SECONDS` and whenever the run ends (finished, Ctrl-C, an error), so an
@@ -25,10 +26,13 @@ and the ULP histogram split by "which else does the element equal" (for informat
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import json
 import multiprocessing
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -52,7 +56,7 @@ from sl1conf.conformance.rules.judge import expected_for, judge
 from sl1conf.conformance.search.fuzz import moved_calls, position_changes
 from sl1conf.conformance.search.shards import WHOLE, Shard
 
-__all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset",
+__all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset", "block_task",
            "run_sweep", "merge_states", "load_state", "save_state", "verdict", "elapsed"]
 
 FP16 = F.FP16
@@ -569,22 +573,54 @@ class _Block:
         return tally
 
 
-_WORKER: "_Block | None" = None
+_WORKERS: dict = {}  # thread id -> the _Block of the sweep it last ran (a process's threads: Dask's)
+_WORKERS_LOCK = threading.Lock()
 
 
-def _init_worker(config: SweepConfig) -> None:
-    global _WORKER
+def _close_workers() -> None:
+    with _WORKERS_LOCK:
+        for worker in _WORKERS.values():
+            worker.adapter.close()
+        _WORKERS.clear()
+
+
+atexit.register(_close_workers)
+
+
+def block_task(config: SweepConfig, k: int) -> tuple:
+    """(k, the block's Tally): block ``k`` of the sweep ``config`` in a worker, a local pool's
+    process or a Dask worker's thread. A block is a pure function of (config, k); the adapter,
+    profile and arrays are made once per process and thread and kept for the next block of the
+    same sweep (a thread's earlier sweep is closed)."""
+    me = threading.get_ident()
+    with _WORKERS_LOCK:
+        worker = _WORKERS.get(me)
+    if worker is None or worker.config != config:
+        if worker is not None:
+            worker.adapter.close()
+        worker = _Block(config, threads=1)  # the pool or the cluster fills the CPUs: the oracle on one thread
+        with _WORKERS_LOCK:
+            _WORKERS[me] = worker
+    return k, worker.run(k)
+
+
+def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
-    _WORKER = _Block(config, threads=1)
-
-
-def _work(k: int):
-    return k, _WORKER.run(k)
 
 
 @contextlib.contextmanager
-def _results(config, blocks, workers, adapter):
-    """(block, Tally) for each block, in this process or from a spawn pool (any order)."""
+def _results(config, blocks, workers, adapter, executor=None):
+    """(block, Tally) for each block, in this process, from a spawn pool of ``workers`` or
+    through ``executor`` (2 blocks per worker thread in flight): any order."""
+    if executor is not None:
+        from sl1conf.conformance.search.distributed import submitted
+
+        futures = submitted(executor, block_task, ((config, k) for k in blocks), 2 * workers)
+        try:
+            yield (fut.result() for fut in futures)
+        finally:
+            futures.close()  # what is in flight is cancelled
+        return
     if workers == 1:
         worker = _Block(config, adapter)
         try:
@@ -594,8 +630,8 @@ def _results(config, blocks, workers, adapter):
                 worker.adapter.close()
         return
     ctx = multiprocessing.get_context("spawn")
-    with ctx.Pool(workers, initializer=_init_worker, initargs=(config,)) as pool:
-        yield pool.imap_unordered(_work, blocks, chunksize=1)
+    with ctx.Pool(workers, initializer=_ignore_sigint) as pool:
+        yield pool.imap_unordered(functools.partial(block_task, config), blocks, chunksize=1)
 
 
 # --------------------------------------------------------------------------------------
@@ -666,10 +702,13 @@ def check_same(state: dict, key: dict, where) -> None:
 
 
 def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOLE, max_blocks=None,
-              adapter=None, progress=None) -> dict:
+              adapter=None, progress=None, executor=None, scheduler: "str | None" = None) -> dict:
     """Run (or resume) the blocks of ``shard`` not yet done; return the state.
 
-    ``adapter`` (workers == 1 only) runs an adapter object instead of loading ``config.impl``;
+    ``executor`` (a Dask client's, ``distributed.dask_executor``) runs the blocks instead of
+    this process or a local pool; ``workers`` is then its cluster's threads and ``scheduler``
+    its address, recorded in the session. ``adapter`` (workers == 1 only, no executor) runs an
+    adapter object instead of loading ``config.impl``;
     ``max_blocks`` stops after that many blocks (run again to continue); ``progress(state,
     session)`` is called after every block. The state is written to ``out`` at most every
     :data:`CHECKPOINT_SECONDS` and when the run ends, normally or by an exception (Ctrl-C).
@@ -680,8 +719,8 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
     state = load_state(out)
     if state is not None:
         check_same(state, key, out)
-    if adapter is not None and workers != 1:
-        raise ValueError("an adapter object runs in this process only (workers=1)")
+    if adapter is not None and (workers != 1 or executor is not None):
+        raise ValueError("an adapter object runs in this process only (workers=1, no executor)")
     probe = adapter if adapter is not None else load(config.impl)
     try:
         from sl1conf.conformance.rules.profiles import load_profile
@@ -701,18 +740,21 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
     todo = [k for k in shard.items(0, nblocks) if k not in state["done"]]
     if max_blocks is not None:
         todo = todo[:max_blocks]
-    workers = max(1, min(workers, len(todo)))  # no process without a block to run
+    if executor is None:
+        workers = max(1, min(workers, len(todo)))  # no process without a block to run
     from sl1conf.conformance.common.hostinfo import describe_host
 
     session = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "shard": str(shard),
                "workers": workers, "todo": len(todo), "blocks": 0, "elements": 0, "seconds": 0.0,
                "host": describe_host()}
+    if scheduler:
+        session["scheduler"] = scheduler
     if todo:
         state["sessions"].append(session)
     t0 = saved = time.perf_counter()
     unsaved = not todo  # nothing to run: the state is written once, as it is
     try:
-        with _results(config, todo, workers, adapter) as results:
+        with _results(config, todo, workers, adapter, executor) as results:
             for k, tally in results:
                 state["tally"].merge(tally)
                 state["done"].add(k)
