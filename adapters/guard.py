@@ -53,34 +53,47 @@ class GuardedArray:
     ``"end"``) or the start touching the first (``"start"``)."""
 
     def __init__(self, nbytes: int, align: int = 1, layout: str = "end"):
-        if align < 1 or align & (align - 1):
-            raise ValueError(f"alignment {align} is not a power of two")
-        if layout not in LAYOUTS:
-            raise ValueError(f"layout {layout!r} is not one of {LAYOUTS}")
-        self.layout = layout
-        self.nbytes = nbytes
-        body = -(-(nbytes + align) // PAGE) * PAGE  # room for the data and the alignment slack
-        self._map = mmap.mmap(-1, body + 2 * PAGE)
+        self._map = mmap.mmap(-1, self.body_for(nbytes, align) + 2 * PAGE)
         base = ctypes.addressof(ctypes.c_char.from_buffer(self._map))
-        self.base = base
-        hi_guard = base + PAGE + body
-        if layout == "start":
-            start = base + PAGE  # page-aligned: every alignment up to a page holds
-        else:
-            start = hi_guard - nbytes
-            start -= start % align  # aligning moves the start down, leaving canaries after the end
-        self.offset = start - base
-        self.address = start
+        self.base, self.body = base, len(self._map) - 2 * PAGE
         self.lo_guard = (base, base + PAGE)
-        self.hi_guard = (hi_guard, hi_guard + PAGE)
-        self._map[PAGE:PAGE + body] = bytes([CANARY]) * body
+        self.hi_guard = (base + PAGE + self.body, base + 2 * PAGE + self.body)
+        self._body = (PAGE, PAGE + self.body)
         protect = _mprotect()
         self.guarded = False
         if protect is not None:
             ok = protect(ctypes.c_void_p(base), PAGE, _PROT_NONE) == 0
-            ok &= protect(ctypes.c_void_p(hi_guard), PAGE, _PROT_NONE) == 0
+            ok &= protect(ctypes.c_void_p(self.hi_guard[0]), PAGE, _PROT_NONE) == 0
             self.guarded = bool(ok)
-        self._body = (PAGE, PAGE + body)
+        self.place(nbytes, align, layout)
+
+    @staticmethod
+    def body_for(nbytes: int, align: int) -> int:
+        """Bytes between the guard pages for ``nbytes`` of data at ``align``: whole pages."""
+        if align < 1 or align & (align - 1):
+            raise ValueError(f"alignment {align} is not a power of two")
+        return -(-(nbytes + align) // PAGE) * PAGE  # room for the data and the alignment slack
+
+    def place(self, nbytes: int, align: int = 1, layout: str = "end") -> "GuardedArray":
+        """Put ``nbytes`` of data against the guard page ``layout`` names, canaries in the slack:
+        at creation, and again to reuse the mapping for another call of the same body size
+        (a fresh mapping costs a page fault per page on first touch: ~10 ms for 4 MB here)."""
+        if layout not in LAYOUTS:
+            raise ValueError(f"layout {layout!r} is not one of {LAYOUTS}")
+        if self.body_for(nbytes, align) != self.body:
+            raise ValueError("place: the data needs a mapping of another size")
+        self.layout, self.nbytes = layout, nbytes
+        if layout == "start":
+            start = self.base + PAGE  # page-aligned: every alignment up to a page holds
+        else:
+            start = self.hi_guard[0] - nbytes
+            start -= start % align  # aligning moves the start down, leaving canaries after the end
+        self.offset, self.address = start - self.base, start
+        # canaries in the slack on both sides of the data (the data itself is written by the caller)
+        end = self.offset + nbytes
+        self._map[PAGE:self.offset] = bytes([CANARY]) * (self.offset - PAGE)
+        self._map[end:PAGE + self.body] = bytes([CANARY]) * (PAGE + self.body - end)
+        return self
 
     def array(self, dtype) -> np.ndarray:
         """The data as a numpy array (a view into the guarded mapping)."""

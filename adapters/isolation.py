@@ -10,11 +10,18 @@ that case; the worker is replaced and the run goes on.
 Before each call the worker tells the parent where the guard pages of that call
 lie, so a fault reported by the shim's signal handler (address, read or write)
 is named after the array it hit: "write past the end of dx1".
+
+The arrays travel through a staging file both processes map (:class:`Stage`), not
+through the pipe (pickling four arrays of a million elements each way cost more than
+the call): the pipe carries a small request and answer. In the worker the staging
+mapping is inaccessible (``mprotect``) while the library runs, so a stray write into it
+faults like one into a guard page instead of changing what the parent reads back.
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 import signal
 import struct
@@ -28,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import AdapterError, Case, Outcome
-from .guard import GuardedArray
+from .guard import GuardedArray, _mprotect
 
 __all__ = ["SYMBOLS", "Worker"]
 
@@ -37,13 +44,86 @@ _FAULT = struct.Struct("<qQq")  # signo, address, access (0 read, 1 write, -1 un
 _START_TIMEOUT = 60.0
 
 
+class Stage:
+    """Shared memory both processes map, holding one call's arrays back to back (``place`` lays
+    them out; the layout travels in the request). An anonymous file (``memfd`` where the system
+    has it, sealed against shrinking, so the worker cannot cut the parent's mapping short;
+    else an unlinked temporary file) handed to the worker as a file descriptor. It grows, in
+    whole MiB, when a call needs more; the worker maps it again when the request's size changed."""
+
+    GROW = 1 << 20
+
+    def __init__(self, fd: int):
+        self.fd, self.size, self.map = fd, 0, None
+
+    @classmethod
+    def create(cls) -> "Stage":
+        try:
+            fd = os.memfd_create("sl1conf-stage", os.MFD_ALLOW_SEALING | os.MFD_CLOEXEC)
+        except (AttributeError, OSError):
+            f = tempfile.TemporaryFile()
+            fd = os.dup(f.fileno())
+            f.close()
+        else:
+            try:
+                import fcntl
+
+                fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK)
+            except (ImportError, AttributeError, OSError):
+                pass
+        return cls(fd)
+
+    def resize(self, size: int, grow_file: bool = False) -> None:
+        if size == self.size and (self.map is not None or not size):
+            return
+        if self.map is not None:
+            self.map.close()
+            self.map = None
+        if grow_file:
+            os.ftruncate(self.fd, size)
+        self.size = size
+        self.map = mmap.mmap(self.fd, size) if size else None
+
+    def place(self, arrays: dict) -> dict:
+        """Write ``arrays`` (name -> array) into the stage, growing it if need be: their layout
+        (name -> (offset, dtype, count)), by which the other side finds them."""
+        layout, at = {}, 0
+        for name, a in arrays.items():
+            layout[name] = (at, a.dtype.str, a.size)
+            at += -(-a.nbytes // 64) * 64
+        if at > self.size:
+            self.resize(-(-at // self.GROW) * self.GROW, grow_file=True)
+        for name, a in arrays.items():
+            self.view(layout[name])[:] = a.reshape(-1)
+        return layout
+
+    def view(self, where) -> np.ndarray:
+        at, dtype, count = where
+        return np.frombuffer(self.map, dtype=dtype, count=count, offset=at) if count else np.empty(0, dtype)
+
+    def protect(self, accessible: bool) -> None:
+        """Make the mapping (in)accessible in this process (a no-op without mprotect)."""
+        protect = _mprotect()
+        if protect is None or self.map is None:
+            return
+        address = ctypes.addressof(ctypes.c_char.from_buffer(self.map))
+        protect(ctypes.c_void_p(address), self.size, 3 if accessible else 0)  # PROT_READ | PROT_WRITE, PROT_NONE
+
+    def close(self) -> None:
+        if self.map is not None:
+            self.map.close()
+            self.map = None
+        os.close(self.fd)
+
+
 def symbol_for(case: Case) -> str:
     return f"{'hp' if case.dtype == 'fp16' else 'fp'}_smoothl1lossgrad_{case.variant}"
 
 
 # ---------------------------------------------------------------------------- the worker side
 
-def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, log_path: str) -> None:
+def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, log_path: str,
+           stage_fd: int) -> None:
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(log, 1)  # whatever the library prints goes to the worker's log, not the terminal
     os.dup2(log, 2)
@@ -59,6 +139,7 @@ def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, lo
     shim_lib = ctypes.CDLL(shim) if shim else None
     symbols = {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
                for name in SYMBOLS if hasattr(lib, name)}
+    stage = Stage(stage_fd)
     conn.send(("ready", sorted(symbols)))
     while True:
         try:
@@ -71,33 +152,34 @@ def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, lo
         os.lseek(report, 0, os.SEEK_SET)
         if shim_lib is not None:  # (re)armed before every call: the library may have replaced it
             shim_lib.sl1shim_install_fault_reporter(report)
-        result = _call(request, lib, symbols, shim_lib, conn)
+        stage.resize(request["stage_size"])
+        result = _call(request, {k: stage.view(v) for k, v in request["arrays"].items()}, stage, lib,
+                       symbols, shim_lib, conn)
         if os.getpid() != me:  # the library forked during the call: only the original answers
             os._exit(0)
         conn.send(("done", request["seq"], *result))
 
 
-def _call(req: dict, lib, symbols: dict, shim_lib, conn):
-    """Lay out guarded buffers, announce them, call, and check what changed."""
+def _call(req: dict, staged: dict, stage: Stage, lib, symbols: dict, shim_lib, conn):
+    """Lay out guarded buffers (filled from the stage), announce them, call with the stage out
+    of reach, check what changed (against the stage, which still holds the inputs), and put
+    the result where the fill came in."""
     itemsize = 2 if req["dtype"] == "fp16" else 4
     buffers, arrays = {}, {}
-    for name in ("dy", "x1", "x2"):
-        buffers[name] = GuardedArray(req[name].nbytes, req["align"], req["layout"])
-        arrays[name] = buffers[name].array(req[name].dtype)
-        arrays[name][:] = req[name]
     alias = req["out_alias"]
-    if alias:
-        buffers["dx1"], arrays["dx1"] = buffers[alias], arrays[alias]
-    else:
-        buffers["dx1"] = GuardedArray(req["dy"].nbytes, req["align"], req["layout"])
-        arrays["dx1"] = buffers["dx1"].array(req["dy"].dtype)
-        arrays["dx1"][:] = req["initial_out"]
-    saved = {name: arrays[name].copy() for name in ("dy", "x1", "x2") if name != alias}
+    for name, source in (("dy", "dy"), ("x1", "x1"), ("x2", "x2"), ("dx1", "initial_out")):
+        if name == "dx1" and alias:
+            buffers["dx1"], arrays["dx1"] = buffers[alias], arrays[alias]
+            continue
+        buffers[name] = _guarded(name, staged[source].nbytes, req["align"], req["layout"])
+        arrays[name] = buffers[name].array(staged[source].dtype)
+        arrays[name][:] = staged[source]
     conn.send(("calling", req["seq"], {name: (b.lo_guard, b.hi_guard) for name, b in buffers.items()}))
     addr = {name: ctypes.c_void_p(buffers[name].address) for name in ("dy", "dx1", "x1", "x2")}
     fn = symbols[req["symbol"]]
     args = [addr["dy"], addr["dx1"], addr["x1"], addr["x2"], ctypes.c_int(req["length"])]
     extra = [ctypes.c_int(req["core_mask"])] if req["symbol"].endswith("_s") else []
+    stage.protect(False)
     t0 = time.perf_counter()
     if shim_lib is not None:
         entry = getattr(shim_lib, f"sl1shim_{req['symbol'][:2]}_{req['symbol'][-1]}")
@@ -108,12 +190,27 @@ def _call(req: dict, lib, symbols: dict, shim_lib, conn):
         ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * 4), ctypes.c_int, ctypes.c_float,
                          *([ctypes.c_int] * len(extra)))(fn)(*args, beta, *extra)
     seconds = time.perf_counter() - t0
-    out = arrays["dx1"].copy()
+    stage.protect(True)
     wrote_outside = not all(b.canaries_intact() for b in buffers.values())
-    changed = tuple(name for name, before in saved.items() if not np.array_equal(before, arrays[name]))
-    for b in {id(b): b for b in buffers.values()}.values():
-        b.close()
-    return out, wrote_outside, changed, seconds
+    changed = tuple(name for name in ("dy", "x1", "x2") if name != alias and not np.array_equal(staged[name], arrays[name]))
+    staged["initial_out"][:] = arrays["dx1"]
+    return wrote_outside, changed, seconds
+
+
+_SPARE: dict = {}  # (array name, mapping size) -> a guarded mapping kept for later calls
+_SPARE_MAX = 16
+
+
+def _guarded(name: str, nbytes: int, align: int, layout: str) -> GuardedArray:
+    """The guarded mapping for array ``name`` of this call: an earlier call's of the same size,
+    laid out again (new canaries; the caller overwrites the data), else a new one (the oldest
+    kept mapping is let go past _SPARE_MAX)."""
+    slot = (name, GuardedArray.body_for(nbytes, align))
+    old = _SPARE.pop(slot, None)
+    _SPARE[slot] = old.place(nbytes, align, layout) if old is not None else GuardedArray(nbytes, align, layout)
+    while len(_SPARE) > _SPARE_MAX:
+        _SPARE.pop(next(iter(_SPARE))).close()
+    return _SPARE[slot]
 
 
 # ---------------------------------------------------------------------------- the parent side
@@ -147,17 +244,18 @@ class Worker:
         self._seq = 0
         self.symbols: list[str] = []
         self.restarts = 0
+        self._stage = Stage.create()
         self._start()
 
     def _start(self) -> None:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
         cmd = [sys.executable, "-m", "sl1conf.adapters.isolation", str(req_r), str(resp_w),
-               self.library, self.shim or "", self.report_path, self.log_path]
+               self.library, self.shim or "", self.report_path, self.log_path, str(self._stage.fd)]
         try:
             # Its own session: a library that signals its process group, or forks children,
             # reaches only the worker's group, and Ctrl-C at the terminal reaches only the suite.
-            self._proc = subprocess.Popen(cmd, pass_fds=(req_r, resp_w), stdin=subprocess.DEVNULL,
+            self._proc = subprocess.Popen(cmd, pass_fds=(req_r, resp_w, self._stage.fd), stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                           start_new_session=True)
         except OSError:
@@ -212,9 +310,11 @@ class Worker:
                 self._start()
                 self.restarts += 1
             self._seq += 1
+            layout = self._stage.place({"dy": case.dy, "x1": case.x1, "x2": case.x2,
+                                        "initial_out": case.initial_out()})
             request = {
-                "seq": self._seq, "dtype": case.dtype, "symbol": symbol_for(case), "dy": case.dy,
-                "x1": case.x1, "x2": case.x2, "initial_out": case.initial_out(), "beta": int(case.beta),
+                "seq": self._seq, "dtype": case.dtype, "symbol": symbol_for(case), "arrays": layout,
+                "stage_size": self._stage.size, "beta": int(case.beta),
                 "length": case.call_length, "core_mask": int(case.core_mask), "out_alias": case.out_alias,
                 "align": self.align, "layout": case.guard,
             }
@@ -261,12 +361,9 @@ class Worker:
             if message[0] == "calling":
                 regions = message[2]
             elif message[0] == "done":
-                _, _, out, wrote_outside, changed, seconds = message
-                if out.shape != (case.n,):
-                    self._kill()
-                    return Outcome("crash", detail="the worker returned a result of the wrong length")
-                return Outcome("ok", out=out, wrote_outside=wrote_outside, inputs_changed=changed,
-                               seconds=seconds)
+                _, _, wrote_outside, changed, seconds = message
+                return Outcome("ok", out=self._stage.view(layout["initial_out"]).copy(), wrote_outside=wrote_outside,
+                               inputs_changed=changed, seconds=seconds)
 
     def log_tail(self, lines: int = 5) -> str:
         try:
@@ -282,6 +379,7 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self._kill()
+        self._stage.close()
         self._dir.cleanup()
 
 
@@ -297,6 +395,6 @@ def _exit_text(code: "int | None", loading: bool = False) -> str:
 
 
 if __name__ == "__main__":  # the worker process: python -m sl1conf.adapters.isolation ...
-    _req, _resp, _library, _shim, _report, _log = sys.argv[1:7]
+    _req, _resp, _library, _shim, _report, _log, _stage = sys.argv[1:8]
     _serve(Connection(int(_req), writable=False), Connection(int(_resp), readable=False),
-           _library, _shim or None, _report, _log)
+           _library, _shim or None, _report, _log, int(_stage))

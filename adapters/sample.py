@@ -106,9 +106,29 @@ def build_library(out_dir: "PathLike | None" = None, bug: "int | str | None" = N
     (see :func:`defects`). ``cc`` (default ``$CC``, else cc) names the compiler.
     """
     number = bug_number(bug)
-    return build_shared("libsl1sample", [sources_dir() / "smoothl1lossgrad.c"],
-                        [f"-DSL1_BUG={number}"] if number else [], cc=cc, out_dir=out_dir,
+    flags = [f"-DSL1_BUG={number}"] if number else []
+    return build_shared("libsl1sample", [sources_dir() / "smoothl1lossgrad.c"], flags + _host_f16c(cc),
+                        cc=cc, out_dir=out_dir,
                         what="the sample library" + (f" with SL1_BUG={number}" if number else ""))
+
+
+def _host_f16c(cc) -> list:
+    """``["-mf16c"]`` when the compiler targets x86-64 and this CPU has F16C: GCC then converts
+    _Float16 with one instruction instead of a libgcc call (about 5x faster fp16; the same
+    bits, both round to nearest even). The flag is part of the cache key, so a build made
+    here is never reused where the CPU lacks it."""
+    import platform
+    import subprocess
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return []
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+        target = subprocess.run([*find_compiler(cc), "-dumpmachine"], capture_output=True, text=True,
+                                timeout=60).stdout
+    except (OSError, subprocess.SubprocessError, AdapterError):
+        return []
+    return ["-mf16c"] if " f16c" in flags and target.startswith("x86_64") else []
 
 
 def build_harness(*libraries: PathLike, cc: "str | Sequence[str] | None" = None,
