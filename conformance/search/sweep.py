@@ -220,14 +220,16 @@ def _model_bits(dy, x1, x2, beta) -> dict:
             for m in accepted_models(FP16)}
 
 
-def _expected(dy, x1, x2, beta, idx):
-    """Everything acceptable (``judge.expected_for``) for the elements ``idx``."""
-    return expected_for(FP16, dy[idx], x1[idx], x2[idx], beta)
+def _expected(dy, x1, x2, beta, want, idx):
+    """Everything acceptable (``judge.expected_for``) for the elements ``idx``, whose correctly
+    rounded bits are ``want[idx]``."""
+    return expected_for(FP16, dy[idx], x1[idx], x2[idx], beta, oracle=want[idx])
 
 
-def _judged(profile, got, dy, x1, x2, beta, idx):
+def _judged(profile, got, dy, x1, x2, beta, want, idx):
     """The one judge's judgement of the elements ``idx``."""
-    return judge(FP16, profile, got[idx], _expected(dy, x1, x2, beta, idx), dy[idx], x1[idx], x2[idx], beta)
+    sub = (dy[idx], x1[idx], x2[idx])
+    return judge(FP16, profile, got[idx], expected_for(FP16, *sub, beta, oracle=want[idx]), *sub, beta)
 
 
 class Tally:
@@ -316,7 +318,7 @@ class Tally:
                 differ |= bits != want  # NaN payloads too: more elements than count, never fewer
             differ[bad] = False
             picked = np.concatenate([bad, np.flatnonzero(differ)])
-        j = _judged(profile, got, dy, x1, x2, beta, picked) if picked.size else None
+        j = _judged(profile, got, dy, x1, x2, beta, want, picked) if picked.size else None
         mine = j.part(0, bad.size) if picked.size > bad.size else j
         self._add(lo, x1, x2, got, want, bad, mine)
         self._judge(lo, x1, x2, got, want, bad, mine)
@@ -329,7 +331,7 @@ class Tally:
             rest = np.flatnonzero(rest)
             at, step = 0, 1024
             while at < rest.size and not counts:
-                counts = bias_counts([_judged(profile, got, dy, x1, x2, beta, rest[at:at + step])], profile)
+                counts = bias_counts([_judged(profile, got, dy, x1, x2, beta, want, rest[at:at + step])], profile)
                 at, step = at + step, 4 * step
         add_bias_counts(self.bias, counts)
 
@@ -338,7 +340,7 @@ class Tally:
         rounded result (those every rule accepts)."""
         bad = _wrong(got, want)
         if bad.size:
-            self._judge(lo, x1, x2, got, want, bad, _judged(profile, got, dy, x1, x2, beta, bad))
+            self._judge(lo, x1, x2, got, want, bad, _judged(profile, got, dy, x1, x2, beta, want, bad))
 
     def _judge(self, lo, x1, x2, got, want, idx, j) -> None:
         """:meth:`judge` given the judgement ``j`` of the elements ``idx``."""
@@ -368,7 +370,7 @@ class Tally:
         bad = _wrong(got, want)
         if not bad.size:
             return self._add(lo, x1, x2, got, want, bad, None)
-        exp = _expected(dy, x1, x2, beta, bad)
+        exp = _expected(dy, x1, x2, beta, want, bad)
         g = got[bad]
         model = np.logical_or.reduce([F.same_result(FP16, g, bits) for bits in exp.models.values()])
         self._add(lo, x1, x2, got, want, bad, (F.ulp_distance(FP16, g, want[bad]), model,
