@@ -483,9 +483,9 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
     h = ctx.memo.get("history") or {"sample": [], "fresh": False, "first": [], "base": 0}
     sample, main, base = h["sample"], {id(j.case): j for j in ctx.judged}, h["base"]
     after_call = ctx.adapter.calls_made + 1 - base
-    after = ctx.adapter.run(sample)
-    reverse = ctx.adapter.run(sample[::-1])[::-1]
     n = len(sample)
+    both = ctx.adapter.run(sample + sample[::-1])  # one run of the adapter (one start of a simulator)
+    after, reverse = both[:n], both[n:][::-1]
     seen = []  # per call: [(call number, what it was, outcome)] in history order
     for i, c in enumerate(sample):
         obs = [(1 + i, "a fresh worker's call" if h["fresh"] else "a call before the run", h["first"][i])]
@@ -610,6 +610,7 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
     fmt, t = ctx.fmt, Tally(ctx.fmt)
     one = np.array(fmt.emax << fmt.frac_bits, fmt.uint)  # dy = 1 for the filler elements (x1 = x2 = 0)
     changed, moves = [], []  # (original position, new position) of every changed and every compared element
+    plans, calls = [], []  # every rearrangement of every beta's sample, then all their calls in one run
     for beta, sample in _position_sample(ctx).items():
         n = len(sample)
         template = sample[0][0].case
@@ -620,27 +621,31 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
             for (j, k), (c, i) in zip(sample, where):
                 for a in ("dy", "x1", "x2"):
                     arrays[c][a][i] = getattr(j.case, a)[k]
-            cases = [replace(template, dy=arr["dy"], x1=arr["x1"], x2=arr["x2"], length=None, out_alias=None,
-                             id=f"{req.id} {name}") for arr in arrays]
-            outcomes = ctx.adapter.run(cases)
-            for (j, k), (c, i) in zip(sample, where):
-                o, L = outcomes[c], lengths[c]
-                t.checked += 1
-                orig = (k, j.case.call_length)
-                if o.status != "ok":
-                    t.note(j.row["id"], f"the rearranged call ({name}) failed: {o.status}: {o.detail}")
-                    continue
-                moves.append((orig, (i, L)))
-                if not F.same_result(fmt, o.out[i:i + 1], j.outcome.out[k:k + 1])[0]:
-                    changed.append((orig, (i, L)))
-                    t.failed += 1
-                    if len(t.examples) < EXAMPLES:
-                        ex = t.element(j, k, got=o.out[i])
-                        ex.pop("ulp_value")
-                        ex["detail"] = (f"element {k} of a call of {j.case.call_length} gave "
-                                        f"{F.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
-                                        f"call of {L} ({name}) gives {F.hex_bits(fmt, o.out[i])}")
-                        t.examples.append(ex)
+            plans.append((sample, name, lengths, where, len(calls)))
+            calls += [replace(template, dy=arr["dy"], x1=arr["x1"], x2=arr["x2"], length=None, out_alias=None,
+                              id=f"{req.id} {name}") for arr in arrays]
+    # One adapter run for all of them: a simulator starts once, not once per rearrangement.
+    every = ctx.adapter.run(calls) if calls else []
+    for sample, name, lengths, where, first in plans:
+        outcomes = every[first:first + len(lengths)]
+        for (j, k), (c, i) in zip(sample, where):
+            o, L = outcomes[c], lengths[c]
+            t.checked += 1
+            orig = (k, j.case.call_length)
+            if o.status != "ok":
+                t.note(j.row["id"], f"the rearranged call ({name}) failed: {o.status}: {o.detail}")
+                continue
+            moves.append((orig, (i, L)))
+            if not F.same_result(fmt, o.out[i:i + 1], j.outcome.out[k:k + 1])[0]:
+                changed.append((orig, (i, L)))
+                t.failed += 1
+                if len(t.examples) < EXAMPLES:
+                    ex = t.element(j, k, got=o.out[i])
+                    ex.pop("ulp_value")
+                    ex["detail"] = (f"element {k} of a call of {j.case.call_length} gave "
+                                    f"{F.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
+                                    f"call of {L} ({name}) gives {F.hex_bits(fmt, o.out[i])}")
+                    t.examples.append(ex)
     extra = {}
     if changed:
         best = None
