@@ -12,11 +12,16 @@
  *
  * Waiting: spin (with pause) for SPIN_NS, then sleep on a condition variable;
  * whoever could make a sleeper's condition true takes the mutex and wakes it
- * (sleepers count themselves under the mutex before checking once more). */
+ * (sleepers count themselves under the mutex before checking once more). A
+ * worker that finds itself on the CPU its last caller ran on sleeps at once:
+ * spinning there would only take time from the caller (on a machine whose
+ * other CPUs are busy, the scheduler puts both on one), and waking it later
+ * lets the scheduler place it anew. */
 #define _GNU_SOURCE
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -38,6 +43,7 @@ static struct {
     atomic_int done;            /* ranges finished in this job */
     atomic_int sleepers;        /* workers asleep on wake */
     atomic_int caller_asleep;   /* the caller sleeps on finished */
+    atomic_int caller_cpu;      /* where the last caller published its job */
     /* The job's payload, written before its word is published and read only by
      * a taker that won a range of it (the caller is then still waiting). */
     sl1_range_fn fn;
@@ -53,6 +59,14 @@ static inline void cpu_relax(void) {
     __builtin_ia32_pause();
 #elif defined(__aarch64__)
     __asm__ __volatile__("yield");
+#endif
+}
+
+static inline int this_cpu(void) { /* -1 where unknown (never equal to caller_cpu's -2) */
+#ifdef __linux__
+    return sched_getcpu();
+#else
+    return -1;
 #endif
 }
 
@@ -98,7 +112,7 @@ static void *worker(void *arg) {
             const int64_t until = now_ns() + SPIN_NS;
             for (int i = 0; GEN(w = atomic_load(&P.word)) == seen; i++) {
                 cpu_relax();
-                if ((i & 63) == 63 && now_ns() > until)
+                if ((i & 63) == 63 && (now_ns() > until || this_cpu() == atomic_load(&P.caller_cpu)))
                     break;
             }
         }
@@ -134,6 +148,7 @@ static void reset(pid_t pid) {
     atomic_store(&P.done, 0);
     atomic_store(&P.sleepers, 0);
     atomic_store(&P.caller_asleep, 0);
+    atomic_store(&P.caller_cpu, -2);
     atomic_store(&P.busy, 0);
     P.workers = 0;
     P.pid = pid;
@@ -195,6 +210,8 @@ void sl1_pool_run(sl1_range_fn fn, void *ctx, ptrdiff_t n, int tasks, int thread
     atomic_store(&P.done, 0);
     const uint32_t gen = (GEN(atomic_load(&P.word)) + 1) & 0xffffff;
     const uint64_t w = ((uint64_t)gen << 40) | ((uint64_t)helpers << 32) | ((uint64_t)tasks << 16);
+    const int cpu = this_cpu();
+    atomic_store(&P.caller_cpu, cpu < 0 ? -2 : cpu);
     atomic_store(&P.word, w);
     if (atomic_load(&P.sleepers)) {
         pthread_mutex_lock(&P.lock);
