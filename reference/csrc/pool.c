@@ -13,10 +13,12 @@
  * Waiting: spin (with pause) for SPIN_NS, then sleep on a condition variable;
  * whoever could make a sleeper's condition true takes the mutex and wakes it
  * (sleepers count themselves under the mutex before checking once more). A
- * worker that finds itself on the CPU its last caller ran on sleeps at once:
- * spinning there would only take time from the caller (on a machine whose
- * other CPUs are busy, the scheduler puts both on one), and waking it later
- * lets the scheduler place it anew. */
+ * worker that finds itself on the CPU its last caller ran on moves off it (its
+ * affinity becomes the process's CPUs at the pool's start less that one), or
+ * sleeps where it cannot: on a machine whose other CPUs are busy the scheduler
+ * puts both on one CPU (and puts a woken worker back beside its waker), where
+ * a worker only takes time from its caller. Measured on 2 busy CPUs: 2 threads
+ * no faster than 1 without this, 1.5-1.8x with it (fp16, 2^16-2^18 elements). */
 #define _GNU_SOURCE
 #include "pool.h"
 
@@ -44,6 +46,9 @@ static struct {
     atomic_int sleepers;        /* workers asleep on wake */
     atomic_int caller_asleep;   /* the caller sleeps on finished */
     atomic_int caller_cpu;      /* where the last caller published its job */
+#ifdef __linux__
+    cpu_set_t cpus;             /* the process's CPUs when the pool started */
+#endif
     /* The job's payload, written before its word is published and read only by
      * a taker that won a range of it (the caller is then still waiting). */
     sl1_range_fn fn;
@@ -67,6 +72,21 @@ static inline int this_cpu(void) { /* -1 where unknown (never equal to caller_cp
     return sched_getcpu();
 #else
     return -1;
+#endif
+}
+
+/* Move the calling worker off `cpu` (to the CPUs the process had when the pool
+ * started, less that one); returns 0 where it cannot. */
+static int move_off(int cpu) {
+#ifdef __linux__
+    cpu_set_t mask = P.cpus;
+    if (cpu < 0 || cpu >= CPU_SETSIZE || !CPU_ISSET(cpu, &mask) || CPU_COUNT(&mask) < 2)
+        return 0;
+    CPU_CLR(cpu, &mask);
+    return pthread_setaffinity_np(pthread_self(), sizeof mask, &mask) == 0;
+#else
+    (void)cpu;
+    return 0;
 #endif
 }
 
@@ -112,8 +132,12 @@ static void *worker(void *arg) {
             const int64_t until = now_ns() + SPIN_NS;
             for (int i = 0; GEN(w = atomic_load(&P.word)) == seen; i++) {
                 cpu_relax();
-                if ((i & 63) == 63 && (now_ns() > until || this_cpu() == atomic_load(&P.caller_cpu)))
-                    break;
+                if ((i & 63) == 63) {
+                    if (now_ns() > until)
+                        break;
+                    if (this_cpu() == atomic_load(&P.caller_cpu) && !move_off(atomic_load(&P.caller_cpu)))
+                        break;
+                }
             }
         }
         if (GEN(w) == seen) {
@@ -149,6 +173,10 @@ static void reset(pid_t pid) {
     atomic_store(&P.sleepers, 0);
     atomic_store(&P.caller_asleep, 0);
     atomic_store(&P.caller_cpu, -2);
+#ifdef __linux__
+    if (sched_getaffinity(0, sizeof P.cpus, &P.cpus) != 0)
+        CPU_ZERO(&P.cpus);
+#endif
     atomic_store(&P.busy, 0);
     P.workers = 0;
     P.pid = pid;
