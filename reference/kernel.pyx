@@ -111,45 +111,60 @@ cdef int _run(sl1k_call *call, Py_ssize_t n, object core_mask, object threads) e
     return rc
 
 
-cdef object _check(object a, object dtype, str name, Py_ssize_t n):
-    a = np.asarray(a)
-    if a.dtype != dtype:
-        raise TypeError(f"{name} is {a.dtype}, expected {dtype} like dy")
-    if a.ndim != 1 or not a.flags.c_contiguous:
+cdef object _check(object a, object dtype, int typenum, str name, Py_ssize_t n):
+    """a as a contiguous 1-d array of dtype and n elements, or the error (checked with
+    numpy's C macros: a call's checks cost well under a microsecond)."""
+    if not cnp.PyArray_Check(a):
+        a = np.asarray(a)
+    cdef cnp.ndarray arr = <cnp.ndarray>a
+    if cnp.PyArray_TYPE(arr) != typenum:
+        raise TypeError(f"{name} is {arr.dtype}, expected {dtype} like dy")
+    if cnp.PyArray_NDIM(arr) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(arr):
         raise ValueError(f"{name} must be a contiguous 1-d array")
-    if a.shape[0] != n:
-        raise ValueError(f"{name} has {a.shape[0]} elements, dy has {n}")
-    return a
+    if cnp.PyArray_DIM(arr, 0) != n:
+        raise ValueError(f"{name} has {arr.shape[0]} elements, dy has {n}")
+    return arr
 
 
 def smoothl1lossgrad(dy, x1, x2, beta, out=None, model=None, core_mask=None, threads=None):
     """dx1 for contiguous 1-d float16 or float32 arrays; see the module docstring."""
-    dy = np.asarray(dy)
-    fmt = _FORMATS.get(dy.dtype)
+    if not cnp.PyArray_Check(dy):
+        dy = np.asarray(dy)
+    fmt = _FORMATS.get((<cnp.ndarray>dy).dtype)
     if fmt is None:
-        fmt = format_by_name(dy.dtype)  # raises for an unsupported dtype
-    cdef Py_ssize_t n = dy.shape[0] if dy.ndim == 1 else -1
-    dy = _check(dy, fmt.dtype, "dy", n)
-    x1 = _check(x1, fmt.dtype, "x1", n)
-    x2 = _check(x2, fmt.dtype, "x2", n)
+        fmt = format_by_name((<cnp.ndarray>dy).dtype)  # raises for an unsupported dtype
+    cdef bint f32 = fmt is FP32
+    cdef int typenum = cnp.NPY_FLOAT32 if f32 else cnp.NPY_FLOAT16
+    cdef Py_ssize_t n = cnp.PyArray_DIM(<cnp.ndarray>dy, 0) if cnp.PyArray_NDIM(<cnp.ndarray>dy) == 1 else -1
+    dy = _check(dy, fmt.dtype, typenum, "dy", n)
+    x1 = _check(x1, fmt.dtype, typenum, "x1", n)
+    x2 = _check(x2, fmt.dtype, typenum, "x2", n)
     if out is None:
         out = np.empty(n, dtype=fmt.dtype)
-    elif (not isinstance(out, np.ndarray) or out.dtype != fmt.dtype or out.shape != (n,)
-          or not out.flags.c_contiguous or not out.flags.writeable):
+    elif (not cnp.PyArray_Check(out) or cnp.PyArray_TYPE(<cnp.ndarray>out) != typenum
+          or cnp.PyArray_NDIM(<cnp.ndarray>out) != 1 or cnp.PyArray_DIM(<cnp.ndarray>out, 0) != n
+          or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
         raise ValueError(f"out must be a writeable contiguous {fmt.dtype} array of {n} elements")
     cdef sl1k_call call
     call.traffic = 0
     call.model = _model_id(fmt, model)
-    call.is_f32 = fmt is FP32
+    call.is_f32 = f32
     call.dy = cnp.PyArray_DATA(<cnp.ndarray>dy)
     call.x1 = cnp.PyArray_DATA(<cnp.ndarray>x1)
     call.x2 = cnp.PyArray_DATA(<cnp.ndarray>x2)
     call.out = cnp.PyArray_DATA(<cnp.ndarray>out)
-    b = np.asarray(beta, dtype=fmt.dtype).reshape(())
-    if call.is_f32:
-        call.f_beta = float(b)
+    # beta: a numpy scalar of the data's type is read as it is (its bits), anything else
+    # as numpy converts it.
+    if f32 and type(beta) is np.float32:
+        cnp.PyArray_ScalarAsCtype(beta, &call.f_beta)
+    elif not f32 and type(beta) is np.float16:
+        cnp.PyArray_ScalarAsCtype(beta, &call.h_beta)
     else:
-        call.h_beta = int(b.view(np.uint16))
+        b = np.asarray(beta, dtype=fmt.dtype).reshape(())
+        if f32:
+            call.f_beta = float(b)
+        else:
+            call.h_beta = int(b.view(np.uint16))
     if _run(&call, n, core_mask, threads):
         raise RuntimeError(f"kernel rejected model {model} for {fmt.name}")
     return out
