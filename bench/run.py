@@ -75,7 +75,7 @@ def timeit(fn, min_time: float = 0.2, max_reps: int = 5000) -> float:
     return best
 
 
-def timeit_rows(rows: dict, budget: float = 1.5, max_rounds: int = 500) -> dict:
+def timeit_rows(rows: dict, budget: float = 3.0, max_rounds: int = 500) -> dict:
     """Best seconds per call of each row, {name: (setup or None, fn)}, timed in turns: each
     round runs every row for about 2 ms (at least one call) after its setup, a pause of
     5 ms (the previous row's spinning threads, the kernel's pool or torch's OpenMP team,

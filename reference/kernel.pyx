@@ -90,16 +90,18 @@ def _model_id(fmt, model):
 
 cdef int _run(sl1k_call *call, Py_ssize_t n, object core_mask, object threads) except -2:
     """Split and run one call; returns sl1k_run's code. Without core_mask the split is
-    ours to choose: one range per thread, boundaries on whole vectors."""
+    ours to choose: boundaries on whole vectors."""
     cdef int tasks, nthreads, aligned, rc
     cdef Py_ssize_t limit = n // MIN_PER_THREAD
     if core_mask is None:
         aligned = 1
         if threads == 1 or limit < 2:
-            tasks = 1
+            nthreads = 1
         else:
-            tasks = <int>min(threads or default_threads(), limit, MAX_CORES)
-        nthreads = tasks
+            nthreads = <int>min(threads or default_threads(), limit, MAX_CORES)
+        # Up to four ranges a thread, each at least MIN_PER_THREAD / 2: a worker slow to
+        # start (asleep, or its CPU busy) leaves the caller ranges to take meanwhile.
+        tasks = <int>max(nthreads, min(4 * nthreads, n // (MIN_PER_THREAD // 2)))
     else:
         aligned = 0
         if not 0 <= core_mask < (1 << MAX_CORES):
