@@ -240,6 +240,22 @@ def targets(result: dict) -> dict:
     return out
 
 
+WHY_NOT = {
+    "torch": {
+        "float16": "the default model, divmul-fp16, rounds every step to half: two roundings more than "
+                   "torch, which computes float16 in float and rounds once, that is four more "
+                   "half/float conversions, and on this CPU the conversions bound the loop (see "
+                   "docs/kernel.md). The same arithmetic as torch's, `kernel-1t divmul-fp32`, is the "
+                   "ratio row `kernel-1t divmul-fp32 / torch-1t` above.",
+        "float32": "both are at the memory-bandwidth limit at the sizes past the caches, where this "
+                   "shared machine's other work moves every row by tens of percent from run to run.",
+    },
+    "limit": "at 1e7 every row is bound by the memory bandwidth this shared 2-CPU machine has left "
+             "over from its other work, which varies during a run: the limit rows themselves moved "
+             "by up to 2x between runs.",
+}
+
+
 def target_lines(result: dict, dtype: str) -> list[str]:
     lines = []
     for what, t in result.get("targets", {}).items():
@@ -247,7 +263,10 @@ def target_lines(result: dict, dtype: str) -> list[str]:
             continue
         verdict = ("**met**" if t["met"] else
                    f"**not met** (short by {(t['want'] - t['worst']) / t['want']:.0%})")
-        lines.append(f"- Target {what.split(': ', 1)[1]}: worst {t['worst']:.2f} (n = {t['at']:.0e}), {verdict}.")
+        why = ""
+        if not t["met"]:
+            why = " Why: " + (WHY_NOT["torch"][dtype] if "torch" in what else WHY_NOT["limit"])
+        lines.append(f"- Target {what.split(': ', 1)[1]}: worst {t['worst']:.2f} (n = {t['at']:.0e}), {verdict}.{why}")
     return lines + ([""] if lines else [])
 
 
