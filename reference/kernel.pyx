@@ -9,18 +9,18 @@ in the data's own precision (``divmul-fp16`` / ``divmul-fp32``).
 ``core_mask`` splits the range into one contiguous chunk per set bit, as the
 shared-storage API would (``sl1conf.reference.cores``); ``threads`` runs the
 chunks on up to that many threads (default: the CPUs available), never more
-than one per ``MIN_PER_THREAD`` elements. The result never depends on
-either: every element is computed on its own.
+than one per ``MIN_PER_THREAD`` elements. The threads are a persistent C
+worker pool (csrc/pool.c; docs/kernel.md), started on first use and again in a
+forked child. The result never depends on either: every element is computed
+on its own.
 """
 
 import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from sl1conf.reference.cores import core_chunks
-from sl1conf.reference.formats import format_by_name
+from sl1conf.reference.cores import MAX_CORES, cores_of
+from sl1conf.reference.formats import FP16, FP32, format_by_name
 from sl1conf.reference.models import get_model
 
 from libc.stdint cimport uint16_t
@@ -29,10 +29,18 @@ cimport numpy as cnp
 cnp.import_array()
 
 cdef extern from "csrc/loops.h" nogil:
-    int sl1k_f32(int model, const float *dy, const float *x1, const float *x2,
-                 float beta, float *out, Py_ssize_t n)
-    int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
-                 uint16_t beta, uint16_t *out, Py_ssize_t n)
+    ctypedef struct sl1k_call:
+        int is_f32
+        int traffic
+        int model
+        const void *dy
+        const void *x1
+        const void *x2
+        void *out
+        float f_beta
+        uint16_t h_beta
+    int sl1k_run(const sl1k_call *call, Py_ssize_t n, int tasks, int threads, int aligned)
+    int sl1k_pool_workers()
     const char *sl1k_isa()
     Py_ssize_t sl1k_f32_filtered(const unsigned int *dy, const float *x1, const float *x2,
                                  float beta, unsigned int *out, unsigned char *ambiguous,
@@ -40,24 +48,14 @@ cdef extern from "csrc/loops.h" nogil:
 
 _ORDERS = {"divmul": 0, "recipmul": 1, "muldiv": 2}
 _COMPUTES = {"fp16": 0, "fp32": 1, "fp64": 2}
-MIN_PER_THREAD = 1 << 17
-"""A call uses at most one thread per this many elements (threads cost ~10-50 us to start work)."""
+MIN_PER_THREAD = 1 << 15
+"""A call uses at most one thread per this many elements (about 10 us of work for
+fp32, 15 us for fp16): handing a range to a pool worker costs about a microsecond
+when the worker is awake (it spins for 0.2 ms after each job), tens of
+microseconds when it sleeps (docs/kernel.md)."""
 
 ISA = sl1k_isa().decode()
 """The instruction-set variant the loops run on (chosen at import time)."""
-
-_pool = None
-_pool_lock = threading.Lock()
-
-
-def _executor():
-    """One pool for the process, as many threads as CPUs, created once (thread-safe)."""
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=max(1, default_threads() - 1),
-                                       thread_name_prefix="sl1conf-kernel")
-        return _pool
 
 
 def default_threads():
@@ -68,47 +66,9 @@ def default_threads():
         return os.cpu_count() or 1
 
 
-cdef class _Job:
-    """One call: raw pointers to the (already checked) arrays, run chunk by chunk without the GIL."""
-
-    cdef int model, is_f32
-    cdef object keep  # the arrays, alive as long as the job
-    cdef char *dy
-    cdef char *x1
-    cdef char *x2
-    cdef char *out
-    cdef float f_beta
-    cdef uint16_t h_beta
-
-    def __init__(self, int model, cnp.ndarray dy, cnp.ndarray x1, cnp.ndarray x2, cnp.ndarray out, beta):
-        self.model = model
-        self.keep = (dy, x1, x2, out)
-        self.dy, self.x1, self.x2 = <char *>cnp.PyArray_DATA(dy), <char *>cnp.PyArray_DATA(x1), <char *>cnp.PyArray_DATA(x2)
-        self.out = <char *>cnp.PyArray_DATA(out)
-        self.is_f32 = cnp.PyArray_ITEMSIZE(dy) == 4
-        if self.is_f32:
-            self.f_beta = float(beta)
-        else:
-            self.h_beta = int(np.asarray(beta).view(np.uint16))
-
-    cpdef int run(self, Py_ssize_t start, Py_ssize_t stop):
-        cdef int rc = 0
-        if stop <= start:
-            return 0
-        if self.is_f32:
-            with nogil:
-                rc = sl1k_f32(self.model, <float *>self.dy + start, <float *>self.x1 + start,
-                              <float *>self.x2 + start, self.f_beta, <float *>self.out + start,
-                              stop - start)
-        else:
-            with nogil:
-                rc = sl1k_f16(self.model, <uint16_t *>self.dy + start, <uint16_t *>self.x1 + start,
-                              <uint16_t *>self.x2 + start, self.h_beta, <uint16_t *>self.out + start,
-                              stop - start)
-        return rc
-
-    def run_all(self, chunks):
-        return [self.run(s, e) for s, e in chunks]
+def pool_workers():
+    """Worker threads the C pool has started in this process (0 before the first threaded call)."""
+    return sl1k_pool_workers()
 
 
 _MODEL_IDS = {}
@@ -117,6 +77,7 @@ for _fmt in ("fp16", "fp32"):
     for _m in _models_for(_fmt):
         _MODEL_IDS[_fmt, _m.name] = _ORDERS[_m.order] * 3 + _COMPUTES[_m.compute]
     _MODEL_IDS[_fmt, None] = _MODEL_IDS[_fmt, f"divmul-{_fmt}"]
+_FORMATS = {FP16.dtype: FP16, FP32.dtype: FP32}
 
 
 def _model_id(fmt, model):
@@ -127,47 +88,108 @@ def _model_id(fmt, model):
         raise ValueError(f"model {m.name} computes in a narrower format than {fmt.name}") from None
 
 
+cdef int _run(sl1k_call *call, Py_ssize_t n, object core_mask, object threads) except -2:
+    """Split and run one call; returns sl1k_run's code. Without core_mask the split is
+    ours to choose: boundaries on whole vectors."""
+    cdef int tasks, nthreads, aligned, rc
+    cdef Py_ssize_t limit = n // MIN_PER_THREAD
+    if core_mask is None:
+        aligned = 1
+        if threads == 1 or limit < 2:
+            nthreads = 1
+        else:
+            nthreads = <int>min(threads or default_threads(), limit, MAX_CORES)
+        # Up to four ranges a thread, each at least MIN_PER_THREAD / 2: a worker slow to
+        # start (asleep, or its CPU busy) leaves the caller ranges to take meanwhile.
+        tasks = <int>max(nthreads, min(4 * nthreads, n // (MIN_PER_THREAD // 2)))
+    else:
+        aligned = 0
+        if not 0 <= core_mask < (1 << MAX_CORES):
+            cores_of(core_mask)  # raises, with the message
+        tasks = bin(core_mask).count("1")  # one range per core, as cores.core_chunks splits
+        nthreads = 1 if threads == 1 or limit < 2 else <int>max(1, min(threads or default_threads(), tasks, limit))
+    with nogil:
+        rc = sl1k_run(call, n, tasks, nthreads, aligned)
+    return rc
+
+
+cdef object _check(object a, object dtype, int typenum, str name, Py_ssize_t n):
+    """a as a contiguous 1-d array of dtype and n elements, or the error (checked with
+    numpy's C macros: a call's checks cost well under a microsecond)."""
+    if not cnp.PyArray_Check(a):
+        a = np.asarray(a)
+    cdef cnp.ndarray arr = <cnp.ndarray>a
+    if cnp.PyArray_TYPE(arr) != typenum:
+        raise TypeError(f"{name} is {arr.dtype}, expected {dtype} like dy")
+    if cnp.PyArray_NDIM(arr) != 1 or not cnp.PyArray_IS_C_CONTIGUOUS(arr):
+        raise ValueError(f"{name} must be a contiguous 1-d array")
+    if cnp.PyArray_DIM(arr, 0) != n:
+        raise ValueError(f"{name} has {arr.shape[0]} elements, dy has {n}")
+    return arr
+
+
 def smoothl1lossgrad(dy, x1, x2, beta, out=None, model=None, core_mask=None, threads=None):
     """dx1 for contiguous 1-d float16 or float32 arrays; see the module docstring."""
-    dy = np.asarray(dy)
-    fmt = format_by_name(dy.dtype)
-    arrays = (dy, np.asarray(x1), np.asarray(x2))
-    for name, a in zip(("dy", "x1", "x2"), arrays):
-        if a.dtype != fmt.dtype:
-            raise TypeError(f"{name} is {a.dtype}, expected {fmt.dtype} like dy")
-        if a.ndim != 1 or not a.flags.c_contiguous:
-            raise ValueError(f"{name} must be a contiguous 1-d array")
-        if a.shape != dy.shape:
-            raise ValueError(f"{name} has {a.shape[0]} elements, dy has {dy.shape[0]}")
-    n = dy.shape[0]
+    if not cnp.PyArray_Check(dy):
+        dy = np.asarray(dy)
+    fmt = _FORMATS.get((<cnp.ndarray>dy).dtype)
+    if fmt is None:
+        fmt = format_by_name((<cnp.ndarray>dy).dtype)  # raises for an unsupported dtype
+    cdef bint f32 = fmt is FP32
+    cdef int typenum = cnp.NPY_FLOAT32 if f32 else cnp.NPY_FLOAT16
+    cdef Py_ssize_t n = cnp.PyArray_DIM(<cnp.ndarray>dy, 0) if cnp.PyArray_NDIM(<cnp.ndarray>dy) == 1 else -1
+    dy = _check(dy, fmt.dtype, typenum, "dy", n)
+    x1 = _check(x1, fmt.dtype, typenum, "x1", n)
+    x2 = _check(x2, fmt.dtype, typenum, "x2", n)
     if out is None:
         out = np.empty(n, dtype=fmt.dtype)
-    elif out.dtype != fmt.dtype or out.shape != (n,) or not out.flags.c_contiguous or not out.flags.writeable:
+    elif (not cnp.PyArray_Check(out) or cnp.PyArray_TYPE(<cnp.ndarray>out) != typenum
+          or cnp.PyArray_NDIM(<cnp.ndarray>out) != 1 or cnp.PyArray_DIM(<cnp.ndarray>out, 0) != n
+          or not cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>out) or not cnp.PyArray_ISWRITEABLE(<cnp.ndarray>out)):
         raise ValueError(f"out must be a writeable contiguous {fmt.dtype} array of {n} elements")
-    job = _Job(_model_id(fmt, model), arrays[0], arrays[1], arrays[2], out,
-               np.asarray(beta, dtype=fmt.dtype).reshape(()))
-
-    # Chunks: one per core of core_mask, else one per thread. Threads: never more
-    # than one per MIN_PER_THREAD elements, since starting work on a thread costs
-    # more than computing a small chunk.
-    limit = n // MIN_PER_THREAD
-    if core_mask is None and (limit <= 1 or threads == 1):
-        rcs = [job.run(0, n)]
+    cdef sl1k_call call
+    call.traffic = 0
+    call.model = _model_id(fmt, model)
+    call.is_f32 = f32
+    call.dy = cnp.PyArray_DATA(<cnp.ndarray>dy)
+    call.x1 = cnp.PyArray_DATA(<cnp.ndarray>x1)
+    call.x2 = cnp.PyArray_DATA(<cnp.ndarray>x2)
+    call.out = cnp.PyArray_DATA(<cnp.ndarray>out)
+    # beta: a numpy scalar of the data's type is read as it is (its bits), anything else
+    # as numpy converts it.
+    if f32 and type(beta) is np.float32:
+        cnp.PyArray_ScalarAsCtype(beta, &call.f_beta)
+    elif not f32 and type(beta) is np.float16:
+        cnp.PyArray_ScalarAsCtype(beta, &call.h_beta)
     else:
-        cpus = threads or default_threads()
-        if core_mask is not None:
-            chunks = [(s, e) for _, s, e in core_chunks(n, core_mask)]
+        b = np.asarray(beta, dtype=fmt.dtype).reshape(())
+        if f32:
+            call.f_beta = float(b)
         else:
-            chunks = [(s, e) for _, s, e in core_chunks(n, (1 << min(cpus, limit, 32)) - 1)]
-        workers = max(1, min(cpus, len(chunks), limit))
-        groups = [chunks[w::workers] for w in range(workers)]
-        # workers - 1 groups on the pool (a caller may ask for more threads than CPUs: they queue)
-        futures = [_executor().submit(job.run_all, g) for g in groups[1:]]
-        rcs = job.run_all(groups[0])
-        for f in futures:
-            rcs += f.result()
-    if any(rcs):
+            call.h_beta = int(b.view(np.uint16))
+    if _run(&call, n, core_mask, threads):
         raise RuntimeError(f"kernel rejected model {model} for {fmt.name}")
+    return out
+
+
+def _traffic(cnp.ndarray a, cnp.ndarray b, cnp.ndarray c, cnp.ndarray out, threads=1):
+    """The bandwidth probe of bench/run.py (not part of the API): out = a ^ b ^ c on the
+    bits of four contiguous 1-d arrays of 2- or 4-byte elements, split and threaded as
+    smoothl1lossgrad is, so that its time is the kernel's memory traffic alone."""
+    cdef Py_ssize_t n = a.shape[0]
+    cdef int size = cnp.PyArray_ITEMSIZE(a)
+    for x in (a, b, c, out):
+        if x.ndim != 1 or x.shape[0] != n or not x.flags.c_contiguous or x.itemsize != size:
+            raise ValueError("_traffic: four contiguous 1-d arrays of one length and element size")
+    if size not in (2, 4) or not out.flags.writeable:
+        raise ValueError("_traffic: 2- or 4-byte elements, a writeable out")
+    cdef sl1k_call call
+    call.traffic = 1
+    call.model = 0
+    call.is_f32 = size == 4
+    call.dy, call.x1, call.x2 = cnp.PyArray_DATA(a), cnp.PyArray_DATA(b), cnp.PyArray_DATA(c)
+    call.out = cnp.PyArray_DATA(out)
+    _run(&call, n, None, threads)
     return out
 
 

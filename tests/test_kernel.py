@@ -171,3 +171,56 @@ def _load_all(data: bytes) -> list:
     while stream.tell() < len(data):
         arrays.append(np.load(stream))
     return arrays
+
+
+@pytest.mark.parametrize("fmt", [F.FP16, F.FP32], ids=lambda f: f.name)
+def test_pool_threads_from_many_callers_and_after_fork(fmt):
+    """The C worker pool: callers on several Python threads at once (one holds the pool,
+    the others run alone), and a forked child (which starts workers of its own)."""
+    import threading
+    b = random_batch(fmt, 200_003, np.random.default_rng(21))
+    args = b.floats(fmt)
+    want = kernel.smoothl1lossgrad(*args, threads=1)
+    assert_same(fmt, kernel.smoothl1lossgrad(*args, threads=2), want)
+    assert kernel.pool_workers() >= 1
+    errors = []
+
+    def hammer(k):
+        try:
+            for i in range(20):
+                got = kernel.smoothl1lossgrad(*args, threads=1 + (i + k) % 3,
+                                              core_mask=None if i % 2 else 0xF0F)
+                assert_same(fmt, got, want, what=f"caller {k} call {i}")
+        except AssertionError as e:
+            errors.append(e)
+
+    callers = [threading.Thread(target=hammer, args=(k,)) for k in range(4)]
+    for t in callers:
+        t.start()
+    for t in callers:
+        t.join()
+    assert not errors, errors[0]
+    pid = os.fork()
+    if pid == 0:  # the child: its own workers, the same bits
+        ok = False
+        try:
+            got = kernel.smoothl1lossgrad(*args, threads=2)
+            ok = bool(F.same_result(fmt, F.to_bits(fmt, got), F.to_bits(fmt, want)).all())
+            ok = ok and kernel.pool_workers() >= 1
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+
+
+def test_traffic_probe():
+    """bench/run.py's bandwidth probe: out = a ^ b ^ c on bits, threaded like the kernel."""
+    rng = np.random.default_rng(3)
+    for dtype in (np.uint16, np.uint32):
+        a, b, c = (rng.integers(0, 1 << 16, 100_001).astype(dtype) for _ in range(3))
+        out = np.empty_like(a)
+        for threads in (1, 2):
+            kernel._traffic(a, b, c, out, threads=threads)
+            assert (out == a ^ b ^ c).all()
+    with pytest.raises(ValueError):
+        kernel._traffic(a, b, c, out[:-1])

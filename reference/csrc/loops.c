@@ -7,6 +7,7 @@
  * everywhere.
  */
 #include "loops.h"
+#include "pool.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -27,6 +28,11 @@ static inline _Float16 sl1_d2h(double x) {
     return (_Float16)f;
 }
 
+typedef ptrdiff_t (*vh_fn)(const uint16_t *, const uint16_t *, const uint16_t *, float, float,
+                          uint16_t *, ptrdiff_t);
+typedef ptrdiff_t (*vd_fn)(const uint16_t *, const uint16_t *, const uint16_t *, double, double,
+                          uint16_t *, ptrdiff_t);
+
 #define TO_HALF__Float16(r) (r)
 #define TO_HALF_float(r) ((_Float16)(r))
 #define TO_HALF_double(r) sl1_d2h(r)
@@ -45,124 +51,27 @@ static inline _Float16 sl1_d2h(double x) {
 #undef SUFFIX
 #undef TARGET
 
-/* fp16 data, compute in half or float, eight lanes at a time with F16C: GCC
- * does not vectorize _Float16 conversions, so these loops spell them out.
- * HALF = 1 rounds every step to half (convert to half and back), as the
- * _Float16 models do; the last step is rounded by the final conversion. */
+/* fp16 data, every model, a vector at a time (f16_simd.inc): GCC does not
+ * vectorize _Float16 conversions, so those loops spell them out with F16C. */
 #include <immintrin.h>
-#define V3 __attribute__((target("avx2,f16c")))
 #define RNE (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+#define V3 __attribute__((target("avx2,f16c")))
+#define V4 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
 
-V3 static inline __m256 round_half(__m256 v) {
-    return _mm256_cvtph_ps(_mm256_cvtps_ph(v, RNE));
-}
-V3 static inline __m128i mask16(__m256 m) {
-    __m256i i = _mm256_castps_si256(m);
-    return _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
-}
+#include "simd_avx2.inc"
+#include "f16_simd.inc"
+#include "simd_undef.inc"
 
-#define STEP_DIVMUL(HALF)   q = _mm256_div_ps(d, vb); if (HALF) q = round_half(q); r = _mm256_mul_ps(q, g);
-#define STEP_RECIPMUL(HALF) q = _mm256_mul_ps(d, vrb); if (HALF) q = round_half(q); r = _mm256_mul_ps(q, g);
-#define STEP_MULDIV(HALF)   q = _mm256_mul_ps(d, g); if (HALF) q = round_half(q); r = _mm256_div_ps(q, vb);
-
-#define V3_F16(ORDER, HALF, C)                                                        \
-V3 static void f16x_##ORDER##_##C(const uint16_t *dy, const uint16_t *x1,             \
-        const uint16_t *x2, uint16_t beta_bits, uint16_t *out, ptrdiff_t n) {         \
-    _Float16 bh;                                                                      \
-    memcpy(&bh, &beta_bits, 2);                                                       \
-    const float b = (float)bh;                                                        \
-    float rb = 1.0f / b;                                                              \
-    if (HALF) rb = (float)(_Float16)rb;                                               \
-    const __m256 vb = _mm256_set1_ps(b), vnb = _mm256_set1_ps(-b),                    \
-                 vrb = _mm256_set1_ps(rb);                                            \
-    const __m128i sign = _mm_set1_epi16((short)0x8000);                               \
-    (void)vrb;                                                                        \
-    ptrdiff_t i = 0;                                                                  \
-    for (; i + 8 <= n; i += 8) {                                                      \
-        const __m128i hy = _mm_loadu_si128((const __m128i *)(dy + i));                \
-        const __m256 g = _mm256_cvtph_ps(hy);                                         \
-        const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x1 + i))); \
-        const __m256 c = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x2 + i))); \
-        __m256 d = _mm256_sub_ps(a, c), q, r;                                         \
-        if (HALF) d = round_half(d);                                                  \
-        STEP_##ORDER(HALF)                                                            \
-        const __m128i m = _mm256_cvtps_ph(r, RNE);                                    \
-        const __m128i gt = mask16(_mm256_cmp_ps(d, vb, _CMP_GT_OQ));                  \
-        const __m128i lt = mask16(_mm256_cmp_ps(d, vnb, _CMP_LT_OQ));                 \
-        __m128i res = _mm_blendv_epi8(m, _mm_xor_si128(hy, sign), lt);                \
-        res = _mm_blendv_epi8(res, hy, gt);                                           \
-        _mm_storeu_si128((__m128i *)(out + i), res);                                  \
-    }                                                                                 \
-    if (i < n)                                                                        \
-        f16_##ORDER##_##C##_v3(dy + i, x1 + i, x2 + i, beta_bits, out + i, n - i);    \
-}
-
-V3_F16(DIVMUL, 1, _Float16) V3_F16(RECIPMUL, 1, _Float16) V3_F16(MULDIV, 1, _Float16)
-V3_F16(DIVMUL, 0, float)    V3_F16(RECIPMUL, 0, float)    V3_F16(MULDIV, 0, float)
-
-static const f16_fn f16_table_x[9] = {
-    f16x_DIVMUL__Float16, f16x_DIVMUL_float, f16_DIVMUL_double_v3,
-    f16x_RECIPMUL__Float16, f16x_RECIPMUL_float, f16_RECIPMUL_double_v3,
-    f16x_MULDIV__Float16, f16x_MULDIV_float, f16_MULDIV_double_v3,
-};
-
-/* AVX-512 (F, BW, VL): the same loops sixteen lanes wide. */
+/* AVX-512 (F, BW, VL): the scalar loops built for it, and f16_simd.inc sixteen lanes wide. */
 #define SUFFIX _v4
 #define TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c,prefer-vector-width=512")))
 #include "loops_body.inc"
 #undef SUFFIX
 #undef TARGET
 
-#define V4 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
-
-V4 static inline __m512 round_half16(__m512 v) {
-    return _mm512_cvtph_ps(_mm512_cvtps_ph(v, RNE));
-}
-
-#define STEP16_DIVMUL(HALF)   q = _mm512_div_ps(d, vb); if (HALF) q = round_half16(q); r = _mm512_mul_ps(q, g);
-#define STEP16_RECIPMUL(HALF) q = _mm512_mul_ps(d, vrb); if (HALF) q = round_half16(q); r = _mm512_mul_ps(q, g);
-#define STEP16_MULDIV(HALF)   q = _mm512_mul_ps(d, g); if (HALF) q = round_half16(q); r = _mm512_div_ps(q, vb);
-
-#define V4_F16(ORDER, HALF, C)                                                        \
-V4 static void f16z_##ORDER##_##C(const uint16_t *dy, const uint16_t *x1,             \
-        const uint16_t *x2, uint16_t beta_bits, uint16_t *out, ptrdiff_t n) {         \
-    _Float16 bh;                                                                      \
-    memcpy(&bh, &beta_bits, 2);                                                       \
-    const float b = (float)bh;                                                        \
-    float rb = 1.0f / b;                                                              \
-    if (HALF) rb = (float)(_Float16)rb;                                               \
-    const __m512 vb = _mm512_set1_ps(b), vnb = _mm512_set1_ps(-b),                    \
-                 vrb = _mm512_set1_ps(rb);                                            \
-    const __m256i sign = _mm256_set1_epi16((short)0x8000);                            \
-    (void)vrb;                                                                        \
-    ptrdiff_t i = 0;                                                                  \
-    for (; i + 16 <= n; i += 16) {                                                    \
-        const __m256i hy = _mm256_loadu_si256((const __m256i *)(dy + i));             \
-        const __m512 g = _mm512_cvtph_ps(hy);                                         \
-        const __m512 a = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x1 + i))); \
-        const __m512 c = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(x2 + i))); \
-        __m512 d = _mm512_sub_ps(a, c), q, r;                                         \
-        if (HALF) d = round_half16(d);                                                \
-        STEP16_##ORDER(HALF)                                                          \
-        const __m256i m = _mm512_cvtps_ph(r, RNE);                                    \
-        const __mmask16 gt = _mm512_cmp_ps_mask(d, vb, _CMP_GT_OQ);                   \
-        const __mmask16 lt = _mm512_cmp_ps_mask(d, vnb, _CMP_LT_OQ);                  \
-        __m256i res = _mm256_mask_blend_epi16(lt, m, _mm256_xor_si256(hy, sign));     \
-        res = _mm256_mask_blend_epi16(gt, res, hy);                                   \
-        _mm256_storeu_si256((__m256i *)(out + i), res);                               \
-    }                                                                                 \
-    if (i < n)                                                                        \
-        f16x_##ORDER##_##C(dy + i, x1 + i, x2 + i, beta_bits, out + i, n - i);        \
-}
-
-V4_F16(DIVMUL, 1, _Float16) V4_F16(RECIPMUL, 1, _Float16) V4_F16(MULDIV, 1, _Float16)
-V4_F16(DIVMUL, 0, float)    V4_F16(RECIPMUL, 0, float)    V4_F16(MULDIV, 0, float)
-
-static const f16_fn f16_table_z[9] = {
-    f16z_DIVMUL__Float16, f16z_DIVMUL_float, f16_DIVMUL_double_v4,
-    f16z_RECIPMUL__Float16, f16z_RECIPMUL_float, f16_RECIPMUL_double_v4,
-    f16z_MULDIV__Float16, f16z_MULDIV_float, f16_MULDIV_double_v4,
-};
+#include "simd_avx512.inc"
+#include "f16_simd.inc"
+#include "simd_undef.inc"
 #endif
 
 static int variant = -1; /* 0 baseline, 1 AVX2 + F16C, 2 AVX-512 F/BW/VL */
@@ -216,15 +125,68 @@ int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *
              uint16_t beta, uint16_t *out, ptrdiff_t n) {
     if (model < 0 || model >= 9)
         return -1;
+    const f16_fn *scalar = f16_table_base;
 #ifdef SL1_HAVE_V3
+    /* Whole vectors, the widest first, then the scalar loop of the same variant. */
+    ptrdiff_t done = 0;
     switch (pick()) {
-    case 2: f16_table_z[model](dy, x1, x2, beta, out, n); return 0;
-    case 1: f16_table_x[model](dy, x1, x2, beta, out, n); return 0;
+    case 2:
+        done = f16_vec_z(model, dy, x1, x2, beta, out, n);
+        done += f16_vec_x(model, dy + done, x1 + done, x2 + done, beta, out + done, n - done);
+        scalar = f16_table_v4;
+        break;
+    case 1:
+        done = f16_vec_x(model, dy, x1, x2, beta, out, n);
+        scalar = f16_table_v3;
+        break;
     }
+    dy += done, x1 += done, x2 += done, out += done, n -= done;
 #endif
-    f16_table_base[model](dy, x1, x2, beta, out, n);
+    if (n > 0)
+        scalar[model](dy, x1, x2, beta, out, n);
     return 0;
 }
+
+static void traffic(int is_f32, const void *a, const void *b, const void *c, void *out,
+                    ptrdiff_t n) {
+    int v = 0;
+#ifdef SL1_HAVE_V3
+    v = pick();
+#endif
+    if (is_f32)
+        (v == 2 ? traffic_uint32_t_v4 : v == 1 ? traffic_uint32_t_v3 : traffic_uint32_t_base)(a, b, c, out, n);
+    else
+        (v == 2 ? traffic_uint16_t_v4 : v == 1 ? traffic_uint16_t_v3 : traffic_uint16_t_base)(a, b, c, out, n);
+}
+
+static void call_range(void *ctx, ptrdiff_t start, ptrdiff_t stop) {
+    const sl1k_call *c = ctx;
+    const ptrdiff_t n = stop - start, s = c->is_f32 ? 4 : 2;
+    const char *dy = (const char *)c->dy + start * s, *x1 = (const char *)c->x1 + start * s,
+               *x2 = (const char *)c->x2 + start * s;
+    char *out = (char *)c->out + start * s;
+    if (n <= 0)
+        return;
+    if (c->traffic)
+        traffic(c->is_f32, dy, x1, x2, out, n);
+    else if (c->is_f32)
+        sl1k_f32(c->model, (const float *)dy, (const float *)x1, (const float *)x2, c->f_beta,
+                 (float *)out, n);
+    else
+        sl1k_f16(c->model, (const uint16_t *)dy, (const uint16_t *)x1, (const uint16_t *)x2,
+                 c->h_beta, (uint16_t *)out, n);
+}
+
+int sl1k_run(const sl1k_call *call, ptrdiff_t n, int tasks, int threads, int aligned) {
+    if (!call->traffic && (call->model < 0 || call->model >= 9
+                           || (call->is_f32 && !f32_table_base[call->model])))
+        return -1;
+    if (tasks > 0 && n > 0)
+        sl1_pool_run(call_range, (void *)call, n, tasks, threads, aligned);
+    return 0;
+}
+
+int sl1k_pool_workers(void) { return sl1_pool_workers(); }
 
 ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2,
                             float beta, uint32_t *out, uint8_t *ambiguous, ptrdiff_t n) {

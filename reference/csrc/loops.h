@@ -31,6 +31,25 @@ int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *
 ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2,
                             float beta, uint32_t *out, uint8_t *ambiguous, ptrdiff_t n);
 
+/* One call of the kernel over n elements, for sl1k_run. */
+typedef struct {
+    int is_f32;          /* float32 data (else float16) */
+    int traffic;         /* the bandwidth probe instead of a model: out = dy ^ x1 ^ x2 on bits */
+    int model;
+    const void *dy, *x1, *x2;
+    void *out;
+    float f_beta;        /* beta for float32 data */
+    uint16_t h_beta;     /* beta's bits for float16 data */
+} sl1k_call;
+
+/* The call split into `tasks` ranges (as pool.h describes: aligned = 0 is the
+ * core_chunks split) run on up to `threads` threads of the worker pool.
+ * Returns 0, or -1 (nothing written) for a model that does not apply. */
+int sl1k_run(const sl1k_call *call, ptrdiff_t n, int tasks, int threads, int aligned);
+
+/* Workers the pool has started in this process. */
+int sl1k_pool_workers(void);
+
 /* Which instruction-set variant sl1k_* run on this CPU ("x86-64 AVX-512",
  * "x86-64 AVX2+F16C", "x86-64 baseline", "generic"); SL1CONF_KERNEL_ISA=baseline
  * or =avx2 in the environment forces a narrower variant (to test it on any CPU). */
