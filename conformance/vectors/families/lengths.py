@@ -14,7 +14,7 @@ from sl1conf.conformance.vectors.families.bits import (
     bits_of, bits_of_text, is_subnormal, one_bits, random_significands, random_signs, value_of,
 )
 from sl1conf.conformance.vectors.families.finish import make_case, oracle_bits
-from sl1conf.conformance.vectors.sampling import random_batch
+from sl1conf.conformance.vectors.sampling import fast_batch, random_batch
 from sl1conf.reference import exact as X
 from sl1conf.reference import formats as F
 from sl1conf.reference.formats import Format
@@ -56,8 +56,9 @@ def required_lengths(limit: int = MAX_TABLE_LENGTH) -> list[int]:
     return sorted(n for n in out if n <= limit)
 
 
-def plain_batch(fmt: Format, n: int, rng: np.random.Generator, beta: int):
-    """random_batch data with every element whose answer is open replaced by a settled one.
+def plain_batch(fmt: Format, n: int, rng: np.random.Generator, beta: int, draw=random_batch):
+    """``draw``'s data (random_batch, or fast_batch for the long calls) with every element whose
+    answer is open replaced by a settled one.
 
     The lengths and core-mask families test *where* an element sits, not what it holds:
     their cases stay "valid" (no alternative arrays to store) when no element depends on
@@ -65,7 +66,7 @@ def plain_batch(fmt: Format, n: int, rng: np.random.Generator, beta: int):
     rounded diff on another side of +-beta) becomes x1 = +-1.5 * beta, x2 = +0 (an outer
     line, exact diff) with a normal dy. beta must be positive and normal.
     """
-    bt = random_batch(fmt, n, rng, beta=beta)
+    bt = draw(fmt, n, rng, beta=beta)
     dy, x1, x2 = bt.dy.copy(), bt.x1.copy(), bt.x2.copy()
     if not n:
         return dy, x1, x2
@@ -192,7 +193,7 @@ def lengths_long_cases(fmt: Format, rng: np.random.Generator) -> list:
     cases = []
     for k, (n, variant, mask) in enumerate(calls):
         beta = betas[k % len(betas)]
-        dy, x1, x2 = _with_subnormals(fmt, rng, *plain_batch(fmt, n, rng, beta))
+        dy, x1, x2 = _with_subnormals(fmt, rng, *plain_batch(fmt, n, rng, beta, draw=fast_batch))
         flags = ["long-call"] + length_flags(n)
         if variant == "s":
             flags.append("uneven-core-split")
