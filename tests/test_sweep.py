@@ -176,12 +176,13 @@ def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):
     """Tally.block (one judgement of the wrong elements and of those where a model differs) gives
     the tally of add + judge + lean (call_bias_counts: every element judged, the models computed
     on all of them): blocks with many wrong elements, none (the bias counters' keys found among
-    the others: x2 = 1, x1 far above), and no ordinary element at all (x2 = inf)."""
+    the others: x2 = 1, x1 far above), no ordinary element at all (x2 = inf), and NaN payloads
+    that differ everywhere (x2 a NaN: not wrong)."""
     config = S.SweepConfig(impl, BETA, DY, "all", block=SMALL)
     w = S._Block(config, Planted() if impl == "planted" else None)
     profile = load_profile("ieee")
     seen = set()
-    for k in (0, 1, 3 * 16 + 2, 0x3555 * 16 + 3, 0x3C00 * 16 + 12, 0x7C00 * 16 + 5, 0xBC00 * 16 + 1):
+    for k in (0, 1, 3 * 16 + 2, 0x3555 * 16 + 3, 0x3C00 * 16 + 12, 0x7C00 * 16 + 5, 0x7E01 * 16 + 2, 0xBC00 * 16 + 1):
         lo, dy, x1, x2, got, want = _block_inputs(w, k)
         one, whole = S.Tally(), S.Tally()
         one.block(lo, dy, x1, x2, BETA, got, want, profile, lean=True)
