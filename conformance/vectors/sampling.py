@@ -94,10 +94,17 @@ def random_batch(fmt: Format, n: int, rng: np.random.Generator, beta: "int | Non
     return Batch(dy, x1, x2, beta)
 
 
+def _seed(rng: np.random.Generator) -> np.ndarray:
+    """Four words of ``rng`` to start ``draw``'s xoshiro256** (never all zero, its one bad state)."""
+    state = rng.bit_generator.random_raw(4)
+    state[0] |= np.uint64(state.any() == 0)
+    return state
+
+
 def _populations(fmt: Format, rng: np.random.Generator, n: int, scale_field: int, shares: tuple,
                  edge: "np.ndarray | None" = None) -> np.ndarray:
-    """:func:`random_batch`'s populations from one raw 64-bit random word per element
-    (``draw.populations``): ``edge`` (where given), values from six binades below to two above
+    """:func:`random_batch`'s populations from one 64-bit random word per element
+    (``draw.populations``, its words seeded from ``rng``): ``edge`` (where given), values from six binades below to two above
     the biased exponent ``scale_field`` (random sign and significand; exponent field 0 gives
     subnormals), raw bit patterns and special values, in those shares (256ths, in that order).
     The word's low bits are the raw pattern and, exponent replaced, the scaled value (an element
@@ -108,7 +115,7 @@ def _populations(fmt: Format, rng: np.random.Generator, n: int, scale_field: int
     top = (fmt.exp_mask >> fmt.frac_bits) - 1  # the largest finite exponent field
     fields = np.clip(np.arange(16) * 9 // 16 + (scale_field - 6), 0, top).astype(fmt.uint) << fmt.frac_bits
     out = np.empty(n, fmt.uint)
-    draw.populations(rng.bit_generator.random_raw(n), out, fields, special_patterns(fmt),
+    draw.populations(_seed(rng), out, fields, special_patterns(fmt),
                      ~fmt.exp_mask & ((1 << fmt.bits) - 1), np.cumsum(shares).astype(np.uint32),
                      edge if edge is not None else np.empty(0, fmt.uint))
     return out
@@ -129,7 +136,7 @@ def fast_batch(fmt: Format, n: int, rng: np.random.Generator, beta: "int | None"
     dy = _populations(fmt, rng, n, fmt.emax, (179, 51, 26))
     x2 = _populations(fmt, rng, n, scale_field, (192, 38, 26))
     edge = np.empty(n, fmt.uint)
-    draw.edges(rng.bit_generator.random_raw(n), x2, float(beta_f), edge)
+    draw.edges(_seed(rng), x2, float(beta_f), edge)
     x1 = _populations(fmt, rng, n, scale_field, (115, 90, 25, 26), edge=edge)
     return Batch(dy, x1, x2, beta)
 
