@@ -395,21 +395,29 @@ class Tally:
         dist, model, ftz = (j.dist, np.logical_or.reduce(list(j.models.values())), j.ftz) if hasattr(j, "dist") else j
         g, w = got[bad], want[bad]
         nan = dist == F.NAN_MISMATCH
-        bucket = np.where(nan, B_NAN, np.where(dist == 0, B_ZERO, np.minimum(dist, LARGE)))
-        mag = np.uint16(~FP16.sign_mask & 0xFFFF)
-        zs = ~nan & (((g & mag) == 0) | ((w & mag) == 0)) & (((g ^ w) & FP16.sign_mask) != 0)
+        bucket = np.minimum(dist, LARGE)
+        bucket[dist == 0] = B_ZERO
+        bucket[nan] = B_NAN
         row = 2 * model.astype(np.int64) + ftz
         cells = row * NB + bucket
-        self.hist += np.bincount(cells, minlength=len(ROWS) * NB).reshape(len(ROWS), NB)
-        self.zsign += np.bincount(cells[zs], minlength=len(ROWS) * NB).reshape(len(ROWS), NB)
+        counts = np.bincount(cells, minlength=len(ROWS) * NB).reshape(len(ROWS), NB)
+        self.hist += counts
+        mag = np.uint16(~FP16.sign_mask & 0xFFFF)
+        zs = ((g & mag) == 0) | ((w & mag) == 0)  # a zero on one side (few elements), of the other sign
+        if zs.any():
+            zs &= ~nan & (((g ^ w) & FP16.sign_mask) != 0)
+            self.zsign += np.bincount(cells[zs], minlength=len(ROWS) * NB).reshape(len(ROWS), NB)
+        masks = [(slot, mask) for slot, mask in ((self.first_nan, nan), (self.first_zsign, zs)) if mask.any()]
+        finite = np.where(nan, 0, dist) if nan.any() else dist
         ex = lambda i: _example(lo + bad[i], x1[bad[i]], x2[bad[i]], w[i], g[i], dist[i])  # noqa: E731
-        for r in range(len(ROWS)):
-            in_row = row == r
-            finite = np.where(in_row & ~nan, dist, 0)
-            if finite.any():  # argmax: the first of the largest, the lowest pair number
-                self.worst[r] = _pick(self.worst[r], ex(int(np.argmax(finite))), _worse)
-            for slot, mask in ((self.first_nan, nan), (self.first_zsign, zs)):
-                hit = np.flatnonzero(in_row & mask)
+        for r in np.flatnonzero(counts.any(axis=1)).tolist():  # the rows that hold elements
+            whole = counts[r].sum() == bad.size
+            in_row = None if whole else row == r
+            in_finite = finite if whole else np.where(in_row, finite, 0)
+            if in_finite.any():  # argmax: the first of the largest, the lowest pair number
+                self.worst[r] = _pick(self.worst[r], ex(int(np.argmax(in_finite))), _worse)
+            for slot, mask in masks:
+                hit = np.flatnonzero(mask if whole else in_row & mask)
                 if hit.size:
                     slot[r] = _pick(slot[r], ex(int(hit[0])), _first)
 
