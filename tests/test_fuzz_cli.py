@@ -277,7 +277,9 @@ def test_every_summary_written_matches_its_schema(capsys, tmp_path):
         doc = json.loads((folder / "summary.json").read_text())
         jsonschema.validate(doc, schema)
         kinds |= {e["kind"] for e in doc["saved"]}
-        assert all(e["key"].split("/")[0] in {"R02", "R03", "R13"} for e in doc["saved"])
+        # saved failures are filed under a requirement of the catalog: recipmul-fp16 breaks R01's
+        # budget, the boundary (R02) and overflow (R03) rules; the segfault is R13
+        assert all(e["key"].split("/")[0] in {"R01", "R02", "R03", "R13"} for e in doc["saved"])
     assert kinds == {"element", "crash"}
     merged = json.loads((folders[2] / "summary.json").read_text())
     assert merged["merged_from"] and merged["saved"] and merged["missing_shards"] == []
