@@ -9,9 +9,10 @@ a pure function of the configuration and k), the unit of ``--shard I/N`` (block 
 belongs to shard k % N + 1) and of checkpointing: the state (which blocks are done,
 their merged :class:`Tally`) is rewritten atomically at most every
 :data:`CHECKPOINT_SECONDS` and whenever the run ends (finished, Ctrl-C, an error), so an
-interrupted sweep resumes where it stopped (a killed one loses at most the last second). A tally is sums and order-independent
-choices (the worst element: largest distance, ties to the lowest pair number), so
-resumed, parallel and merged sweeps give the same result as one uninterrupted run.
+interrupted sweep resumes where it stopped (a killed one loses at most the last second).
+A tally is sums and order-independent choices (the worst element: largest distance, ties to
+the lowest pair number), so resumed, parallel and merged sweeps give the same result as one
+uninterrupted run.
 
 Elements are judged by the one judge (``rules.judge``) under the sweep's platform profile,
 exactly as certify judges them: every element rule of the catalog (R01 accuracy, R02 the
