@@ -77,7 +77,10 @@ def flush_subnormal_bits(fmt: Format, bits: np.ndarray) -> np.ndarray:
 
 
 def _canonical_nan(fmt: Format, bits: np.ndarray) -> np.ndarray:
-    return np.where(is_nan_bits(fmt, bits), fmt.qnan_bits, bits).astype(fmt.uint)
+    """``bits`` (changed in place) with every NaN the canonical quiet NaN."""
+    bits = np.asarray(bits, fmt.uint)
+    bits[np.flatnonzero(is_nan_bits(fmt, bits))] = fmt.qnan_bits
+    return bits
 
 
 def _f32_parts(bits: int) -> tuple[int, int]:

@@ -162,3 +162,21 @@ def test_shorter_calls_shared_variant_and_a_flushing_profile_agree_too(platform,
         fuzz = {rid: idx.tolist() for rid, idx in Z.judge_call(profile, call, got).items()}
         certify = {rid: np.flatnonzero(bad).tolist() for rid, bad in j.breaks.items() if bad.any()}
         assert certify == fuzz
+
+
+@pytest.mark.parametrize("fmt", [F.FP16, F.FP32], ids=lambda f: f.name)
+def test_expected_for_computes_the_flush_to_zero_oracle_only_where_flushing_matters(fmt):
+    """expected_for takes the oracle's bits wherever no input and no result is subnormal (and
+    computes every element when beta is): the same bits as the flush-to-zero oracle on all."""
+    from sl1conf.conformance.rules.judge import expected_for
+    from sl1conf.conformance.vectors.sampling import fast_batch, hard_batch, random_batch
+    from sl1conf.reference import fast_oracle
+
+    rng = np.random.default_rng([11, fmt.bits])
+    subnormal_betas = 0
+    for k in range(45):
+        b = (fast_batch, hard_batch, random_batch)[k % 3](fmt, 2000, rng, **({"beta": k // 9 + 1} if k % 9 == 0 else {}))
+        subnormal_betas += 0 < (b.beta & ~fmt.sign_mask) < (1 << fmt.frac_bits)
+        want = fast_oracle.smoothl1lossgrad_ftz(*b.floats(fmt)).view(fmt.uint)
+        assert np.array_equal(expected_for(fmt, b.dy, b.x1, b.x2, b.beta).oracle_ftz, want)
+    assert subnormal_betas >= 4  # the whole-call path ran too

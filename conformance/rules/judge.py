@@ -48,11 +48,13 @@ class Expected:
     oracle_ftz: np.ndarray
     models: dict  # accepted model name -> bits
     alternatives: dict = field(default_factory=dict)  # open-behaviour alternative name -> bits
+    diff: "tuple | None" = None  # exact_diff(x1, x2) of these elements, where expected_for computed it
 
     def at(self, idx) -> "Expected":
         """The same, for some of the elements."""
         return Expected(self.oracle[idx], self.oracle_ftz[idx], {k: v[idx] for k, v in self.models.items()},
-                        {k: v[idx] for k, v in self.alternatives.items()})
+                        {k: v[idx] for k, v in self.alternatives.items()},
+                        None if self.diff is None else (self.diff[0][idx], self.diff[1][idx]))
 
 
 def expected_for(fmt: F.Format, dy, x1, x2, beta: int, *, variant: str = "p", core_mask: int = 0xFF,
@@ -68,9 +70,28 @@ def expected_for(fmt: F.Format, dy, x1, x2, beta: int, *, variant: str = "p", co
     bits = lambda a: np.ascontiguousarray(np.asarray(a, fmt.dtype)).view(fmt.uint)  # noqa: E731
     if oracle is None:
         oracle = bits(fast_oracle.smoothl1lossgrad(*args, b))
-    return Expected(oracle, bits(fast_oracle.smoothl1lossgrad(*args, b, flush_subnormals=True)),
+    with np.errstate(all="ignore"):
+        diff = X.exact_diff(fmt, x1, x2)
+    return Expected(oracle, _flushed_oracle(fmt, args, b, beta, oracle),
                     {m.name: bits(kernel.smoothl1lossgrad(*args, b, model=m.name, threads=1)) for m in accepted_models(fmt)},
-                    openbehaviour.alternatives(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask, oracle=oracle))
+                    openbehaviour.alternatives(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask, oracle=oracle,
+                                               diff=diff), diff)
+
+
+def _flushed_oracle(fmt: F.Format, args, b, beta: int, oracle: np.ndarray) -> np.ndarray:
+    """The flush-to-zero oracle's bits: computed where flushing can change the element (a
+    subnormal input or a subnormal correctly rounded result), the oracle's bits elsewhere,
+    which is what flushing nothing gives (all of it computed when beta is subnormal)."""
+    if _is_subnormal(fmt, np.array([beta], fmt.uint))[0]:
+        return np.ascontiguousarray(fast_oracle.smoothl1lossgrad(*args, b, flush_subnormals=True)).view(fmt.uint)
+    bits = [a.view(fmt.uint) for a in args]
+    idx = np.flatnonzero(_is_subnormal(fmt, oracle) | _is_subnormal(fmt, bits[0]) | _is_subnormal(fmt, bits[1])
+                         | _is_subnormal(fmt, bits[2]))
+    out = oracle.copy()
+    if idx.size:
+        out[idx] = np.ascontiguousarray(fast_oracle.smoothl1lossgrad(*(a[idx] for a in args), b,
+                                                                     flush_subnormals=True)).view(fmt.uint)
+    return out
 
 
 SPECIALS = ("infinity where the result is finite", "NaN where the result is a number",
@@ -159,10 +180,16 @@ same for the rules that decide under the profile (a strict-only rule is recorded
                          self.subnormal_inputs[s], self.overflow_prone[s], self.ok[s], cut(self.rejected), cut(self.breaks),
                          cut(self.checked))
 
-    @property
+    @functools.cached_property
     def excused(self) -> np.ndarray:
-        """Bit for bit an accepted model or an open alternative (whatever the distance)."""
+        """Bit for bit an accepted model or an open alternative (whatever the distance); computed
+        once per judgement (every rule reads it)."""
         return np.logical_or.reduce([*self.models.values(), *self.alt.values(), np.zeros(self.exact.shape, bool)])
+
+    @functools.cached_property
+    def flushed(self) -> np.ndarray:
+        """The flush-to-zero evaluation's result, where the profile accepts flushing (once per judgement)."""
+        return (self.ftz | self.ftz_within) & self.ftz_accepted
 
     @property
     def ftz_only(self) -> np.ndarray:
@@ -214,7 +241,7 @@ class ElementRule:
 
 def _flushed(j) -> np.ndarray:
     """The flush-to-zero evaluation's result, where the profile accepts flushing: accepted by every rule."""
-    return (j.ftz | j.ftz_within) & j.ftz_accepted
+    return j.flushed
 
 
 def _within_budget(j) -> np.ndarray:
@@ -269,7 +296,7 @@ def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> 
     budget = profile.max_ulp[fmt.name]
     within = _within(fmt, profile, got, oracle, dist, budget)
     with np.errstate(all="ignore"):  # diff exactly (binary64 holds it), then the products in binary64
-        s, e = X.exact_diff(fmt, x1, x2)
+        s, e = expected.diff if expected.diff is not None else X.exact_diff(fmt, x1, x2)
         top = X.beta_value(fmt, fmt.inf_bits - 1)
         b = np.abs(X.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), got.shape)))
         prone = (np.abs(s) > top) | (np.abs(s * X.as_f64(fmt, dy)) > top) | (1.0 / b > top)

@@ -118,16 +118,16 @@ def _as_bits(fmt: Format, values) -> np.ndarray:
 
 
 def alternatives(fmt: Format, dy, x1, x2, beta: int, *, variant: str = "p", core_mask: int = 0xFF,
-                 oracle: "np.ndarray | None" = None) -> dict:
+                 oracle: "np.ndarray | None" = None, diff: "tuple | None" = None) -> dict:
     """Every alternative whose rule applies to the call, name -> dx1 bits for each element
     (an element the rule leaves alone gets the oracle's answer, or the defined one).
-    ``oracle``: the correctly rounded bits, where the caller has them."""
+    ``oracle``, ``diff``: the correctly rounded bits and ``exact_diff(x1, x2)``, where the caller has them."""
     dy, x1, x2 = (np.asarray(a, fmt.uint) for a in (dy, x1, x2))
     n = dy.size
     if (variant == "s" and core_mask == 0) or n == 0:
         return {}
     alts: dict = {}
-    s, e = X.exact_diff(fmt, x1, x2)
+    s, e = diff if diff is not None else X.exact_diff(fmt, x1, x2)
     diff_nan = np.isnan(s)
     ndy = (dy ^ np.array(fmt.sign_mask, fmt.uint)).astype(fmt.uint)
     nan = np.full(n, fmt.qnan_bits, fmt.uint)

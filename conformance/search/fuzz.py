@@ -50,7 +50,7 @@ BATCH_ELEMENTS = 1 << 20
 """Elements of a batch's long case, per dtype and variant (a little less: the tail varies).
 Large, so that the fixed cost of a batch's short calls is a small share of its time
 (docs/fuzzing.md, "Throughput")."""
-BIAS_SAMPLE = 1 << 16
+BIAS_SAMPLE = 1 << 14
 """R01's rounding-bias counts read this many elements of each batch's longest call of each
 dtype and variant (the accepted models computed on every one of them)."""
 TAIL_LENGTHS = range(1, 18)
