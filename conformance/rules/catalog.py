@@ -245,12 +245,12 @@ def bias_counts(judged, profile) -> dict:
         idx = np.flatnonzero(ordinary)
         if not idx.size:
             continue
-        ov = F.from_bits(fmt, o[idx]).astype(np.float64)
         for who, bits in [("got", j.got), *j.expected.models.items()]:
-            b = bits[idx]
-            d = F.ulp_distance(fmt, b, o[idx])
+            at = idx[bits[idx] != o[idx]]  # an element equal to the oracle is 0 ULPs from it: never counted
+            b = bits[at]
+            d = F.ulp_distance(fmt, b, o[at])
             near = (d >= 1) & (d <= budget)
-            v, w = F.from_bits(fmt, b[near]).astype(np.float64), ov[near]
+            v, w = F.from_bits(fmt, b[near]).astype(np.float64), F.from_bits(fmt, o[at][near]).astype(np.float64)
             c = out.setdefault(who, {"differ": 0, **{k: 0 for k in BIAS_DIRECTIONS}})
             c["differ"] += int(near.sum())
             for k, lean in zip(BIAS_DIRECTIONS, (np.abs(v) < np.abs(w), np.abs(v) > np.abs(w), v < w, v > w)):
