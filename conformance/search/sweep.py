@@ -646,6 +646,12 @@ def block_task(config: SweepConfig, k: int) -> tuple:
     return k, worker.run(k)
 
 
+POOL_CHUNK = 4
+"""Blocks a local pool hands a worker at a time: the pool's own bookkeeping costs the parent
+about 0.75 ms of CPU per task (about 0.3 ms a block in fours), which the workers' cores pay
+for; a Ctrl-C loses at most the chunks in flight."""
+
+
 def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
 
@@ -672,8 +678,9 @@ def _results(config, blocks, workers, adapter, executor=None):
                 worker.adapter.close()
         return
     ctx = multiprocessing.get_context("spawn")
+    chunk = max(1, min(POOL_CHUNK, len(blocks) // (8 * workers)))  # a short sweep: every worker gets blocks
     with ctx.Pool(workers, initializer=_ignore_sigint) as pool:
-        yield pool.imap_unordered(functools.partial(block_task, config), blocks, chunksize=1)
+        yield pool.imap_unordered(functools.partial(block_task, config), blocks, chunksize=chunk)
 
 
 # --------------------------------------------------------------------------------------
