@@ -7,9 +7,10 @@ per request over a pair of pipes. A crash (segfault, abort, exit) or a hang (pas
 the per-call timeout) becomes an :class:`~sl1conf.adapters.base.Outcome` for
 that case; the worker is replaced and the run goes on.
 
-Before each call the worker tells the parent where the guard pages of that call
-lie, so a fault reported by the shim's signal handler (address, read or write)
-is named after the array it hit: "write past the end of dx1".
+Before each call the worker writes where the guard pages of that call lie into
+the staging memory's header, so a fault reported by the shim's signal handler
+(address, read or write) is named after the array it hit: "write past the end
+of dx1".
 
 The arrays travel through a staging file both processes map (:class:`Stage`), not
 through the pipe (pickling four arrays of a million elements each way cost more than
@@ -84,10 +85,34 @@ class Stage:
         self.size = size
         self.map = mmap.mmap(self.fd, size) if size else None
 
+    HEADER = 4096  # the stage's first bytes: the guard regions of the call in progress (``regions``)
+    _REGION = struct.Struct("<B4Q")  # array (index into ARRAYS), low guard start and end, high guard start and end
+    ARRAYS = ("dy", "dx1", "x1", "x2")
+
+    def write_regions(self, regions: dict) -> None:
+        """The worker, before each call: where the guard pages of the call's arrays lie (read by
+        the parent only when the call ends the worker, to name the array a fault hit)."""
+        blob = struct.pack("<B", len(regions)) + b"".join(
+            self._REGION.pack(self.ARRAYS.index(name), *lo, *hi) for name, (lo, hi) in regions.items())
+        self.map[:len(blob)] = blob
+
+    def regions(self) -> dict:
+        if self.map is None or self.size < self.HEADER:
+            return {}
+        count, at, out = self.map[0], 1, {}
+        for _ in range(min(count, len(self.ARRAYS))):
+            k, lo0, lo1, hi0, hi1 = self._REGION.unpack_from(self.map, at)
+            at += self._REGION.size
+            if k < len(self.ARRAYS):
+                out[self.ARRAYS[k]] = ((lo0, lo1), (hi0, hi1))
+        return out
+
     def place(self, arrays: dict) -> dict:
-        """Write ``arrays`` (name -> array) into the stage, growing it if need be: their layout
-        (name -> (offset, dtype, count)), by which the other side finds them."""
-        layout, at = {}, 0
+        """Write ``arrays`` (name -> array) into the stage after its header, growing it if need be:
+        their layout (name -> (offset, dtype, count)), by which the other side finds them."""
+        layout, at = {}, self.HEADER
+        if self.map is not None:
+            self.map[0] = 0  # no regions until the worker writes this call's
         for name, a in arrays.items():
             layout[name] = (at, a.dtype.str, a.size)
             at += -(-a.nbytes // 64) * 64
@@ -154,13 +179,13 @@ def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, lo
             shim_lib.sl1shim_install_fault_reporter(report)
         stage.resize(request["stage_size"])
         result = _call(request, {k: stage.view(v) for k, v in request["arrays"].items()}, stage, lib,
-                       symbols, shim_lib, conn)
+                       symbols, shim_lib)
         if os.getpid() != me:  # the library forked during the call: only the original answers
             os._exit(0)
         conn.send(("done", request["seq"], *result))
 
 
-def _call(req: dict, staged: dict, stage: Stage, lib, symbols: dict, shim_lib, conn):
+def _call(req: dict, staged: dict, stage: Stage, lib, symbols: dict, shim_lib):
     """Lay out guarded buffers (filled from the stage), announce them, call with the stage out
     of reach, check what changed (against the stage, which still holds the inputs), and put
     the result where the fill came in."""
@@ -174,7 +199,7 @@ def _call(req: dict, staged: dict, stage: Stage, lib, symbols: dict, shim_lib, c
         buffers[name] = _guarded(name, staged[source].nbytes, req["align"], req["layout"])
         arrays[name] = buffers[name].array(staged[source].dtype)
         arrays[name][:] = staged[source]
-    conn.send(("calling", req["seq"], {name: (b.lo_guard, b.hi_guard) for name, b in buffers.items()}))
+    stage.write_regions({name: (b.lo_guard, b.hi_guard) for name, b in buffers.items()})
     addr = {name: ctypes.c_void_p(buffers[name].address) for name in ("dy", "dx1", "x1", "x2")}
     fn = symbols[req["symbol"]]
     args = [addr["dy"], addr["dx1"], addr["x1"], addr["x2"], ctypes.c_int(req["length"])]
@@ -325,7 +350,7 @@ class Worker:
                 self._kill()
         else:
             return Outcome("error", detail="the worker could not be given the case")
-        regions, deadline = {}, time.monotonic() + self.timeout
+        deadline = time.monotonic() + self.timeout
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -351,16 +376,14 @@ class Worker:
                 except OSError:
                     record = b""
                 code = self._kill()
-                fault = _describe_fault(record, regions)
+                fault = _describe_fault(record, self._stage.regions())
                 if alive:
                     return Outcome("crash", detail="the library broke the worker's result channel")
                 return Outcome("crash", detail=_exit_text(code) + (f": {fault}" if fault else ""), fault=fault)
             if message[1] != self._seq:  # an answer that is not for this case: the worker is not sound
                 self._kill()
                 return Outcome("crash", detail="the worker answered out of turn (did the library fork?)")
-            if message[0] == "calling":
-                regions = message[2]
-            elif message[0] == "done":
+            if message[0] == "done":
                 _, _, wrote_outside, changed, seconds = message
                 return Outcome("ok", out=self._stage.view(layout["initial_out"]).copy(), wrote_outside=wrote_outside,
                                inputs_changed=changed, seconds=seconds)
