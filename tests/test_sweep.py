@@ -462,3 +462,42 @@ def test_a_position_dependent_implementation_fails_r18_in_the_sweep(tmp_path):
     assert not v["pass"] and set(v["requirements"]) == {"R18"} and v["requirements"]["R18"]["elements"] > 0
     clean = sweep(tmp_path, "clean", subset="x2=0x3000")
     assert S.verdict(clean["tally"], load_profile("ieee"))["pass"]
+
+
+def test_submitted_keeps_at_most_in_flight_and_cancels_the_rest():
+    """distributed.submitted (what --scheduler runs the blocks through): every item once, never
+    more than in_flight submitted and unfinished, and what is pending cancelled on close."""
+    import concurrent.futures as cf
+    import threading
+    import time
+
+    from sl1conf.conformance.search.distributed import submitted
+
+    class Spy(cf.ThreadPoolExecutor):
+        def submit(self, *a, **kw):
+            self.made = getattr(self, "made", []) + [super().submit(*a, **kw)]
+            return self.made[-1]
+
+    running, most, lock = [0], [0], threading.Lock()
+
+    def work(k):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.002)
+        with lock:
+            running[0] -= 1
+        return k
+
+    with Spy(8) as pool:
+        assert sorted(f.result() for f in submitted(pool, work, ((k,) for k in range(40)), 3)) == list(range(40))
+    assert most[0] <= 3 and len(pool.made) == 40
+    gates = [threading.Event() for _ in range(10)]
+    with Spy(1) as pool:  # one thread: item 0 runs, 1 and 2 wait in the queue
+        futures = submitted(pool, lambda k: gates[k].wait(5) and k, ((k,) for k in range(10)), 3)
+        gates[0].set()
+        assert next(futures).result() == 0
+        futures.close()
+        for g in gates:
+            g.set()
+    assert len(pool.made) == 3 and pool.made[2].cancelled()
