@@ -27,7 +27,7 @@ import os
 
 import numpy as np
 
-__all__ = ["PAGE", "CANARY", "LAYOUTS", "GuardedArray"]
+__all__ = ["PAGE", "CANARY", "LAYOUTS", "GuardedArray", "set_access"]
 
 PAGE = mmap.PAGESIZE
 CANARY = 0xA5  # canary byte; 0xa5a5 / 0xa5a5a5a5 is an unremarkable number, not a special value
@@ -48,6 +48,16 @@ def _mprotect():
     return _libc.mprotect if _libc else None
 
 
+def set_access(address: int, size: int, accessible: bool) -> bool:
+    """Make ``size`` bytes of pages from ``address`` readable and writable, or inaccessible;
+    False where the system has no mprotect or refuses."""
+    protect = _mprotect()
+    if protect is None:
+        return False
+    mode = mmap.PROT_READ | mmap.PROT_WRITE if accessible else _PROT_NONE
+    return protect(ctypes.c_void_p(address), size, mode) == 0
+
+
 class GuardedArray:
     """``nbytes`` bytes between two guard pages, the end touching the second one (layout
     ``"end"``) or the start touching the first (``"start"``)."""
@@ -59,12 +69,7 @@ class GuardedArray:
         self.lo_guard = (base, base + PAGE)
         self.hi_guard = (base + PAGE + self.body, base + 2 * PAGE + self.body)
         self._body = (PAGE, PAGE + self.body)
-        protect = _mprotect()
-        self.guarded = False
-        if protect is not None:
-            ok = protect(ctypes.c_void_p(base), PAGE, _PROT_NONE) == 0
-            ok &= protect(ctypes.c_void_p(self.hi_guard[0]), PAGE, _PROT_NONE) == 0
-            self.guarded = bool(ok)
+        self.guarded = set_access(base, PAGE, False) & set_access(self.hi_guard[0], PAGE, False)
         self.place(nbytes, align, layout)
 
     @staticmethod
@@ -116,10 +121,9 @@ class GuardedArray:
         return None
 
     def close(self) -> None:
-        protect = _mprotect()
-        if self.guarded and protect is not None:  # give the guard pages back their access first
-            protect(ctypes.c_void_p(self.lo_guard[0]), PAGE, mmap.PROT_READ | mmap.PROT_WRITE)
-            protect(ctypes.c_void_p(self.hi_guard[0]), PAGE, mmap.PROT_READ | mmap.PROT_WRITE)
+        if self.guarded:  # give the guard pages back their access first
+            set_access(self.lo_guard[0], PAGE, True)
+            set_access(self.hi_guard[0], PAGE, True)
         try:
             self._map.close()
         except BufferError:  # numpy views are still alive: the mapping is freed with the last of them

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import AdapterError, Case, Outcome
-from .guard import GuardedArray, _mprotect
+from .guard import GuardedArray, set_access
 
 __all__ = ["SYMBOLS", "Worker"]
 
@@ -128,11 +128,8 @@ class Stage:
 
     def protect(self, accessible: bool) -> None:
         """Make the mapping (in)accessible in this process (a no-op without mprotect)."""
-        protect = _mprotect()
-        if protect is None or self.map is None:
-            return
-        address = ctypes.addressof(ctypes.c_char.from_buffer(self.map))
-        protect(ctypes.c_void_p(address), self.size, 3 if accessible else 0)  # PROT_READ | PROT_WRITE, PROT_NONE
+        if self.map is not None:
+            set_access(ctypes.addressof(ctypes.c_char.from_buffer(self.map)), self.size, accessible)
 
     def close(self) -> None:
         if self.map is not None:
