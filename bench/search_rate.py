@@ -84,7 +84,28 @@ def markdown(result: dict) -> list:
     got, target = rows[label], result["sweep_target_s"]
     lines += [f"| {label} | {got:.1f} s ({2 ** 32 / got / 1e6:.0f} M elements/s) | at most {target:g} s | "
               + _verdict(got <= target, f"{got / target:.1f} times too slow") + " |", ""]
+    missed = [k for k, t in targets.items() if rows[k] < t] + ([label] if got > target else [])
+    if missed:
+        lines += ["Why a target is missed: " + " ".join(WHY[k] for k in missed), ""]
     return lines
+
+
+WHY = {
+    "fuzz, builtin:kernel, --workers 2":
+        "Fuzz of the kernel: two workers share the machine's two CPUs with the campaign's parent and "
+        "whatever else runs; one worker's batch (4.2 million elements) spends about 40% drawing the "
+        "inputs, 45% in the oracle and the judge of the inexact elements (the kernel's accepted "
+        "models differ from the correctly rounded result on 4-8% of elements) and 10% on the 88 short "
+        "calls of a batch (docs/fuzzing.md, \"Throughput\", has the breakdown).",
+    "fuzz, ctypes sample, --workers 2":
+        "Fuzz of the ctypes sample: on top of the kernel's costs, every call is a round trip to the "
+        "isolated worker (about 0.5 ms for a short call on this loaded machine, 30 ms for a call of "
+        "2^20 elements, 11-20 ms of which the library's own loop) and the four processes share two CPUs.",
+    "sweep, full fp16 plane, --workers 2":
+        "Sweep: with the oracle and the kernel at memory speed, about 45% of the CPU is the one judge "
+        "(expected_for and judge) on the wrong elements, nearly all of them in the blocks with "
+        "|x2| < 0x3000 (about 30 ms each, the rest about 7 ms); docs/sweeps.md, \"Throughput\".",
+}
 
 
 if __name__ == "__main__":
