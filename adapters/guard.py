@@ -68,7 +68,6 @@ class GuardedArray:
         self.base, self.body = base, len(self._map) - 2 * PAGE
         self.lo_guard = (base, base + PAGE)
         self.hi_guard = (base + PAGE + self.body, base + 2 * PAGE + self.body)
-        self._body = (PAGE, PAGE + self.body)
         self.guarded = set_access(base, PAGE, False) & set_access(self.hi_guard[0], PAGE, False)
         self.place(nbytes, align, layout)
 
@@ -107,7 +106,7 @@ class GuardedArray:
 
     def canaries_intact(self) -> bool:
         """True when every byte around the data, inside the guard pages, still holds CANARY."""
-        lo, hi = self._body
+        lo, hi = PAGE, PAGE + self.body
         before = self._map[lo:self.offset]
         after = self._map[self.offset + self.nbytes:hi]
         return before.count(CANARY) == len(before) and after.count(CANARY) == len(after)

@@ -239,19 +239,14 @@ class ElementRule:
         return not self.strict_only or profile.strict_zero_sign
 
 
-def _flushed(j) -> np.ndarray:
-    """The flush-to-zero evaluation's result, where the profile accepts flushing: accepted by every rule."""
-    return j.flushed
-
-
 def _within_budget(j) -> np.ndarray:
     """Exact, within the budget, a model's or an alternative's bits, or flushed."""
-    return j.exact | j.within | j.excused | _flushed(j)
+    return j.exact | j.within | j.excused | j.flushed
 
 
 def _exactly(j) -> np.ndarray:
     """No budget: exact, a model's or an alternative's bits, or flushed."""
-    return j.exact | j.excused | _flushed(j)
+    return j.exact | j.excused | j.flushed
 
 
 ELEMENT_RULES: tuple = (
@@ -262,12 +257,12 @@ ELEMENT_RULES: tuple = (
     # R03: where the exact result is finite and an intermediate overflows (or the result is
     # infinite or NaN anyway): no infinity or NaN.
     ElementRule("R03", lambda j: ~is_special(j.fmt, j.expected.oracle) & (j.overflow_prone | is_special(j.fmt, j.got)),
-                lambda j: ~is_special(j.fmt, j.got) | j.excused | _flushed(j)),
+                lambda j: ~is_special(j.fmt, j.got) | j.excused | j.flushed),
     # R04: where the exact result is NaN or infinite: that (any NaN), no budget.
     ElementRule("R04", lambda j: is_special(j.fmt, j.expected.oracle), _exactly),
     # R05: a zero result where the exact result is zero: its sign (strict profiles decide on it).
     ElementRule("R05", lambda j: is_zero(j.fmt, j.expected.oracle) & is_zero(j.fmt, j.got),
-                lambda j: (j.got == j.expected.oracle) | j.excused | _flushed(j), strict_only=True),
+                lambda j: (j.got == j.expected.oracle) | j.excused | j.flushed, strict_only=True),
     # R06: elements flushing would change, or with a subnormal input: R01's rule, reported apart.
     ElementRule("R06", lambda j: ~F.same_result(j.fmt, j.expected.oracle, j.expected.oracle_ftz) | j.subnormal_inputs,
                 _within_budget),

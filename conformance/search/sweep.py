@@ -236,8 +236,7 @@ def _expected(dy, x1, x2, beta, want, idx):
 
 def _judged(profile, got, dy, x1, x2, beta, want, idx):
     """The one judge's judgement of the elements ``idx``."""
-    sub = (dy[idx], x1[idx], x2[idx])
-    return judge(FP16, profile, got[idx], expected_for(FP16, *sub, beta, oracle=want[idx]), *sub, beta)
+    return judge(FP16, profile, got[idx], _expected(dy, x1, x2, beta, want, idx), dy[idx], x1[idx], x2[idx], beta)
 
 
 class Tally:
