@@ -1,0 +1,1 @@
+"""One progress bar for every long job (certify, fuzz, sweep), on a terminal only."""
