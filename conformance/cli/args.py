@@ -14,7 +14,8 @@ import argparse
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.reference import formats as F
 
-__all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values"]
+__all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values",
+           "out_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -61,3 +62,64 @@ def dtype_arg(text: str) -> F.Format:
         return F.format_by_name(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def out_arg(text: str) -> str:
+    """argparse type: a path that is not empty (``--out ""`` would mean the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path: name a folder or file")
+    return text
+
+
+def names_arg(text: str) -> list:
+    """argparse type: comma-separated names, at least one (``--families ""`` or ``","`` would
+    silently mean "all")."""
+    names = [n.strip() for n in text.split(",")]
+    if not any(names) or not all(names):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated names, none empty")
+    return names
+
+
+WORKERS_PER_CPU = 4
+"""--workers above this many per available CPU is refused: beyond it processes only compete."""
+
+
+def max_workers() -> int:
+    """The most worker processes a command starts on this machine."""
+    import os
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return WORKERS_PER_CPU * cpus
+
+
+def workers_arg(text: str) -> int:
+    """argparse type: a number of local worker processes, 1 to :func:`max_workers`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    limit = max_workers()
+    if not 1 <= value <= limit:
+        raise argparse.ArgumentTypeError(f"{value}: expected 1 to {limit} ({WORKERS_PER_CPU} per CPU available here)")
+    return value
+
+
+def count_arg(limit: int, what: str = "elements"):
+    """argparse type factory: a whole number from 1 to ``limit`` (a count the run holds in memory
+    or would take for ever beyond)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+            if value != int(value):
+                raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+            value = int(value)
+        if not 1 <= value <= limit:
+            raise argparse.ArgumentTypeError(f"{value}: expected 1 to {limit:,} {what}")
+        return value
+    parse.__name__ = what  # argparse names the type in "invalid ... value"
+    return parse
