@@ -8,12 +8,34 @@ is atomic on one file system); the temporary file is removed on any failure.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import tempfile
+import threading
 from pathlib import Path
 from typing import Iterable, Union
 
-__all__ = ["write_atomic", "writable_folder"]
+__all__ = ["write_atomic", "writable_folder", "uninterrupted"]
+
+_HELD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextlib.contextmanager
+def uninterrupted():
+    """Hold SIGINT, SIGTERM and SIGHUP for the few renames that take a folder from one whole
+    state to the next (a report's four files, a vector set swapped in): a signal sent meanwhile
+    is delivered when the block ends, so it can interrupt before or after, never between.
+    Only the main thread can hold them (elsewhere this does nothing: Python delivers signals to
+    the main thread only, so another thread is not interrupted by them anyway)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _umask() -> int:
