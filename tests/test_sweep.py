@@ -352,7 +352,7 @@ def test_cli_errors_exit_2_and_keep_the_checkpoint(tmp_path, capsys):
         ([*base, "--subset", "odd", "--out", out], "unknown subset"),
         ([*base, "--beta", "inf", "--subset", "around-beta", "--out", tmp_path / "n"], "finite beta"),
         ([*base, "--platform", "ft78ne", "--out", out], "no fp16"),
-        ([*base, "--workers", "0", "--out", out], "--workers must be at least 1"),
+        ([*base, "--workers", "0", "--out", out], "argument --workers: 0: expected 1 to"),
         (["sweep", "merge", tmp_path / "none", "--out", tmp_path / "m"], "holds no sweep.json"),
         (["sweep", "merge", out, out, "--out", tmp_path / "m"], "repeats block"),
         (["sweep", "merge", out, "--out", out], "one of the inputs"),

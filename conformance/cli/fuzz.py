@@ -27,9 +27,11 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, seed_arg
+from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, count_arg, dtype_arg,
+                                          out_arg, seed_arg, workers_arg)
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.commands import certify_command, explain_command
+from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.rules.catalog import add_bias_counts, bias_findings, by_id, rounding_bias
 from sl1conf.conformance.search import fuzz as Z
 from sl1conf.reference import fast_oracle
@@ -54,32 +56,67 @@ __all__ = ["register"]
 
 
 
+USAGE = """sl1conf fuzz --impl SPEC --platform NAME --out DIR [--elements N | --seconds S] [options]
+       sl1conf fuzz merge DIR [DIR ...] --out DIR [--force]
+       sl1conf fuzz replay DIR --batch K [--impl SPEC]"""
+MAX_BATCH_ELEMENTS = 1 << 26
+"""The most elements --batch-elements gives a batch's long case (64 Mi; the default is 1 Mi)."""
+MAX_ELEMENTS = 10 ** 15
+"""The most elements --elements asks for (years at the kernel's speed)."""
+BATCH_BYTES_PER_ELEMENT = 32
+"""Memory a batch needs per element of its long calls (each dtype and variant), at least: an
+honest implementation's batch holds about 17 bytes an element (inputs, output, the oracle's
+bits), one whose every element is judged about 230. A campaign whose batches would not fit
+even at this rate in the memory available (one batch per worker process) is refused before it
+starts, rather than failing with a MemoryError once it runs."""
+
+
 def register(sub) -> None:
     """Add ``sl1conf fuzz`` (with the actions merge and replay) to the parser."""
     p = sub.add_parser(
-        "fuzz", help="fuzz an implementation; save every failure as a minimized regression vector",
+        "fuzz", help="fuzz an implementation; save every failure as a minimized regression vector", usage=USAGE,
         description="sl1conf fuzz --impl SPEC --platform NAME --out DIR: a campaign. "
                     "sl1conf fuzz merge DIR... --out DIR: one summary of shards' outputs. "
-                    "sl1conf fuzz replay DIR --batch K: run one recorded batch again. See docs/fuzzing.md.")
-    p.add_argument("action", nargs="?", choices=("merge", "replay"), help="merge or replay (default: a campaign)")
-    p.add_argument("dirs", nargs="*", metavar="DIR", help="fuzz output folders (merge, replay)")
-    p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (replay: default the campaign's)")
+                    "sl1conf fuzz replay DIR --batch K: run one recorded batch again "
+                    "(sl1conf fuzz merge --help, sl1conf fuzz replay --help: their options). See docs/fuzzing.md.")
+    p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ...")
     p.add_argument("--platform", metavar="NAME", help="ieee, ft78ne, mt7004 or a profile .toml file")
     p.add_argument("--dtype", type=dtype_arg, action="append", help="fp16 or fp32 (default: all in common)")
     p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
     p.add_argument("--seconds", type=float, help="run for this long (default 60 unless --elements)")
-    p.add_argument("--elements", type=int, help="check about this many elements (all shards together)")
-    p.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    p.add_argument("--elements", type=count_arg(MAX_ELEMENTS, "elements"), metavar="N",
+                   help="check about this many elements (all shards together; 1e9 is read too)")
+    p.add_argument("--workers", type=workers_arg, default=1, metavar="N",
+                   help=f"local worker processes (default 1; at most {WORKERS_PER_CPU} per CPU)")
     p.add_argument("--seed", type=seed_arg, help="campaign seed (default: a fresh one, printed and recorded)")
     p.add_argument("--shard", metavar="I/N", default="1/1", help="run shard I of N (default 1/1)")
-    p.add_argument("--batch-elements", type=int, default=Z.BATCH_ELEMENTS,
-                   help=f"elements of each batch's long case (default {Z.BATCH_ELEMENTS})")
-    p.add_argument("--max-cases", type=int, default=MAX_CASES,
+    p.add_argument("--batch-elements", type=count_arg(MAX_BATCH_ELEMENTS, "elements"), default=Z.BATCH_ELEMENTS,
+                   metavar="N", help=f"elements of each batch's long case (default {Z.BATCH_ELEMENTS}, "
+                                     f"at most {MAX_BATCH_ELEMENTS})")
+    p.add_argument("--max-cases", type=int, default=MAX_CASES, metavar="N",
                    help=f"most failures minimized and saved (default {MAX_CASES})")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run the batches on this Dask scheduler")
-    p.add_argument("--batch", type=int, help="replay: the batch index to run again")
-    p.add_argument("--out", help="output folder (campaign, merge)")
+    p.add_argument("--out", type=out_arg, metavar="DIR", help="output folder")
     p.add_argument("--force", action="store_true", help="write into a non-empty folder that is not this campaign's")
+    actions = p.add_subparsers(dest="action", parser_class=Parser, title="actions (default: a campaign)",
+                               metavar="{merge,replay}")
+    m = actions.add_parser("merge", help="one summary of the outputs of a campaign's shards",
+                           usage="sl1conf fuzz merge DIR [DIR ...] --out DIR [--force]",
+                           description="Merge the output folders of a campaign's shards (sl1conf fuzz --shard I/N) "
+                                       "into one: batches, elements, failures and saved vectors united, shards "
+                                       "missing named. See docs/fuzzing.md.")
+    m.add_argument("dirs", nargs="*", metavar="DIR", help="fuzz output folders of one campaign's shards")
+    m.add_argument("--out", dest="merge_out", type=out_arg, metavar="DIR", help="folder for the merged output")
+    m.add_argument("--force", dest="merge_force", action="store_true",
+                   help="write into a non-empty folder that is not this campaign's")
+    r = actions.add_parser("replay", help="run one recorded batch again",
+                           usage="sl1conf fuzz replay DIR --batch K [--impl SPEC]",
+                           description="Draw batch K of the campaign recorded in DIR again from its seed and "
+                                       "check it (against the campaign's implementation, or --impl). "
+                                       "See docs/fuzzing.md.")
+    r.add_argument("dirs", nargs="*", metavar="DIR", help="a fuzz output folder")
+    r.add_argument("--batch", type=int, metavar="K", help="the batch index to run again")
+    r.add_argument("--impl", dest="replay_impl", metavar="SPEC", help="another implementation (default: the campaign's)")
 
     def run(args) -> int:
         if args.action == "merge":
@@ -93,14 +130,43 @@ def register(sub) -> None:
 
 # ------------------------------------------------------------------ argument checks
 
-def _only(args, allowed: set, action: str) -> None:
-    given = {"impl", "platform", "dtype", "variant", "seconds", "elements", "seed", "scheduler", "batch", "out"}
-    extra = sorted(n for n in given - allowed if getattr(args, n) is not None)
-    defaults = {"workers": 1, "shard": "1/1", "batch_elements": Z.BATCH_ELEMENTS, "max_cases": MAX_CASES,
-                "force": False}
-    extra += sorted(n for n, d in defaults.items() if n not in allowed and getattr(args, n) != d)
+CAMPAIGN_DEFAULTS = {"workers": 1, "shard": "1/1", "batch_elements": Z.BATCH_ELEMENTS, "max_cases": MAX_CASES,
+                     "force": False}
+
+
+def _no_campaign_options(args, action: str) -> None:
+    """merge and replay take none of the campaign's options (given before the action)."""
+    given = ("impl", "platform", "dtype", "variant", "seconds", "elements", "seed", "scheduler", "out")
+    extra = sorted(n for n in given if getattr(args, n) is not None)
+    extra += sorted(n for n, d in CAMPAIGN_DEFAULTS.items() if getattr(args, n) != d)
     if extra:
         raise UsageError(f"{action} does not take --{extra[0].replace('_', '-')}")
+
+
+def _fits_in_memory(campaign, workers: int) -> None:
+    """Refuse a campaign whose batches could not be held (see BATCH_BYTES_PER_ELEMENT)."""
+    available = _available_memory()
+    runs = len(campaign.dtypes) * len(campaign.variants)
+    need = BATCH_BYTES_PER_ELEMENT * campaign.batch_elements * runs * workers
+    if available is not None and need > available:
+        raise UsageError(f"--batch-elements {campaign.batch_elements}: {workers} batch(es) of {runs} long call(s) "
+                         f"need at least {need / 2**30:.1f} GiB, more than the {available / 2**30:.1f} GiB of memory "
+                         "available here: give fewer --batch-elements (or --workers)")
+
+
+def _available_memory() -> "int | None":
+    """Bytes of memory available to new work (MemAvailable; None where it cannot be read)."""
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def _positive(name: str, value, minimum=1) -> None:
@@ -113,8 +179,6 @@ def _campaign_from(args, adapter, profile) -> Z.Campaign:
         raise UsageError("give --seconds or --elements, not both")
     if args.seconds is not None and not (args.seconds > 0 and math.isfinite(args.seconds)):
         raise UsageError(f"--seconds must be a positive number, not {args.seconds}")
-    for name in ("elements", "workers", "batch_elements"):
-        _positive(name.replace("_", "-"), getattr(args, name))
     _positive("max-cases", args.max_cases, 0)
     try:
         Z.parse_shard(args.shard)
@@ -303,19 +367,12 @@ def _print(summary: dict, out: Path) -> None:
 
 # ------------------------------------------------------------------ a campaign
 
-def _progress():
-    if not sys.stderr.isatty():
-        return None, lambda: None
-    last = [0.0]
-
-    def show(r: Z.Result) -> None:
-        now = time.monotonic()
-        if now - last[0] >= 0.2:
-            last[0] = now
-            print(f"\r\033[Kfuzz: {r.elements:,} elements, {len(r.first)} failures, "
-                  f"{r.rate / 1e6:.2f} M elements/s, {r.seconds:.0f} s", end="", file=sys.stderr, flush=True)
-
-    return show, lambda: print("\r\033[K", end="", file=sys.stderr, flush=True)
+def _progress(campaign) -> Progress:
+    """The campaign's bar on a terminal (common.progress): batches of this shard done of all
+    (with an ETA) when the campaign counts batches (--elements), the count and rates when it
+    runs for a time; elements per second and the distinct failures so far."""
+    total = len(campaign.shard_range.items(0, campaign.batches)) if campaign.batches is not None else None
+    return Progress("fuzz", total, "batches")
 
 
 class _Stop:
@@ -385,8 +442,13 @@ def _local_pool(workers: int, stop: _Stop):
 
 
 def _execute(campaign, adapter, profile, workers: int, scheduler, stop):
-    show, clear = _progress()
-    try:
+    bar, seen = _progress(campaign), [0]
+
+    def show(r: Z.Result) -> None:
+        bar.update(1, elements=r.elements - seen[0], failures=len(r.first))
+        seen[0] = r.elements
+
+    with bar:
         if scheduler:
             from sl1conf.conformance.search.distributed import dask_executor
 
@@ -396,8 +458,6 @@ def _execute(campaign, adapter, profile, workers: int, scheduler, stop):
             with _local_pool(workers, stop) as pool:
                 return Z.run(campaign, executor=pool, in_flight=2 * workers, progress=show, stop=stop)
         return Z.run(campaign, adapter=adapter, profile=profile, progress=show, stop=stop)
-    finally:
-        clear()
 
 
 def _ranges(ks) -> list:
@@ -503,10 +563,6 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
 
 
 def _campaign(args) -> int:
-    _only(args, {"impl", "platform", "dtype", "variant", "seconds", "elements", "workers", "seed", "shard",
-                 "batch_elements", "max_cases", "scheduler", "out", "force"}, "a campaign")
-    if args.dirs:
-        raise UsageError(f"unexpected folder {args.dirs[0]}: a campaign writes to --out (merge and replay take folders)")
     for name in ("impl", "platform", "out"):
         if getattr(args, name) is None:
             raise UsageError(f"a campaign needs --{name}")
@@ -515,6 +571,8 @@ def _campaign(args) -> int:
     adapter, profile = _load(args.impl, args.platform)
     with adapter:
         campaign = _campaign_from(args, adapter, profile)
+        if not args.scheduler:  # a cluster's workers have their own memory
+            _fits_in_memory(campaign, args.workers)
         out = Path(args.out)
         old = _claim(out, campaign.identity(), [campaign.shard], args.force)
         print(f"fuzz: seed {campaign.seed}, shard {campaign.shard}, "
@@ -536,8 +594,8 @@ def _campaign(args) -> int:
 def _merge(args) -> int:
     from sl1conf.conformance.vectors.store import load
 
-    _only(args, {"out", "force"}, "merge")
-    if not args.dirs or args.out is None:
+    _no_campaign_options(args, "merge")
+    if not args.dirs or args.merge_out is None:
         raise UsageError("merge needs the folders to merge and --out DIR")
     parts = [(Path(d), _read_summary(Path(d))) for d in args.dirs]
     first = parts[0][1]
@@ -553,8 +611,8 @@ def _merge(args) -> int:
             raise UsageError(f"{folder}: batch {min(mine & batches)} was run by two of the outputs")
         shards += s["shards"]
         batches |= mine
-    out = Path(args.out)
-    old = _claim(out, first["identity"], sorted(shards), args.force)
+    out = Path(args.merge_out)
+    old = _claim(out, first["identity"], sorted(shards), args.merge_force)
     saved, seen = [], set()
     for folder, s in parts:
         sets = {}
@@ -606,7 +664,7 @@ def _merge(args) -> int:
 # ------------------------------------------------------------------ replay
 
 def _replay(args) -> int:
-    _only(args, {"impl", "batch"}, "replay")
+    _no_campaign_options(args, "replay")
     if len(args.dirs) != 1 or args.batch is None:
         raise UsageError("replay needs one fuzz output folder and --batch K")
     _positive("batch", args.batch, 0)
@@ -615,7 +673,7 @@ def _replay(args) -> int:
     if not any(a <= args.batch < b and (args.batch - a) % c == 0 for a, b, c in ranges):
         raise UsageError(f"--batch {args.batch}: {args.dirs[0]} did not run that batch (it ran {_ranges_text(ranges)})")
     campaign = Z.Campaign.from_dict(s["campaign"])
-    adapter, profile = _load(args.impl or campaign.impl, campaign.platform)
+    adapter, profile = _load(args.replay_impl or campaign.impl, campaign.platform)
     with adapter:
         cases = Z.make_batch(campaign, profile, args.batch)
         findings = Z.check_cases(adapter, profile, cases)

@@ -8,17 +8,18 @@ terminal, prints the summary and writes it into OUT/sweep.json. Exit 0 when the 
 from __future__ import annotations
 
 import functools
-import sys
-import time
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, Parser, UsageError, dtype_arg
+from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, dtype_arg, out_arg,
+                                          workers_arg)
 from sl1conf.reference import formats as F
 
 from sl1conf.conformance.common.commands import explain_command
+from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import sweep as S
 
 HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
@@ -28,26 +29,36 @@ x1 - x2 is within K fp16 steps of +beta or -beta; K defaults to 8). Re-running t
 resumes from OUT/sweep.json; 'sl1conf sweep merge' combines shards. See docs/sweeps.md."""
 
 
+USAGE = """sl1conf sweep --impl SPEC --beta V --dy V --out DIR [--subset S] [options]
+       sl1conf sweep merge DIR [DIR ...] --out DIR"""
+
+
 def register(sub) -> None:
     """Add this module's subcommands to the ``sl1conf`` parser (see cli.build_parser)."""
-    p = sub.add_parser("sweep", help=HELP, description=DESCRIPTION)
+    p = sub.add_parser("sweep", help=HELP, description=DESCRIPTION, usage=USAGE)
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (as for certify)")
-    p.add_argument("--beta", metavar="V")
-    p.add_argument("--dy", metavar="V")
+    p.add_argument("--beta", metavar="V", help="beta of every call (a value as above; required)")
+    p.add_argument("--dy", metavar="V", help="dy of every element (a value as above; required)")
     p.add_argument("--dtype", type=dtype_arg, default=F.FP16, help="fp16 only (the default): fp32 has 2^64 pairs")
     p.add_argument("--subset", default="all", help="all (default), x2=V or around-beta[:K]")
     p.add_argument("--variant", choices=("s", "p"), default="p", help="s or p (default p)")
-    p.add_argument("--workers", type=int, help="processes (default: the CPUs available)")
+    p.add_argument("--workers", type=workers_arg, metavar="N",
+                   help=f"processes (default: the CPUs available; at most {WORKERS_PER_CPU} per CPU)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run the blocks on this Dask scheduler (docs/sweeps.md)")
     p.add_argument("--shard", metavar="I/N", help="run only the blocks k with k %% N == I - 1")
-    p.add_argument("--platform", default="ieee",
+    p.add_argument("--platform", default="ieee", metavar="NAME",
                    help="profile that judges, as certify does (default ieee; kept in the checkpoint)")
     p.add_argument("--max-blocks", type=int, metavar="N", help="stop after N blocks (run again to continue)")
-    p.add_argument("--out", help="folder for sweep.json (the checkpoint and the result)")
-    actions = p.add_subparsers(dest="action", parser_class=Parser)
-    m = actions.add_parser("merge", help="combine the sweep.json of shards into one")
-    m.add_argument("dirs", nargs="+", metavar="DIR")
-    m.add_argument("--out", dest="merge_out", required=True, help="folder for the merged sweep.json")
+    p.add_argument("--out", type=out_arg, metavar="DIR", help="folder for sweep.json (the checkpoint and the result)")
+    actions = p.add_subparsers(dest="action", parser_class=Parser, title="actions (default: a sweep)",
+                               metavar="{merge}")
+    m = actions.add_parser("merge", help="combine the sweep.json of shards into one",
+                           usage="sl1conf sweep merge DIR [DIR ...] --out DIR",
+                           description="Combine the sweep.json of a sweep's shards (sl1conf sweep --shard I/N) "
+                                       "into one, judged under the platform the shards recorded. See docs/sweeps.md.")
+    m.add_argument("dirs", nargs="+", metavar="DIR", help="folders holding a shard's sweep.json")
+    m.add_argument("--out", dest="merge_out", type=out_arg, required=True, metavar="DIR",
+                   help="folder for the merged sweep.json")
     p.set_defaults(run=lambda args: _merge(args) if args.action == "merge" else _sweep(args))
 
 
@@ -60,9 +71,27 @@ def _profile(name):
 
 
 def _out_folder(text) -> Path:
+    """``--out``, checked to be a folder sweep.json can be written in, creating nothing: the
+    folder, or the nearest folder above it that exists, is a folder this process may write in
+    (a path under a file, or in a folder without write permission, is one error line before any
+    block runs)."""
     out = Path(text)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} exists and is not a folder")
+    at = out
+    while not at.exists() and at != at.parent:
+        at = at.parent
+    if not at.exists():  # a relative path's parents end at "."
+        at = Path(".")
+    why = None
+    if not at.is_dir():
+        why = "Not a directory: " + str(at)
+    elif not os.access(at, os.W_OK | os.X_OK):
+        why = "Permission denied"
+    elif at == out and (out / S.STATE_FILE).exists() and not os.access(out / S.STATE_FILE, os.R_OK):
+        why = f"{S.STATE_FILE}: Permission denied"
+    if why:
+        raise UsageError(f"{out}: cannot write there ({why})")
     return out
 
 
@@ -87,16 +116,15 @@ def _sweep(args) -> int:
         shard = parse_shard(args.shard) if args.shard else WHOLE
     except ValueError as exc:
         raise UsageError(f"--shard: {exc}") from None
-    for opt in ("workers", "max_blocks"):
-        if getattr(args, opt) is not None and getattr(args, opt) < 1:
-            raise UsageError(f"--{opt.replace('_', '-')} must be at least 1")
+    if args.max_blocks is not None and args.max_blocks < 1:
+        raise UsageError("--max-blocks must be at least 1")
     if args.scheduler and args.workers is not None:
         raise UsageError("--workers is for local runs; a Dask cluster (--scheduler) has its own workers")
     profile = _profile(args.platform)
     out = _out_folder(args.out)
     config = S.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant,
                            platform=args.platform)
-    show = _progress() if sys.stderr.isatty() else None
+    show = _Bar()
     try:
         with _runner(args) as run:
             state = run(config, out, shard=shard, max_blocks=args.max_blocks, progress=show)
@@ -105,8 +133,7 @@ def _sweep(args) -> int:
     except AdapterError as exc:
         raise UsageError(f"--impl {args.impl}: {exc}") from None
     finally:
-        if show:
-            print("\r\033[K", end="", file=sys.stderr, flush=True)
+        show.close()
     pending = len(shard.items(0, state["blocks"])) - sum(1 for k in state["done"] if shard.owns(k))
     return _finish(state, profile, out, f"partial: {pending} blocks of this shard still to run; run "
                    "the same command again to continue" if pending else "")
@@ -183,7 +210,10 @@ def summary_lines(state: dict, note: str = "") -> list:
              "  ULP distance  elements"]
     lines += [f"  {b:<12}  {n:>14,}" for b, n in s["histogram"].items()]
     w = s["worst"]
-    if w is None:
+    if not v["checked_elements"]:  # no call returned a result: no distance to speak of
+        lines.append("worst: none: nothing was checked (" + ("no call returned a result" if v["failed_elements"]
+                                                            else "every call was refused") + ")")
+    elif w is None:
         lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["excepted"]["elements"]
                      else "worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
     else:
@@ -207,27 +237,41 @@ def summary_lines(state: dict, note: str = "") -> list:
         lines.append(f"R01 over the blocks sampled (every {S.POSITION_EVERY}th): {line}")
     if note:
         lines.append(note)
+    failure = _first_failure(state)
+    if failure:
+        lines.append(f"first call without a result: block {failure['block']}, {failure['status']}"
+                     + (f": {failure['detail']}" if failure["detail"] else ""))
     if not v["checked_elements"]:
-        lines.append("nothing was checked: no call returned a result")
+        lines.append("nothing was checked: " + ("no call returned a result" if v["failed_elements"]
+                                                else "every call was refused") + " (not a pass)")
     lines.append(f"verdict: {'PASS' if v['pass'] else 'FAIL'}" + ("" if state["complete"] else
                                                                    " (so far: not every block is done)"))
     return lines
 
 
-def _progress():
-    """A callback that redraws one status line on stderr, at most a few times a second."""
-    last = [0.0]
+def _first_failure(state: dict) -> "dict | None":
+    """The first call that returned no result (block, status, detail), from the tally (an object
+    while a command runs, its JSON in a saved state)."""
+    tally = state["tally"]
+    return tally.failure if hasattr(tally, "failure") else tally.get("first_failure")
 
-    def show(state, session):
-        now = time.monotonic()
-        if now - last[0] < 0.25 and len(state["done"]) < state["blocks"]:
-            return
-        last[0] = now
-        rate = session["elements"] / session["seconds"] if session["seconds"] else 0.0
-        left = (session["todo"] - session["blocks"]) * (session["seconds"] / session["blocks"])
-        w = state["tally"].worst_overall()
-        print(f"\r\033[Ksweep: {len(state['done'])}/{state['blocks']} blocks, {rate / 1e6:.1f} M elements/s, "
-              f"ETA {int(left // 60)}m{int(left % 60):02d}s, worst so far {w['ulp'] if w else 0} ULP",
-              end="", file=sys.stderr, flush=True)
 
-    return show
+class _Bar:
+    """``run_sweep``'s progress callback: the one bar of common.progress, on a terminal only,
+    made at the first block (when the blocks of this run are known): blocks of this run done of
+    all, the ETA, elements per second, and the elements rejected or without a result so far."""
+
+    def __init__(self):
+        self.bar, self.elements = None, 0
+
+    def __call__(self, state, session) -> None:
+        if self.bar is None:
+            self.bar = Progress("sweep", session["todo"], "blocks")
+        tally = state["tally"]
+        self.bar.update(1, elements=session["elements"] - self.elements,
+                        failures=tally.rejected_elements + tally.failed)
+        self.elements = session["elements"]
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -718,6 +718,8 @@ def load_state(folder) -> "dict | None":
         state = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise SweepError(f"{path} is not a readable sweep state ({exc})") from None
+    except RecursionError:  # json's decoder recurses once per level of nesting
+        raise SweepError(f"{path} is not a readable sweep state (nested too deeply)") from None
     found = state.get("format") if isinstance(state, dict) else None
     if found != STATE_FORMAT:
         older = isinstance(found, str) and found.startswith("sl1conf-sweep/")
@@ -739,7 +741,10 @@ def save_state(folder, state: dict) -> None:
     data = {**state, "done": ranges(state["done"]), "tally": state["tally"].to_json()}
     path = Path(folder) / STATE_FILE
     jsonfiles.validate(data, "sweep-state.schema.json", RuntimeError, f"the sweep state for {path}")
-    write_atomic(path, [json.dumps(data, indent=1), "\n"])
+    try:
+        write_atomic(path, [json.dumps(data, indent=1), "\n"])
+    except OSError as exc:  # a folder that went away, a full disk: one line, the blocks done are lost
+        raise SweepError(f"{Path(folder)}: cannot write there ({exc.strerror or exc})") from None
 
 
 def check_same(state: dict, key: dict, where) -> None:
