@@ -172,19 +172,29 @@ class Adapter(abc.ABC):
             case.out_alias is None or self.capabilities.in_place)
 
     calls_made: int = 0  # supported calls run since the adapter was made or last restarted
+    observer = None
+    """``observer(case, outcome)``, if set, is told of each outcome as soon as it is known (the
+    command line's progress bar); the engine sets it around its own runs only."""
+
+    def _observed(self, case: Case, outcome: Outcome) -> Outcome:
+        if self.observer is not None:
+            self.observer(case, outcome)
+        return outcome
 
     def run(self, cases: Sequence[Case]) -> list[Outcome]:
         """One outcome per case, in order; unsupported cases are reported as such. Every
         supported case counts one call (``calls_made``): call history is numbered by it.
-        Adapters implement :meth:`run_case`; override this only to batch calls."""
+        Adapters implement :meth:`run_case`; override this only to batch calls (and then tell
+        :attr:`observer` of each outcome through ``_observed``)."""
         out = []
         for c in cases:
             if self.supports(c):
                 self.calls_made += 1
-                out.append(self.run_case(c))
+                out.append(self._observed(c, self.run_case(c)))
             else:
-                out.append(Outcome("unsupported", detail=f"{self.name} does not offer {c.dtype}/{c.variant}"
-                                   + (f" with dx1 over {c.out_alias}" if c.out_alias else "")))
+                out.append(self._observed(c, Outcome(
+                    "unsupported", detail=f"{self.name} does not offer {c.dtype}/{c.variant}"
+                    + (f" with dx1 over {c.out_alias}" if c.out_alias else ""))))
         return out
 
     def restart(self) -> bool:

@@ -24,7 +24,10 @@ class KernelAdapter(Adapter):
         self.model = model
         self.name = "builtin:kernel" + (f":{model}" if model else "")
         if model:
-            m = get_model(model)
+            try:
+                m = get_model(model)
+            except ValueError as exc:  # an unknown model is a bad name: one line, no type name
+                raise AdapterError(str(exc)) from None
             self.dtypes = tuple(d for d in DTYPES if m.applies_to(d))
 
     def run_case(self, case: Case) -> Outcome:

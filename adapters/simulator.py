@@ -262,6 +262,20 @@ def _kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+def _startable(program: str) -> None:
+    """AdapterError unless ``program`` (the template's first word) names a file this process can
+    execute: a command that cannot start at all is bad usage, not a failing implementation."""
+    if "{case}" in program or "{result}" in program:
+        raise AdapterError(f"sim: the command template starts with {program!r}: name the program first")
+    if os.sep in program or (os.altsep and os.altsep in program):
+        if not os.path.isfile(program):
+            raise AdapterError(f"sim: cannot start {program!r}: no such file")
+        if not os.access(program, os.X_OK):
+            raise AdapterError(f"sim: cannot start {program!r}: not executable")
+    elif shutil.which(program) is None:
+        raise AdapterError(f"sim: cannot start {program!r}: no such command on PATH")
+
+
 class SimulatorAdapter(Adapter):
     """Runs each case as one command: a harness linked with the library, under a simulator.
 
@@ -296,6 +310,7 @@ class SimulatorAdapter(Adapter):
                                "'sim:qemu-aarch64 ./harness {case} {result}'")
         if not timeout > 0:
             raise AdapterError(f"sim: the timeout must be positive, not {timeout}")
+        _startable(argv[0])
         self.template, self.argv, self.timeout = template, argv, float(timeout)
         self.name = f"sim:{given}"
 
@@ -336,7 +351,7 @@ class SimulatorAdapter(Adapter):
             self.calls_made += 1
             early = self._refuse(c)
             if early is not None:
-                out[i] = early
+                out[i] = self._observed(c, early)
             else:
                 todo.append((i, c, 4 + _CASE_HEADER.size + 4 * c.n * _ELEMENT[c.dtype].itemsize))  # its record's bytes
         while todo:
@@ -345,8 +360,8 @@ class SimulatorAdapter(Adapter):
                 size += todo[0][2]
                 batch.append(todo.pop(0))
             answered = self._run_batch([c for _, c, _ in batch])
-            for (i, _, _), o in zip(batch, answered):
-                out[i] = o
+            for (i, c, _), o in zip(batch, answered):
+                out[i] = self._observed(c, o)
             todo = batch[len(answered):] + todo  # after a crash or hang: the cases it did not reach
         return out
 

@@ -211,19 +211,13 @@ class _Conformance:
         """dtype -> (folder, family names) for --sl1-vectors, checked now (schema, checksums)."""
         if not dirs:
             return None
-        from sl1conf.conformance.vectors.store import VectorSetError, load
+        from sl1conf.conformance.vectors.store import VectorSetError, load_per_dtype
 
-        found = {}
-        for d in dirs:
-            try:
-                vs = load(d)
-            except VectorSetError as exc:
-                raise pytest.UsageError(f"--sl1-vectors {d}: {exc}") from None
-            dtype = vs.manifest["dtype"]
-            if dtype in found:
-                raise pytest.UsageError(f"--sl1-vectors: {found[dtype][0]} and {d} both hold {dtype} vectors")
-            found[dtype] = (d, [f["name"] for f in vs.manifest["families"]])
-        return found
+        try:
+            sets = load_per_dtype(dirs)
+        except VectorSetError as exc:
+            raise pytest.UsageError(f"--sl1-vectors: {exc}") from None
+        return {dtype: (str(vs.path), [f["name"] for f in vs.manifest["families"]]) for dtype, vs in sets.items()}
 
     def close(self):
         if self.adapter is not None:

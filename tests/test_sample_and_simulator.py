@@ -272,9 +272,9 @@ def test_template_needs_both_placeholders():
         load("sim:echo hi")
     with pytest.raises(AdapterError, match="cannot split"):
         SimulatorAdapter("prog 'unclosed {case} {result}")
-    a = load("sim:prog --in={case} '{result}' {other}")
-    assert a.name == "sim:prog --in={case} '{result}' {other}"
-    assert a.command("/c", "/r") == ["prog", "--in=/c", "/r", "{other}"]
+    a = load("sim:cat --in={case} '{result}' {other}")
+    assert a.name == "sim:cat --in={case} '{result}' {other}"
+    assert a.command("/c", "/r") == ["cat", "--in=/c", "/r", "{other}"]
     assert a.capabilities.isolated and not a.capabilities.in_place
     assert a.dtypes == ("fp16", "fp32") and a.variants == ("s", "p")
 
@@ -373,8 +373,26 @@ def test_crash_exit_status_and_missing_results():
     assert shell.status == "error" and "SIGSEGV" in shell.detail
     (none,) = fake("pass").run([small_case()])
     assert none.status == "error" and "no results file" in none.detail
-    (missing,) = SimulatorAdapter("/nonexistent/simulator {case} {result}").run([small_case()])
-    assert missing.status == "error" and "cannot run '/nonexistent/simulator'" in missing.detail
+
+
+
+def test_a_command_that_cannot_start_is_bad_usage(tmp_path):
+    """Not a failing implementation (issue 16): no such program on PATH, no such file, a file
+    that is not executable, or a template that does not start with a program."""
+    script = tmp_path / "sim.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    for template, why in (("nonexistent-cmd-sl1 {case} {result}", "no such command on PATH"),
+                          (f"{tmp_path}/missing {{case}} {{result}}", "no such file"),
+                          (f"{script} {{case}} {{result}}", "not executable"),
+                          ("{case} {result}", "name the program first")):
+        with pytest.raises(AdapterError, match=why):
+            SimulatorAdapter(template)
+    # one that could start and is gone by the time it runs is an error outcome of that call
+    script.chmod(0o755)
+    adapter = SimulatorAdapter(f"{script} {{case}} {{result}}")
+    script.unlink()
+    (missing,) = adapter.run([small_case()])
+    assert missing.status == "error" and f"cannot run '{script}'" in missing.detail
 
 
 def test_cases_the_adapter_does_not_send(sim):

@@ -201,6 +201,37 @@ def test_force_replaces_only_vector_sets(tmp_path):
     assert (precious / "keep.txt").read_text() == "mine"
 
 
+def test_force_replaces_what_the_suite_wrote_and_keeps_everything_else(tmp_path):
+    """--force onto a vector set replaces the manifest and the files it lists; a README, a
+    board's result folder and notes beside them stay, byte for byte (issue 16: they were deleted)."""
+    path = V.write(tmp_path / "set", F.FP32, _families(F.FP32), seed=1)
+    (path / "NOTES.txt").write_text("board 7 results, see results/")
+    (path / "results").mkdir()
+    (path / "results" / "run1.bin").write_bytes(b"\x01\x02")
+    V.write(path, F.FP16, _families(F.FP16, seed=3), seed=3, force=True)
+    manifest = json.loads((path / "manifest.json").read_text())
+    assert manifest["dtype"] == "fp16" and manifest["seed"] == 3
+    assert (path / "NOTES.txt").read_text() == "board 7 results, see results/"
+    assert (path / "results" / "run1.bin").read_bytes() == b"\x01\x02"
+    assert {p.name for p in path.iterdir()} == set(manifest["files"]) | {"manifest.json", "NOTES.txt", "results"}
+    V.load(path)  # and the set itself is whole
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["set"]  # no temporary folders left
+
+
+def test_force_refuses_when_a_kept_file_has_a_name_the_new_set_writes(tmp_path):
+    path = V.write(tmp_path / "set", F.FP32, _families(F.FP32), seed=1)
+    manifest = json.loads((path / "manifest.json").read_text())
+    victim = next(name for name in manifest["files"] if name.endswith(".bin"))
+    listed = dict(manifest["files"])
+    del listed[victim]  # the old manifest no longer lists it: it is the user's file now
+    manifest["files"] = listed
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    (path / victim).write_bytes(b"mine")
+    with pytest.raises(V.VectorSetError, match="move it away first"):
+        V.write(path, F.FP32, _families(F.FP32, seed=2), seed=2, force=True)
+    assert (path / victim).read_bytes() == b"mine"
+
+
 @pytest.mark.parametrize("edit, words", [
     (lambda m: m["cases"][1].update(offset=m["cases"][0]["offset"]), "not where the previous case ends"),
     (lambda m: m["cases"][1].update(id=m["cases"][0]["id"]), "appears twice"),

@@ -24,7 +24,7 @@ from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store as V
 from sl1conf.reference.models import accepted_models
 
-__all__ = ["quick_families", "default_families", "SelectionError", "vectors_for", "judge_run", "certify"]
+__all__ = ["quick_families", "default_families", "SelectionError", "vectors_for", "dtypes_to_run", "judge_run", "certify"]
 
 
 def quick_families() -> tuple:
@@ -63,6 +63,15 @@ def vectors_for(dtype: str, vectors_dir=None, quick: bool = False, seed: int = 2
 
     names = list(quick_families() if quick else default_families())
     return V.in_memory(dtype, generate(dtype, seed, names, large=not quick), seed=seed, large=not quick)
+
+
+def dtypes_to_run(profile: Profile, dtypes=None, vectors=None):
+    """The dtypes asked for; else, given vector sets per dtype (a dict), the sets' dtypes (those
+    the profile lists first; any other one is then refused by ``Profile.select``); else None
+    (the profile's)."""
+    if dtypes is not None or not isinstance(vectors, dict):
+        return dtypes
+    return [d for d in profile.dtypes if d in vectors] + [d for d in vectors if d not in profile.dtypes]
 
 
 def _judge_all(vs: V.VectorSet, profile: Profile, items: list) -> list:
@@ -112,12 +121,25 @@ def _calls(vs: V.VectorSet, variant: str, profile: Profile, cases=None) -> list:
     return out
 
 
-def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: list) -> tuple:
+def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: list, bar=None) -> tuple:
     """Run ``calls`` in order and judge them: (judgements of the calls that returned, (row,
     call, outcome) of those that did not). Each judgement's ``call_no`` is the call's number in
-    the adapter's history (``Adapter.calls_made`` counts every call since the last restart)."""
+    the adapter's history (``Adapter.calls_made`` counts every call since the last restart).
+    ``bar`` (a progress bar) moves with every outcome and counts the calls that failed so far:
+    those that did not return (crash, timeout, error) while they run, then those whose
+    elements the judge rejects."""
     first = adapter.calls_made
-    outcomes = adapter.run([c for _, _, c in calls])
+    if bar is not None:
+        failing = [0]
+
+        def seen(case, o):
+            failing[0] += o.status in ("crash", "timeout", "error")
+            bar.update(1, elements=case.n, failures=failing[0])
+        adapter.observer = seen
+    try:
+        outcomes = adapter.run([c for _, _, c in calls])
+    finally:
+        adapter.observer = None
     fam_name = {f["id"]: f["name"] for f in vs.manifest["families"]}
     returned, broken, rejected, numbers, no = [], [], [], [], first
     for (row, vc, case), o in zip(calls, outcomes):
@@ -134,6 +156,8 @@ def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: lis
     judged = _judge_all(vs, profile, returned)
     for j, no in zip(judged, numbers):
         j.call_no = no
+    if bar is not None:
+        bar.update(0, failures=len(broken) + sum(not bool(np.all(j.ok)) for j in judged))
     return judged, broken, rejected
 
 
@@ -145,14 +169,19 @@ def judge_run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str,
     return calls, judged, broken + [r[:3] for r in rejected]
 
 
-def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None) -> dict:
+def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None, progress=None) -> dict:
     fmt = vs.format
     calls = _calls(vs, variant, profile, cases)
     ctx = RunContext(fmt, profile, variant, adapter, [], [], calls)
     for req in CATALOG:  # what a requirement must see before anything else runs (R14: a fresh worker)
         if req.prepare is not None:
             req.prepare(ctx, req)
-    ctx.judged, ctx.broken, ctx.rejected = _judge_calls(adapter, profile, vs, calls)
+    bar = progress(f"{fmt.name} {variant}", len(calls)) if progress else None
+    try:
+        ctx.judged, ctx.broken, ctx.rejected = _judge_calls(adapter, profile, vs, calls, bar)
+    finally:
+        if bar is not None:
+            bar.close()
     judged = ctx.judged
     unsupported = sum(not adapter.supports(c) for _, _, c in calls)
     refusals = rejection_failures(ctx)
@@ -203,7 +232,9 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             quick: bool = False, progress=None, only=None, invocation=None) -> dict:
     """The report: one run per dtype and variant the profile and the adapter share.
 
-    ``progress(text)``, if given, is told what is being run (the command line shows it on a terminal).
+    ``progress(desc, total)``, if given, makes the progress bar of one run (``desc`` names the
+    run, ``total`` its calls): an object with ``update(n, elements=, failures=)`` and ``close()``
+    (``common.progress.Progress``: the command line's bar on a terminal).
     ``only``: requirement ids (``R02``) and case ids (``4.9``) to restrict the run to; case ids
     select the vector cases run, requirement ids the requirements reported (and judged for the
     verdict). ``invocation``: how the run was asked for (the command line's arguments), kept in
@@ -221,7 +252,8 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
         raise SelectionError(f"--only: no requirement {', '.join(sorted(only_reqs - known))}; "
                          f"requirements are {min(known)} to {max(known)}")
     dtypes_asked, variants_asked = dtypes is not None, variants is not None
-    dtypes, variants = profile.select(adapter, dtypes, variants)
+    by_vectors = isinstance(vectors, dict) and not dtypes_asked  # the sets given decide the dtypes
+    dtypes, variants = profile.select(adapter, dtypes_to_run(profile, dtypes, vectors), variants)
     runs, sets, seen_cases = [], {}, set()
     started = datetime.now(timezone.utc)
     for dtype in dtypes:
@@ -238,10 +270,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             seen_cases |= only_cases & {row["id"] for row in vs.manifest["cases"]}
         mine = {}
         for variant in variants:
-            if progress:
-                progress(f"{dtype} {variant}: {len(vs.manifest['cases'])} cases, "
-                         f"{vs.manifest['elements']} elements ...")
-            mine[variant] = _run(adapter, profile, vs, variant, only_cases)
+            mine[variant] = _run(adapter, profile, vs, variant, only_cases, progress)
             runs.append(mine[variant])
         if "s" in mine and "p" in mine:
             compare_variants(mine["s"], mine["p"], vs.format, mine["s"]["_outputs"], mine["p"]["_outputs"])
@@ -255,8 +284,10 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             run["requirements"] = [r for r in run["requirements"] if r["id"] in only_reqs]
             run["verdict"] = run_verdict(run["requirements"], run.get("incomplete", ()))
     listed = [f"{d} {v}" for d in profile.dtypes for v in profile.variants]
-    missing = [] if dtypes_asked or variants_asked else [r for r in listed if r not in
-                                                          {f"{run['dtype']} {run['variant']}" for run in runs}]
+    narrowed = [f"--{n}" for n, a in (("dtype", dtypes_asked), ("variant", variants_asked)) if a]
+    if by_vectors and set(profile.dtypes) - set(vectors):
+        narrowed.append("--vectors")
+    missing = [] if narrowed else [r for r in listed if r not in {f"{run['dtype']} {run['variant']}" for run in runs}]
     verdict = report_verdict(runs, missing)
     return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,
             "created": started.isoformat(timespec="seconds"), "verdict": verdict,
@@ -264,5 +295,4 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             "invocation": dict(invocation or {}), "only": sorted(only),
             "host": describe_host(), "vectors": sets, "quick": quick, "runs": runs,
             **({"missing_runs": missing} if missing else {}),
-            **({"narrowed": [f"--{n}" for n, a in (("dtype", dtypes_asked), ("variant", variants_asked)) if a]}
-               if dtypes_asked or variants_asked else {})}
+            **({"narrowed": narrowed} if narrowed else {})}

@@ -16,14 +16,21 @@ from sl1conf.conformance.common.errors import SuiteError
 
 __all__ = ["main", "build_parser"]
 
+DESCRIPTION = ("Conformance suite for SmoothL1LossGrad as the FT DSP library documents it (FT78NE, MT7004): "
+               "certify an implementation against a platform profile, generate and verify golden vectors, "
+               "fuzz and sweep for failures, and render, gate and compare reports.")
+EPILOG = ("exit status: 0 success (a pass); 1 a failure or an incomplete certification; 2 bad usage or bad "
+          "input, said in one line on stderr (nothing is run and no file is changed); 130 interrupted")
+
 
 def build_parser() -> Parser:
     from sl1conf import __version__
     from sl1conf.conformance.cli import certify, demo, explain, fuzz, reports, sweep, vectors
 
-    parser = Parser(prog="sl1conf", description=__doc__.splitlines()[0].replace("``", ""))
+    parser = Parser(prog="sl1conf", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"sl1conf {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND",
+                                title="commands (sl1conf COMMAND --help for each)")
     for module in (explain, demo, certify, vectors, reports, fuzz, sweep):
         module.register(sub)
     return parser

@@ -1,17 +1,39 @@
 """``sl1conf certify``: run an implementation against a platform profile and write the report.
 
-Exit 0 when every required requirement holds, 1 when one fails, 2 for bad usage or bad input
-(one line naming the problem: an unknown platform, an unloadable library, a dtype the
-profile does not have, corrupt vectors).
+Exit 0 when every required requirement holds, 1 when one fails or the certification is
+incomplete, 2 for bad usage or bad input (one line naming the problem: an unknown platform,
+an unloadable library, a dtype or variant asked for that the profile or the implementation
+does not have, corrupt vectors).
 """
 
 from __future__ import annotations
 
-import sys
-
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, names_arg, out_arg
 
 __all__ = ["register"]
+
+EPILOG = ("exit status: 0 every required requirement holds; 1 one fails, or the certification is incomplete "
+          "(runs the profile lists that the implementation lacks, calls that gave no result); 2 bad usage or "
+          "bad input, said in one line (nothing is run and no report is written)")
+
+
+def _vector_sets(paths, dtypes, profile) -> dict:
+    """dtype -> VectorSet of the --vectors folders (one per dtype); each --dtype asked for must have one."""
+    from sl1conf.conformance.vectors.store import VectorSetError, load_per_dtype
+
+    try:
+        sets = load_per_dtype(paths)
+    except VectorSetError as exc:
+        raise UsageError(f"--vectors: {exc}") from None
+    for d, vs in sets.items():
+        if d not in profile.dtypes:
+            raise UsageError(f"--vectors {vs.path}: holds {d} vectors, and profile {profile.name} has no {d} "
+                             f"(it documents {', '.join(profile.dtypes)})")
+    for d in dtypes or []:
+        if d not in sets:
+            raise UsageError(f"--dtype {d}: no --vectors set holds {d} vectors (given: "
+                             + ", ".join(f"{k} in {vs.path}" for k, vs in sets.items()) + ")")
+    return sets
 
 
 def _run(args) -> int:
@@ -19,18 +41,19 @@ def _run(args) -> int:
 
     from sl1conf.adapters import AdapterError, load
 
-    from sl1conf.conformance.certify.engine import certify
+    from sl1conf.conformance.certify.engine import certify, dtypes_to_run
+    from sl1conf.conformance.common.progress import Progress
     from sl1conf.conformance.rules.profiles import load_profile
 
     if bool(args.platform) == bool(args.profile):
         raise UsageError("give exactly one of --platform NAME and --profile FILE")
     profile = load_profile(args.platform or args.profile)
-    for d in args.dtype or []:
-        profile.require_dtype(d.name)
-    from sl1conf.conformance.common.files import writable_folder
-
-    out = writable_folder(args.out, UsageError)  # before the run, not after it
+    dtypes = list(dict.fromkeys(d.name for d in args.dtype)) if args.dtype else None
+    for d in dtypes or []:
+        profile.require_dtype(d)
+    sets = _vector_sets(args.vectors, dtypes, profile) if args.vectors else None
     from sl1conf.conformance.certify.waivers import apply_waivers, load_waivers
+    from sl1conf.conformance.common.files import writable_folder
 
     waivers = load_waivers(args.waivers) if args.waivers else None
     try:
@@ -38,20 +61,19 @@ def _run(args) -> int:
     except AdapterError as exc:
         raise UsageError(f"--impl {args.impl}: {exc}") from None
     with impl:
-        dtypes = [d.name for d in args.dtype] if args.dtype else None
-        profile.select(impl, dtypes, args.variant)  # before the run: nothing to certify is bad usage
-        only = [o.strip() for part in (args.only or []) for o in part.split(",") if o.strip()]
+        profile.select(impl, dtypes_to_run(profile, dtypes, sets), args.variant)  # before the run: nothing to certify is bad usage
+        if sets is not None and dtypes is None:
+            print("vectors: " + "; ".join(f"{d} from {vs.path}" for d, vs in sets.items())
+                  + (f" (no --vectors set holds {', '.join(d for d in profile.dtypes if d not in sets)}: "
+                     "not certified)" if set(profile.dtypes) - set(sets) else ""))
+        out = writable_folder(args.out, UsageError)  # after every check of the input, before the run
+        only = [o for part in (args.only or []) for o in part]
         invocation = {"impl": args.impl, "platform": args.platform,
                       "profile": str(Path(args.profile).resolve()) if args.profile else None,
-                      "vectors": str(Path(args.vectors).resolve()) if args.vectors else None}
-        tty = sys.stderr.isatty()  # progress on a terminal, quiet in CI logs
-        show = (lambda text: print(f"\r\033[K{text}", end="", file=sys.stderr, flush=True)) if tty else None
-        try:
-            report = certify(impl, profile, dtypes=dtypes, variants=args.variant, vectors=args.vectors,
-                             quick=args.quick, progress=show, only=only, invocation=invocation)
-        finally:
-            if tty:
-                print("\r\033[K", end="", file=sys.stderr, flush=True)
+                      "vectors": [str(Path(p).resolve()) for p in args.vectors] if args.vectors else None}
+        report = certify(impl, profile, dtypes=dtypes, variants=args.variant, vectors=sets,
+                         quick=args.quick, progress=lambda desc, total: Progress(desc, total, unit="cases"),
+                         only=only, invocation=invocation)
     if waivers is not None:
         apply_waivers(report, waivers)
     from sl1conf.conformance.reports.write import FORMATS, write_report
@@ -73,20 +95,31 @@ def _run(args) -> int:
 
 def register(sub) -> None:
     """Add ``certify`` to the ``sl1conf`` parser."""
-    p = sub.add_parser("certify", help="run an implementation against a platform profile; exit 0 pass, 1 fail")
+    p = sub.add_parser("certify", help="run an implementation against a platform profile; exit 0 pass, 1 fail",
+                       description="Run an implementation against a platform profile and write its report "
+                                   "(report.json, report.md, report.html, junit.xml). On a terminal a progress "
+                                   "bar shows each run's calls, elements per second, the time left and the "
+                                   "failures so far.", epilog=EPILOG)
     p.add_argument("--impl", required=True, metavar="SPEC",
                    help="builtin:kernel, ctypes:lib.so, sim:'cmd {case} {result}', torch:cpu, ...")
-    p.add_argument("--platform", help="ieee, ft78ne or mt7004")
-    p.add_argument("--profile", help="a profile TOML file instead of a built-in platform")
-    p.add_argument("--dtype", type=dtype_arg, action="append", help="fp16 or fp32 (default: all in common)")
-    p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
-    p.add_argument("--vectors", help="a vector set folder (default: the canonical families, generated)")
+    p.add_argument("--platform", metavar="NAME", help="ieee, ft78ne or mt7004")
+    p.add_argument("--profile", type=out_arg, metavar="FILE", help="a profile TOML file instead of a built-in platform")
+    p.add_argument("--dtype", type=dtype_arg, action="append",
+                   help="fp16 or fp32; repeatable (default: every dtype the profile lists; one the "
+                        "implementation lacks is an error when asked for)")
+    p.add_argument("--variant", choices=("s", "p"), action="append",
+                   help="s or p; repeatable (default: every variant the profile lists; one the "
+                        "implementation lacks is an error when asked for)")
+    p.add_argument("--vectors", type=out_arg, action="append", metavar="DIR",
+                   help="a vector set folder, repeatable, one per dtype: the dtypes certified are those of the "
+                        "sets unless --dtype says (default: the canonical families, generated)")
     p.add_argument("--quick", action="store_true", help="edge families only, no random ones")
-    p.add_argument("--waivers", metavar="FILE", help="known failures to waive, with reasons (TOML)")
-    p.add_argument("--only", action="append", metavar="IDS",
+    p.add_argument("--waivers", type=out_arg, metavar="FILE", help="known failures to waive, with reasons (TOML)")
+    p.add_argument("--only", type=names_arg, action="append", metavar="IDS",
                    help="requirement ids (R02) and vector case ids (4.9), comma-separated: run those cases, "
                         "report those requirements (the reports' reproduction commands use it)")
     p.add_argument("--format", choices=("md", "html", "junit"), action="append",
                    help="formats beside report.json (repeatable; default md, html and junit)")
-    p.add_argument("--out", required=True, help="folder for report.json, report.md, report.html, junit.xml")
+    p.add_argument("--out", type=out_arg, required=True, metavar="DIR",
+                   help="folder for report.json, report.md, report.html, junit.xml")
     p.set_defaults(run=_run)

@@ -9,7 +9,7 @@ the oracle.
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import UsageError, dtype_arg, seed_arg
+from sl1conf.conformance.cli.args import count_arg, dtype_arg, seed_arg
 
 import numpy as np
 
@@ -94,9 +94,11 @@ def demo_sample_library(dtypes, *, seed: int, out=print) -> int:
     return 0
 
 
+DEMO_MAX_ELEMENTS = 10_000_000
+"""--elements ceiling: about 10 s per million elements and dtype here, so at most minutes."""
+
+
 def _run(args) -> int:
-    if args.elements < 1:
-        raise UsageError(f"--elements must be at least 1, not {args.elements}")
     return run_demo(args.dtype, elements=args.elements, seed=args.seed)
 
 
@@ -104,6 +106,7 @@ def register(sub) -> None:
     """Add ``demo`` to the ``sl1conf`` parser."""
     p = sub.add_parser("demo", help="compare every evaluation model with the exact oracle")
     p.add_argument("--dtype", type=dtype_arg, action="append", help="fp16 or fp32 (repeatable; default both)")
-    p.add_argument("--elements", type=int, default=3000, help="elements per dtype (default 3000)")
+    p.add_argument("--elements", type=count_arg(DEMO_MAX_ELEMENTS), default=3000, metavar="N",
+                   help=f"elements per dtype, 1 to {DEMO_MAX_ELEMENTS:,} (default 3000)")
     p.add_argument("--seed", type=seed_arg, default=2026, help="random seed (default 2026)")
     p.set_defaults(run=_run)

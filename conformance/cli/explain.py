@@ -102,6 +102,8 @@ def register(sub) -> None:
                        description="Values are decimals (0.1), hex floats (0x1.8p-1), hex bit "
                                    "patterns (0x3c00), inf, -inf or nan.")
     p.add_argument("--dtype", type=dtype_arg, required=True, help="fp16 or fp32")
-    for name in ("dy", "x1", "x2", "beta"):
-        p.add_argument(f"--{name}", required=True, metavar="V")
+    for name, text in (("dy", "the incoming gradient element"), ("x1", "the first input element"),
+                       ("x2", "the second input element"), ("beta", "the threshold beta (> 0)")):
+        p.add_argument(f"--{name}", required=True, metavar="V", help=f"{text}: a decimal, hex float, hex bit pattern, "
+                                                                      "inf, -inf or nan")
     p.set_defaults(run=_run)

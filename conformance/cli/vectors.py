@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import Parser, UsageError, dtype_arg, seed_arg
+from sl1conf.conformance.cli.args import Parser, UsageError, dtype_arg, names_arg, out_arg, seed_arg
 from sl1conf.reference import formats as F
 
 from sl1conf.conformance.vectors import store as V
@@ -105,7 +105,7 @@ def export(path, fmt_name: str, out, *, force: bool, echo=print) -> int:
 
 def _run(args) -> int:
     if args.action == "generate":
-        names = [n for part in (args.families or []) for n in part.split(",") if n]
+        names = [n for part in (args.families or []) for n in part]
         return generate(args.dtype, args.out, seed=args.seed, names=names, large=args.large, force=args.force)
     if args.action == "verify":
         return verify(args.dir)
@@ -118,26 +118,40 @@ def _run(args) -> int:
 
 def register(sub) -> None:
     """Add ``vectors generate | verify | list | show | export`` to the ``sl1conf`` parser."""
-    p = sub.add_parser("vectors", help="golden test vectors: generate, verify, list, show, export")
-    vsub = p.add_subparsers(dest="action", required=True, parser_class=Parser)
-    g = vsub.add_parser("generate", help="write a vector set folder (docs/vector-format.md)")
+    p = sub.add_parser("vectors", help="golden test vectors: generate, verify, list, show, export",
+                       description="Golden test vectors (docs/vector-format.md): generate a set, verify it, "
+                                   "list or show what it holds, export it for a board or simulator.")
+    vsub = p.add_subparsers(dest="action", required=True, parser_class=Parser, metavar="ACTION")
+    g = vsub.add_parser("generate", help="write a vector set folder (docs/vector-format.md)",
+                        description="Write a vector set folder: the families' cases, the exact oracle's results "
+                                    "and every accepted alternative (docs/vector-format.md).")
     g.add_argument("--dtype", type=dtype_arg, required=True, help="fp16 or fp32")
-    g.add_argument("--out", required=True, help="folder to create")
+    g.add_argument("--out", type=out_arg, required=True, metavar="DIR", help="folder to create")
     g.add_argument("--seed", type=seed_arg, default=2026, help="random seed (default 2026)")
-    g.add_argument("--families", action="append", metavar="NAMES",
-                   help="comma-separated family names (default: all)")
+    g.add_argument("--families", type=names_arg, action="append", metavar="NAMES",
+                   help="comma-separated family names (repeatable; default: all; `sl1conf vectors list` "
+                        "on a set shows them)")
     g.add_argument("--large", action="store_true", help="include the large (1,000,000+ element) family")
-    g.add_argument("--force", action="store_true", help="replace an existing folder")
+    g.add_argument("--force", action="store_true",
+                   help="replace the vector set in an existing folder (its manifest and the files it lists; "
+                        "other files there are kept)")
+    set_help = "a vector set folder (one with a manifest.json written by `sl1conf vectors generate`)"
     for name, text in (("verify", "check checksums and schema, recompute every expected result"),
                        ("list", "summarize the families of a set")):
-        v = vsub.add_parser(name, help=text)
-        v.add_argument("dir")
-    v = vsub.add_parser("show", help="one family (id or name) or one case (id like 3.12)")
-    v.add_argument("dir")
-    v.add_argument("id")
-    v = vsub.add_parser("export", help="a C header with a self-test program, or TestFloat-style hex text")
-    v.add_argument("dir")
-    v.add_argument("--format", choices=("c-header", "hex"), required=True)
-    v.add_argument("--out", help="output folder (c-header) or file (hex)")
-    v.add_argument("--force", action="store_true", help="replace existing output")
+        v = vsub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        v.add_argument("dir", metavar="DIR", help=set_help)
+    v = vsub.add_parser("show", help="one family (id or name) or one case (id like 3.12)",
+                        description="Show one family (its cases) or one case (its first elements and "
+                                    "expected results).")
+    v.add_argument("dir", metavar="DIR", help=set_help)
+    v.add_argument("id", metavar="ID", help="a family id (3) or name (signed-zero), or a case id (3.12)")
+    v = vsub.add_parser("export", help="a C header with a self-test program, or TestFloat-style hex text",
+                        description="Export a vector set for a board or simulator (docs/vector-format.md).")
+    v.add_argument("dir", metavar="DIR", help=set_help)
+    v.add_argument("--format", choices=("c-header", "hex"), required=True,
+                   help="c-header: a folder with a C header of the vectors and a self-test program; "
+                        "hex: one TestFloat-style text file, one element per line")
+    v.add_argument("--out", type=out_arg, metavar="PATH",
+                   help="output folder (c-header; default sl1_vectors_c) or file (hex; default sl1_vectors.txt)")
+    v.add_argument("--force", action="store_true", help="replace output this command wrote before")
     p.set_defaults(run=_run)

@@ -30,6 +30,8 @@ def read_checked(path, schema_name: str, version: int, error: type) -> dict:
         raise error(f"{path}: is a folder, not a JSON file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise error(f"{path}: not valid JSON ({exc})") from None
+    except RecursionError:  # json's decoder recurses once per level of nesting
+        raise error(f"{path}: nested too deeply to be a document of this suite") from None
     found = doc.get("schema_version") if isinstance(doc, dict) else None
     if found != version:
         raise error(f"{path}: unknown schema version {found!r} (this sl1conf reads {version})")
@@ -54,7 +56,10 @@ def validate(doc, schema_name: str, error: type, label: str) -> None:
     first error, as ``jsonschema.validate`` reports it: the most relevant one)."""
     import jsonschema
 
-    best = jsonschema.exceptions.best_match(_validator(schema_name).iter_errors(doc))
+    try:
+        best = jsonschema.exceptions.best_match(_validator(schema_name).iter_errors(doc))
+    except RecursionError:  # a value nested deeper than Python's stack (jsonschema recurses per level)
+        raise error(f"{label}: nested too deeply to match the schema") from None
     if best is not None:
         where = "/".join(str(p) for p in best.absolute_path) or "(top)"
         raise error(f"{label}: does not match the schema at {where}: {best.message}")

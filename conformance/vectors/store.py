@@ -39,10 +39,11 @@ from sl1conf.reference.models import models_for
 
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.files import uninterrupted
 from sl1conf.conformance.common.jsonfiles import read_checked
 from sl1conf.conformance.vectors.cases import Family, VectorCase
 
-__all__ = ["SCHEMA_VERSION", "VectorSetError", "VectorSet", "write", "load", "verify"]
+__all__ = ["SCHEMA_VERSION", "VectorSetError", "VectorSet", "write", "load", "load_per_dtype", "verify"]
 
 SCHEMA_VERSION = 1
 INPUTS = ("dy", "x1", "x2")
@@ -222,7 +223,9 @@ def in_memory(fmt, families: list[Family], *, seed: int, large: bool = False) ->
 
 
 def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = False, force: bool = False) -> Path:
-    """Write a vector set atomically; an existing folder is replaced only with ``force``."""
+    """Write a vector set atomically; an existing folder is replaced only with ``force``, and
+    then only what the suite wrote there (manifest.json and the files it lists): every other
+    file and folder in it is kept, moved into the new set as it is swapped in."""
     fmt = F.format_by_name(fmt)
     out = Path(out_dir)
     if out.exists() and not force:
@@ -232,6 +235,11 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
                              "--force replaces only vector sets")
     manifest, files, _ = _complete(fmt, families, seed, large)
     jsonfiles.validate(manifest, "vector-manifest.schema.json", RuntimeError, f"the manifest for {out}")  # a bug if not
+    foreign = _foreign_entries(out) if out.exists() else []
+    clash = sorted(name for name in foreign if name in files or name == "manifest.json")
+    if clash:
+        raise VectorSetError(f"{out / clash[0]}: not listed in the old manifest, but the new set writes a file "
+                             "of that name: move it away first")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -244,12 +252,22 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
         (tmp / "manifest.json").write_text(_manifest_text(manifest))
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            os.replace(out, old / "set")
-            try:
-                os.replace(tmp, out)
-            except OSError:
-                os.replace(old / "set", out)  # put the old set back
-                raise
+            with uninterrupted():  # the user's files move with the swap, all or none of them
+                moved = []
+                try:
+                    for name in foreign:
+                        os.replace(out / name, tmp / name)
+                        moved.append(name)
+                    os.replace(out, old / "set")
+                    try:
+                        os.replace(tmp, out)
+                    except OSError:
+                        os.replace(old / "set", out)  # put the old set back
+                        raise
+                except OSError:
+                    for name in moved:  # and the user's files into it
+                        os.replace(tmp / name, out / name)
+                    raise
             shutil.rmtree(old, ignore_errors=True)
         else:
             os.replace(tmp, out)
@@ -261,6 +279,16 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
     return out
 
 
+def _foreign_entries(path: Path) -> list:
+    """The names in vector set folder ``path`` the suite did not write: neither manifest.json
+    nor a file its manifest lists (a README, a board's result folder, notes)."""
+    try:
+        listed = set(json.loads((path / "manifest.json").read_text()).get("files", {}))
+    except (OSError, ValueError, AttributeError, RecursionError):
+        listed = set()
+    return sorted(e.name for e in path.iterdir() if e.name != "manifest.json" and e.name not in listed)
+
+
 def is_replaceable(path: Path) -> bool:
     """An empty folder, or a folder holding a vector set: what --force may replace."""
     if not path.is_dir():
@@ -269,7 +297,7 @@ def is_replaceable(path: Path) -> bool:
         return True
     try:
         return json.loads((path / "manifest.json").read_text()).get("schema") == "sl1conf-vectors"
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):
         return False
 
 
@@ -312,6 +340,19 @@ class VectorSet:
 
     def expected(self, column: str, row: dict) -> np.ndarray:
         return self.arrays[f"expected-{column}"][row["offset"]:row["offset"] + row["n"]]
+
+
+def load_per_dtype(dirs) -> dict:
+    """dtype -> VectorSet, one per folder of ``dirs``, each loaded and checked (:func:`load`);
+    VectorSetError naming the folder when one does not load, or when two hold the same dtype."""
+    found = {}
+    for d in dirs:
+        vs = load(d)  # its errors name the folder
+        dtype = vs.manifest["dtype"]
+        if dtype in found:
+            raise VectorSetError(f"{found[dtype].path} and {d} both hold {dtype} vectors (one set per dtype)")
+        found[dtype] = vs
+    return found
 
 
 def load(path) -> VectorSet:
