@@ -11,6 +11,9 @@ A waiver file is TOML::
 
 A failure a waiver covers is reported as ``waived`` (with the reason) and no longer fails
 the verdict; a waiver that matches no failure is reported too, so stale ones get removed.
+
+A file is checked completely before anything runs (conformance/schemas/waiver.schema.json,
+then the ids and family names); the fields are documented in docs/conformance.md.
 """
 
 from __future__ import annotations
@@ -28,28 +31,52 @@ class WaiverError(SuiteError):
     """An unusable waiver file: one line naming the file and the problem."""
 
 
+SCHEMA = "waiver.schema.json"  # conformance/schemas/: every key, its type and range (docs/conformance.md)
+
+
 def load_waivers(path) -> list[dict]:
+    """The waivers of the TOML file ``path``, each a dict with the keys the file gives (id and
+    reason always; families, dtypes and variants where given), checked completely before
+    anything runs: against the committed schema, then that each id is a requirement of the
+    catalog and each family one of the suite's. WaiverError (one line) otherwise."""
+    from sl1conf.conformance.rules.profiles import schema_problem, toml_path, toml_value
+    from sl1conf.conformance.vectors.families import FAMILY_NAMES
+
     p = Path(path)
     try:
         data = tomllib.loads(p.read_text())
     except OSError as exc:
         raise WaiverError(f"{p}: cannot read ({exc.strerror or exc})") from None
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise WaiverError(f"{p}: not valid TOML ({exc})") from None
-    known = {r.id for r in CATALOG}
+        raise WaiverError(f"{p}: not valid TOML ({' '.join(str(exc).split())})") from None
+    except RecursionError:  # tomllib recurses once per level of nesting
+        raise WaiverError(f"{p}: nested too deeply to be a waiver file") from None
+
+    known = [r.id for r in CATALOG]
+
+    def bad(where, problem):
+        """WaiverError(one line): the file, the waiver (counted from 1, with its id if that is
+        one), the field and the problem."""
+        head = [str(p)]
+        if where[:1] == ["waiver"] and len(where) > 1:
+            w = data["waiver"][where[1]]
+            rid = w.get("id") if isinstance(w, dict) and where[2:] != ["id"] else None
+            head.append(f"waiver {where[1] + 1}" + (f" ({rid})" if rid in known else ""))
+            where = where[2:]
+        return WaiverError(": ".join(head + ([toml_path(where)] if where else []) + [problem]))
+
+    problem = schema_problem(data, SCHEMA)
+    if problem:
+        raise bad(*problem)
     waivers = data.get("waiver", [])
-    if not isinstance(waivers, list) or set(data) - {"waiver"}:
-        raise WaiverError(f"{p}: expected [[waiver]] tables only")
-    for k, w in enumerate(waivers, 1):
-        if not isinstance(w, dict) or set(w) - {"id", "families", "dtypes", "variants", "reason"}:
-            raise WaiverError(f"{p}: waiver {k}: keys are id, families, dtypes, variants, reason")
-        if w.get("id") not in known:
-            raise WaiverError(f"{p}: waiver {k}: unknown requirement id {w.get('id')!r}")
-        if not str(w.get("reason", "")).strip():
-            raise WaiverError(f"{p}: waiver {k} ({w['id']}): a reason is required")
-        for key in ("families", "dtypes", "variants"):
-            if key in w and not (isinstance(w[key], list) and all(isinstance(x, str) for x in w[key])):
-                raise WaiverError(f"{p}: waiver {k} ({w['id']}): {key} must be a list of names")
+    for k, w in enumerate(waivers):  # what the schema cannot say: ids and families of this suite
+        if w["id"] not in known:
+            raise bad(["waiver", k, "id"],
+                      f"unknown requirement id {w['id']!r} (the catalog has {known[0]} to {known[-1]})")
+        for f in w.get("families", []):
+            if f not in FAMILY_NAMES:
+                raise bad(["waiver", k, "families"],
+                          f"unknown family {toml_value(f)} (the suite's families: {', '.join(FAMILY_NAMES)})")
     return waivers
 
 
