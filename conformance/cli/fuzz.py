@@ -38,8 +38,9 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 
 SCHEMA = "sl1conf-fuzz"
-SCHEMA_VERSION = 3  # 2: findings keyed by requirement id; saved failures name their requirements;
-# 3: batches of 2^20 elements, long calls drawn by sampling.fast_batch (another batch for the same seed)
+SCHEMA_VERSION = 4  # 2: findings keyed by requirement id; saved failures name their requirements;
+# 3: batches of 2^20 elements, long calls drawn by sampling.fast_batch (another batch for the same seed);
+# 4: failures grouped by pattern (failures.patterns), one saved reproducer per pattern with its counts
 REGRESSIONS = (100, "fuzz-regressions", "Failures found by sl1conf fuzz, each minimized to the shortest call "
                                         "and the simplest values that still fail.")
 CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data under two core masks gives "
@@ -346,17 +347,24 @@ def _print(summary: dict, out: Path) -> None:
           f"shard(s) {', '.join(summary['shards'])}"
           + "".join(f" ({shard} missing)" for shard in summary.get("missing_shards", []))
           + (" (interrupted)" if summary.get("interrupted") else "")
-          + f": {f['distinct']} distinct failure(s) ({f['findings']} findings), {len(summary['saved'])} saved")
+          + f": {len(f['patterns'])} finding(s) ({f['distinct']} distinct failure(s), {f['findings']} in all), "
+            f"{len(summary['saved'])} saved")
     for i, e in enumerate(summary["saved"], 1):
         where = f"batch {e['found']['batch']}, case {e['found']['case']}" + (
             f", element {e['found']['element']}" if e["found"]["element"] is not None else "")
         what = f"got {e['got']}, expected {e['expected']}" if "got" in e else e["detail"]
-        print(f"  [{i}] {e['kind']} ({e['dtype']} {e['variant']}, length {e['length']}): {what} (found in {where}; "
+        print(f"  [{i}] {describe_pattern(e['pattern'])}: {e['distinct']} distinct failure(s), {e['findings']} in all")
+        print(f"      smallest: {e['kind']} ({e['dtype']} {e['variant']}, length {e['length']}): {what} (found in {where}; "
               f"vectors-{e['dtype']} case {', '.join(e['cases'])})")
         if "dy" in e:
             print(f"      {_explain(e['dtype'], e)}")
         if e.get("replay"):
             print(f"      {e['replay']}")
+    shown = {e["pattern"] for e in summary["saved"]}
+    rest = [r for r in f["patterns"] if r["pattern"] not in shown and "/rounding-bias/" not in r["pattern"]]
+    for r in rest:
+        print(f"  [-] {describe_pattern(r['pattern'])}: {len(r['keys'])} distinct failure(s), {r['findings']} in all "
+              "(no reproducer of its own saved: --max-cases, or the same as one above)")
     for run, e in summary.get("rounding_bias", {}).items():
         for line in e["findings"]:
             print(f"  R01 {run.replace('/', ' ')}, over the campaign: {line}")
@@ -493,12 +501,14 @@ def _missing_shards(identity: dict, shards: list) -> dict:
 
 
 def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, give_up=None) -> list:
-    """(summary entry, [(family spec, VectorCase)]) per distinct minimized failure: failures
-    whose minimized calls are the same (the same values) are saved once."""
+    """(summary entry, [(family spec, VectorCase)]) per finding (a pattern's failures: see
+    search.fuzz.pattern), its reproducer minimized from the failure found on the shortest call;
+    findings whose minimized calls are the same (the same values) are saved once."""
     saved, seen = [], set()
-    for f in result.distinct():
+    for group in result.groups():
         if len(saved) >= max_cases:
             break
+        f = group.smallest
         case, g = Z.shrink(campaign, profile, adapter, f, give_up)
         fmt = case.format
         content = (case.dtype, case.variant, case.core_mask, case.beta, case.dy.tobytes(), case.x1.tobytes(),
@@ -509,7 +519,8 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
         seen |= {content, final}
         entry = {"requirement": g.requirement, "title": by_id(g.requirement).title,
                  "breaks": list(g.breaks or (g.requirement,)),
-                 "kind": g.kind, "key": Z.key_text(f.key), "detail": g.detail, "dtype": case.dtype,
+                 "kind": g.kind, "key": Z.key_text(f.key), "pattern": Z.key_text(group.pattern),
+                 "distinct": len(group.keys), "findings": group.findings, "detail": g.detail, "dtype": case.dtype,
                  "variant": case.variant, "core_mask": f"{case.core_mask:#x}", "length": case.n,
                  "element": g.element, "found": {"batch": f.batch, "case": f.case, "element": f.element},
                  "replay": shlex.join(["sl1conf", "fuzz", "replay", str(out), "--batch", str(f.batch)])}
@@ -529,6 +540,31 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
             items = [(CORE_MASKS, _vector_case(case, g.kind)), (CORE_MASKS, _vector_case(twin, g.kind))]
         saved.append((entry, items))
     return saved
+
+
+def _patterns(groups, bias_keys) -> list:
+    """The summary's ``failures.patterns``: per finding, its pattern, the distinct failures (keys)
+    in it and how many failures; a failing rounding-bias direction is a finding of its own."""
+    rows = [{"pattern": Z.key_text(g.pattern), "keys": sorted(Z.key_text(k) for k in g.keys), "findings": g.findings}
+            for g in groups]
+    rows += [{"pattern": k, "keys": [k], "findings": 1} for k in bias_keys]
+    return sorted(rows, key=lambda r: r["pattern"])
+
+
+def describe_pattern(text: str) -> str:
+    """A pattern (search.fuzz.pattern, as text) in words."""
+    parts = text.split("/")
+    head = " ".join(parts[:3])
+    if len(parts) == 5 and parts[3] == Z.NOT_WRITTEN:
+        where = {"end": "the last elements of a call", "start": "the first elements of a call",
+                 "scattered": "elements here and there in a call"}.get(parts[4], parts[4])
+        return f"{head}: {where} left unwritten"
+    if len(parts) == 5 and parts[3] in ("wrong", "nan"):
+        what = "NaN results" if parts[3] == "nan" else "wrong values"
+        branch = {"gt": "x1 - x2 > beta", "lt": "x1 - x2 < -beta", "mid": "|x1 - x2| <= beta",
+                  "nan": "x1 - x2 or beta NaN"}.get(parts[4], parts[4])
+        return f"{head}: {what} where {branch}"
+    return text
 
 
 def _bias(counts: dict) -> tuple:
@@ -557,7 +593,8 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
             "elements_per_second": round(result.rate), "workers": workers, "scheduler": scheduler,
             "interrupted": result.interrupted,
             "failures": {"distinct": len(result.first) + len(bias_keys), "findings": result.findings + len(bias_keys),
-                         "keys": sorted([Z.key_text(k) for k in result.first] + bias_keys)},
+                         "keys": sorted([Z.key_text(k) for k in result.first] + bias_keys),
+                         "patterns": _patterns(result.groups(), bias_keys)},
             "rounding_bias": bias,
             "implementation": adapter.describe(), "profile": profile.summary(), "host": describe_host()}
 
@@ -613,7 +650,7 @@ def _merge(args) -> int:
         batches |= mine
     out = Path(args.merge_out)
     old = _claim(out, first["identity"], sorted(shards), args.merge_force)
-    saved, seen = [], set()
+    saved, seen, by_pattern = [], set(), {}
     for folder, s in parts:
         sets = {}
         for e in s["saved"]:
@@ -629,9 +666,16 @@ def _merge(args) -> int:
                 items.append(((fam["id"], fam["name"], fam["description"]), vs.case(row)))
             content = tuple((spec, vc.variant, vc.core_mask, vc.beta, vc.dy.tobytes(), vc.x1.tobytes(),
                              vc.x2.tobytes()) for spec, vc in items)
-            if content not in seen:
-                seen.add(content)
-                saved.append((dict(e), items))
+            if content in seen:
+                continue
+            seen.add(content)
+            other = by_pattern.get(e["pattern"])
+            if other is None or e["length"] < saved[other][0]["length"]:  # one reproducer a finding: the smallest
+                if other is None:
+                    by_pattern[e["pattern"]] = len(saved)
+                    saved.append((dict(e), items))
+                else:
+                    saved[other] = (dict(e), items)
     missing = _missing_shards(first["identity"], shards)
     for shard, n in missing.items():
         print(f"fuzz merge: warning: shard {shard} missing: "
@@ -654,11 +698,31 @@ def _merge(args) -> int:
                "seconds": max(parts_seconds),
                "elements_per_second": sum(s["elements_per_second"] for _, s in parts),
                "failures": {"distinct": len(keys), "findings": sum(s["failures"]["findings"] for _, s in parts)
-                            - len(old_bias) + len(bias_keys), "keys": sorted(keys)},
+                            - len(old_bias) + len(bias_keys), "keys": sorted(keys),
+                            "patterns": _merged_patterns(parts, bias_keys)},
                "rounding_bias": bias}
+    counts = {r["pattern"]: r for r in summary["failures"]["patterns"]}
+    for e, _ in saved:  # each reproducer with its finding's counts over every shard
+        e["distinct"], e["findings"] = len(counts[e["pattern"]]["keys"]), counts[e["pattern"]]["findings"]
     summary.pop("saved", None)
     _save(out, summary, saved, old)
     return EXIT_FAIL if summary["failures"]["findings"] else EXIT_OK
+
+
+def _merged_patterns(parts, bias_keys) -> list:
+    """The shards' ``failures.patterns`` united (keys united, failures summed); the rounding-bias
+    findings are those judged again over the merged counts."""
+    rows: dict = {}
+    for _, s in parts:
+        for r in s["failures"]["patterns"]:
+            if "/rounding-bias/" in r["pattern"]:
+                continue
+            row = rows.setdefault(r["pattern"], {"pattern": r["pattern"], "keys": set(), "findings": 0})
+            row["keys"] |= set(r["keys"])
+            row["findings"] += r["findings"]
+    out = [{**r, "keys": sorted(r["keys"])} for r in rows.values()]
+    out += [{"pattern": k, "keys": [k], "findings": 1} for k in bias_keys]
+    return sorted(out, key=lambda r: r["pattern"])
 
 
 # ------------------------------------------------------------------ replay

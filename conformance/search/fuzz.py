@@ -12,8 +12,11 @@ correctly rounded result bit for bit (a correctly rounded element is accepted by
 rule, and every rule is a function of the element alone), so an honest implementation costs
 one oracle call per batch. Crashes, hangs, memory the call should not touch, core_mask
 dependence and repeated calls that differ are findings too, each under the requirement id
-certify reports it under. Findings are deduplicated by :func:`key` (the requirement, where
-and on what kind of value), so a systematic defect yields a handful of findings.
+certify reports it under. Failures are deduplicated by :func:`key` (the requirement, where
+and on what kind of value: the distinct failures), and distinct failures of one defect are
+grouped by their :func:`pattern` (the requirement and the failure's shape: an element left
+unwritten at the end of a call, or a wrong value or a NaN on one branch of the formula), so a
+systematic defect is one finding with a count and one reproducer, not hundreds.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from sl1conf.conformance.vectors.sampling import fast_batch, hard_batch, random_
 from sl1conf.conformance.search.shards import Shard, parse_shard
 
 __all__ = ["Campaign", "Finding", "BatchResult", "Result", "batch_seed", "make_batch", "check_cases",
-           "run_batch", "run", "worker_init", "key_text", "SHORT", "BOUNDARY"]
+           "run_batch", "run", "worker_init", "key_text", "SHORT", "BOUNDARY", "NOT_WRITTEN"]
 
 BATCH_ELEMENTS = 1 << 20
 """Elements of a batch's long case, per dtype and variant (a little less: the tail varies).
@@ -63,6 +66,12 @@ failures on them are keyed apart from failures on long cases (length-dependent d
 BOUNDARY = "boundary"
 """The branch of a wrong result where the exact diff is +-beta (R02's rule judged it)."""
 POLL = 0.2  # seconds between looks at the stop flag while batches run elsewhere
+NOT_WRITTEN = "not-written"
+"""The error of an element whose dx1 bits are still what they were before the call."""
+NOT_WRITTEN_UNDER = "R01"
+"""The requirement a pattern of unwritten elements is filed under: an element never written
+is beyond every budget (R01), whatever else its inputs' class adds (R04 for a NaN input, R06
+for a subnormal one, ...: those are the inputs', not the defect's)."""
 
 
 @dataclass(frozen=True)
@@ -115,10 +124,45 @@ class Finding:
     detail: str = ""
     batch: Optional[int] = None
     breaks: tuple = ()  # for a wrong element: every requirement it breaks (the key names the most specific)
+    length: int = 0  # elements of the call it was found on
+    shape: tuple = ()  # what :func:`pattern` groups by beside the requirement, dtype and variant (empty: the key)
 
     @property
     def requirement(self) -> str:
         return self.key[0]
+
+    @property
+    def pattern(self) -> tuple:
+        """The finding's pattern (see :func:`pattern`)."""
+        return pattern(self)
+
+    @property
+    def error(self) -> str:
+        """For a wrong element: not-written, nan or wrong; else the kind."""
+        return self.shape[1] if self.shape and self.shape[0] == "element" else self.kind
+
+
+@dataclass
+class Group:
+    """The failures of one pattern, one finding: the distinct failures (keys) in it, how many
+    failures (every batch's, before deduplication), the first found and the reproducer to
+    minimize (the one found on the shortest call; ties: the first found). Order-independent,
+    so local processes, a Dask cluster and one process choose the same."""
+
+    pattern: tuple
+    keys: set = field(default_factory=set)
+    findings: int = 0
+    found: tuple = ()  # (batch, case) of the first found
+    smallest: Optional[Finding] = None
+
+    def add(self, f: Finding) -> None:
+        self.keys.add(f.key)
+        self.findings += 1
+        at = (f.batch, f.case)
+        self.found = min(self.found, at) if self.found else at
+        rank = lambda g: (g.length, g.batch, g.case, g.element or 0, g.key)  # noqa: E731
+        if self.smallest is None or rank(f) < rank(self.smallest):
+            self.smallest = f
 
 
 @dataclass
@@ -144,6 +188,8 @@ class Result:
     interrupted: bool = False  # stopped by a signal before its batches or time were done
     bias: dict = field(default_factory=dict)  # "dtype/variant" -> bias counts summed over the batches (R01's rounding bias)
 
+    patterns: dict = field(default_factory=dict)  # pattern -> Group
+
     def add(self, r: BatchResult) -> None:
         self.batches.append(r.batch)
         self.elements += r.elements
@@ -155,6 +201,14 @@ class Result:
             old = self.first.get(f.key)
             if old is None or (f.batch, f.case) < (old.batch, old.case):
                 self.first[f.key] = f
+            group = self.patterns.get(f.pattern)
+            if group is None:
+                group = self.patterns[f.pattern] = Group(f.pattern)
+            group.add(f)
+
+    def groups(self) -> list:
+        """The findings: one :class:`Group` per pattern, in the order they were found."""
+        return sorted(self.patterns.values(), key=lambda g: g.found)
 
     @property
     def rate(self) -> float:
@@ -249,6 +303,49 @@ def key_text(k: tuple) -> str:
     return "/".join(map(str, k))
 
 
+def pattern(f: Finding) -> tuple:
+    """What findings of one defect share: the finding's requirement, dtype and variant and its
+    shape. For an element left unwritten (its dx1 bits what they were before the call): where
+    in the call the unwritten elements lie (``end``: a suffix, the whole call included;
+    ``start``: a prefix; ``scattered``), under :data:`NOT_WRITTEN_UNDER`, whatever its branch,
+    values or call length (never computed, they say nothing about it). For a wrong value or a
+    NaN: the least specific requirement it breaks (R01 for any element beyond the budget, R02
+    for a boundary-only error within it, R05 for a zero's sign, ...: the more specific ones tell
+    the inputs' class, not the defect), the error and the branch of the formula an
+    implementation computing fl(x1 - x2) takes (:func:`_rounded_branch`); not the call's
+    length, the value class or beta's. For a position finding whose changed bits are
+    elements left unwritten: the unwritten pattern (``end``: the position check moves a call's
+    last elements). Anything else: its key."""
+    if not f.shape:
+        return f.key
+    req, dtype, variant, length = f.key[:4]
+    if f.shape[0] == "position":  # ("position", "not-written")
+        return (NOT_WRITTEN_UNDER, dtype, variant, NOT_WRITTEN, "end")
+    _, error, where_or_branch = f.shape
+    if error == NOT_WRITTEN:
+        return (NOT_WRITTEN_UNDER if NOT_WRITTEN_UNDER in f.breaks else f.breaks[-1], dtype, variant, error,
+                where_or_branch)
+    return (f.breaks[-1] if f.breaks else req, dtype, variant, error, where_or_branch)
+
+
+def _rounded_branch(case: Case, idx: np.ndarray) -> np.ndarray:
+    """The formula's branch of elements ``idx`` as an implementation computing fl(x1 - x2) takes
+    it (gt, lt, mid, nan; the boundary, |fl(x1 - x2)| = beta, is mid): a pattern's branch, so that
+    one defect of a branch is one finding whether the exact diff is beside beta or not."""
+    _, x1, x2, beta = case.floats()
+    with np.errstate(all="ignore"):
+        d = (x1[idx] - x2[idx]).astype(case.format.dtype)
+        return np.where(np.isnan(d) | np.isnan(beta), "nan", np.where(d > beta, "gt", np.where(d < -beta, "lt", "mid")))
+
+
+def _unwritten_where(idx: np.ndarray, n: int) -> str:
+    """Where the unwritten elements ``idx`` (sorted) of a call of ``n`` lie: end, start or scattered."""
+    contiguous = idx[-1] - idx[0] + 1 == idx.size
+    if contiguous and idx[-1] == n - 1:
+        return "end"
+    return "start" if contiguous and idx[0] == 0 else "scattered"
+
+
 def judge_call(profile: Profile, case: Case, got: np.ndarray) -> dict:
     """Requirement id -> the elements of ``got`` (the written elements) it rejects: the one
     judge, run only where the result is not the correctly rounded one (where it is, every
@@ -288,12 +385,21 @@ def _call_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Fin
         rids = list(rejected)  # most specific first
         bad = np.unique(np.concatenate(list(rejected.values())))
         code = sum(np.isin(bad, rejected[rid]).astype(np.int64) << r for r, rid in enumerate(rids))
+        got = o.out[bad]
+        unwritten = got == case.initial_out()[bad]
+        error = np.where(unwritten, NOT_WRITTEN, np.where(F.is_nan_bits(fmt, got), "nan", "wrong"))
+        where = _unwritten_where(bad[unwritten], w) if unwritten.any() else None
+        branch = _rounded_branch(case, bad)
         seen = {}
-        for e, c, cls in zip(bad.tolist(), code.tolist(), _classes(fmt, case, bad)):
-            seen.setdefault((tuple(rid for r, rid in enumerate(rids) if c >> r & 1), cls), e)
-        for (rids, cls), e in seen.items():  # filed under the most specific requirement it breaks
+        for e, c, cls, err, b in zip(bad.tolist(), code.tolist(), _classes(fmt, case, bad), error.tolist(),
+                                     branch.tolist()):
+            seen.setdefault((tuple(rid for r, rid in enumerate(rids) if c >> r & 1), cls, err, b), e)
+        for (rids, cls, err, b), e in seen.items():  # filed under the most specific requirement it breaks
+            shape = ("element", err, where if err == NOT_WRITTEN else b)
             out.append(Finding("element", i, key(rids[0], case, *cls, beta_class), element=e, breaks=rids,
-                               detail=f"{int(bad.size)} of {w} elements not accepted"))
+                               detail=f"{int(bad.size)} of {w} elements not accepted"
+                                      + (f", {int(unwritten.sum())} of them not written" if unwritten.any() else ""),
+                               length=case.n, shape=shape))
     return out
 
 
@@ -389,10 +495,14 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], bias: "di
         changes = position_changes(c, o.out, [(outcomes[j], offset, call) for j, offset, call in runs])
         if changes:
             e, bits, where = changes[0]
+            fill = c.initial_out()  # a moved call's dx1 starts with the same fill (FILL_BYTE everywhere)
+            unwritten = all(o.out[k] == fill[k] or b == fill[k] for k, b, _ in changes)
             findings.append(Finding("position", i, key(SEEN_UNDER["position"], c, "position"), element=e,
                                     detail=f"{len(changes)} of the last {MOVED - 1} elements of a call of {c.n} give "
                                            f"other bits when moved (element {e}: {F.hex_bits(c.format, o.out[e])}, "
-                                           f"then {F.hex_bits(c.format, bits)} at {where})"))
+                                           f"then {F.hex_bits(c.format, bits)} at {where})"
+                                           + ("; the bits that differ were never written" if unwritten else ""),
+                                    length=c.n, shape=("position", NOT_WRITTEN) if unwritten else ()))
     return findings
 
 
@@ -401,8 +511,8 @@ def run_batch(campaign: Campaign, profile: Profile, adapter: Adapter, k: int) ->
     t0 = time.perf_counter()
     cases = make_batch(campaign, profile, k)
     first, bias = {}, {}
-    for f in check_cases(adapter, profile, cases, bias):
-        first.setdefault(f.key, dataclasses.replace(f, batch=k))
+    for f in check_cases(adapter, profile, cases, bias):  # the first of each key and pattern
+        first.setdefault((f.key, f.pattern), dataclasses.replace(f, batch=k))
     return BatchResult(k, sum(c.n for c in cases), len(cases), list(first.values()), time.perf_counter() - t0, bias)
 
 
@@ -512,11 +622,13 @@ def run(campaign: Campaign, *, adapter: "Adapter | None" = None, profile: "Profi
 
 def same_failure(adapter: Adapter, profile: Profile, finding: Finding) -> Callable[[Case], Optional[Finding]]:
     """The shrinker's predicate: a finding of the same requirement and kind on the case (for a
-    wrong result, on the same branch of the formula and breaking the same requirements, so the
-    saved case fails in certify as the finding did), or None."""
+    wrong result, on the same branch of the formula, breaking the same requirements and with the
+    same error: not written, NaN or a wrong value, so the saved case fails in certify as the
+    finding did), or None."""
     def fails(case: Case) -> Optional[Finding]:
         for f in check_cases(adapter, profile, [case]):
-            if (f.requirement, f.kind, f.breaks) == (finding.requirement, finding.kind, finding.breaks) and (
+            if (f.requirement, f.kind, f.breaks, f.error) == (finding.requirement, finding.kind, finding.breaks,
+                                                              finding.error) and (
                     f.kind != "element" or f.key[4] == finding.key[4]):
                 return f
         return None
