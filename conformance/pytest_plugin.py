@@ -123,7 +123,7 @@ class _Conformance:
         from sl1conf.adapters import AdapterError, load
 
         from sl1conf.conformance.vectors import families as FAM
-        from sl1conf.conformance.certify.engine import default_families, quick_families
+        from sl1conf.conformance.certify.engine import default_families, dtypes_to_run, quick_families
         from sl1conf.conformance.rules.profiles import ProfileError, load_profile
         from sl1conf.conformance.rules.catalog import CATALOG
 
@@ -159,13 +159,13 @@ class _Conformance:
         except Exception as exc:  # a third-party adapter's own failure: still one line
             raise pytest.UsageError(f"--sl1-impl {self.spec}: {type(exc).__name__}: {exc}") from None
         try:
-            asked = list(dict.fromkeys(opt.sl1_dtype or self.profile.dtypes))
+            asked = list(dict.fromkeys(opt.sl1_dtype)) if opt.sl1_dtype else None  # None: the profile's
             if self.vectors is not None:
                 missing = [d for d in opt.sl1_dtype or [] if d not in self.vectors]
                 if missing:
                     raise pytest.UsageError(f"--sl1-dtype {missing[0]}: no --sl1-vectors set holds {missing[0]} "
                                             f"vectors (given: {', '.join(self.vectors) or 'none'})")
-                asked = [d for d in asked if d in self.vectors]
+                asked = dtypes_to_run(self.profile, asked, self.vectors)
             try:
                 dtypes, variants = self.profile.select(self.adapter, asked, opt.sl1_variant)
             except ProfileError as exc:

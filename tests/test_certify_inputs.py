@@ -91,3 +91,53 @@ def test_the_top_level_help_has_no_markup(capsys):
     text = capsys.readouterr().out
     assert "``" not in text and ":class:" not in text and "SmoothL1LossGrad" in text
     assert "exit status" in text
+
+
+# ------------------------------------------------------------- a library that lacks functions (item 2)
+
+ONLY_FP32_P = """
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta) {
+    for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];
+        dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; }
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def only_fp32_p(tmp_path_factory) -> str:
+    from sl1conf.adapters.cbuild import build_shared
+
+    src = tmp_path_factory.mktemp("lib") / "only_fp32_p.c"
+    src.write_text(ONLY_FP32_P)
+    return f"ctypes:{build_shared('lib-only-fp32-p', [src])}"
+
+
+@pytest.mark.parametrize("asked, words", [
+    (["--variant", "s"], "does not offer the variant s asked for"),
+    (["--variant", "s", "--variant", "p"], "does not offer the variant s asked for"),  # was: PASS on p alone
+    (["--dtype", "fp16"], "does not offer the dtype fp16 asked for"),
+    (["--dtype", "fp16", "--dtype", "fp32"], "does not offer the dtype fp16 asked for"),
+])
+def test_what_is_asked_for_by_name_and_missing_is_bad_usage(only_fp32_p, tmp_path, capsys, asked, words):
+    out = tmp_path / "report"
+    code, text, err = _certify(capsys, "--impl", only_fp32_p, "--platform", "mt7004", "--quick", *asked,
+                               "--out", str(out))
+    assert code == 2 and words in err and len(err.splitlines()) == 1, (code, err)
+    assert not out.exists()
+
+
+def test_fuzz_refuses_a_variant_it_cannot_run_too(only_fp32_p, tmp_path, capsys):
+    code = main(["fuzz", "--impl", only_fp32_p, "--platform", "mt7004", "--variant", "s", "--elements", "100",
+                 "--out", str(tmp_path / "f")])
+    err = capsys.readouterr().err
+    assert code == 2 and "does not offer the variant s asked for" in err
+
+
+def test_not_asked_for_the_missing_runs_make_it_incomplete(only_fp32_p, tmp_path, capsys):
+    """Without --dtype/--variant the runs the library lacks are named and the verdict is not a pass."""
+    out = tmp_path / "report"
+    code, text, err = _certify(capsys, "--impl", only_fp32_p, "--platform", "mt7004", "--quick", "--out", str(out))
+    report = json.loads((out / "report.json").read_text())
+    assert code == 1 and report["verdict"] == "incomplete", (code, report["verdict"])
+    assert set(report["missing_runs"]) == {"fp16 s", "fp16 p", "fp32 s"}
+    assert "INCOMPLETE" in text

@@ -61,12 +61,19 @@ class Profile:
     def select(self, adapter, dtypes=None, variants=None, *, what: str = "certify") -> tuple[list, list]:
         """The dtypes and variants to run: those asked for (default: the profile's), each one the
         profile documents, that the implementation offers. One rule for certify, fuzz, sweep and
-        the pytest plugin; ProfileError (one line) when a dtype is not the profile's or nothing
+        the pytest plugin; ProfileError (one line) when a dtype is not the profile's, when a
+        dtype or variant asked for (not None) is one the implementation lacks, or when nothing
         is left to ``what``."""
         asked = list(dict.fromkeys(self.dtypes if dtypes is None else dtypes))
         for d in asked:
             self.require_dtype(d)
         wanted = list(dict.fromkeys(self.variants if variants is None else variants))
+        for given, names, offered, what_ in ((dtypes, asked, adapter.dtypes, "dtype"),
+                                             (variants, wanted, adapter.variants, "variant")):
+            lacking = [n for n in names if n not in offered] if given is not None else []
+            if lacking:  # asked for by name: not silently left out (the default run reports it incomplete)
+                raise ProfileError(f"{adapter.name} does not offer the {what_} {', '.join(lacking)} asked for "
+                                   f"(it offers {', '.join(adapter.dtypes)} ({', '.join(adapter.variants)}))")
         chosen = [d for d in asked if d in adapter.dtypes], [v for v in wanted if v in adapter.variants]
         if not chosen[0] or not chosen[1]:
             raise ProfileError(f"{adapter.name} offers {', '.join(adapter.dtypes)} ({', '.join(adapter.variants)}); "
