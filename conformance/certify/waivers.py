@@ -18,10 +18,10 @@ then the ids and family names); the fields are documented in docs/conformance.md
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.tomlfiles import read_toml, schema_problem, toml_path, toml_value
 from sl1conf.conformance.rules.catalog import CATALOG, by_id, report_verdict, run_verdict
 
 __all__ = ["WaiverError", "load_waivers", "apply_waivers"]
@@ -39,19 +39,10 @@ def load_waivers(path) -> list[dict]:
     reason always; families, dtypes and variants where given), checked completely before
     anything runs: against the committed schema, then that each id is a requirement of the
     catalog and each family one of the suite's. WaiverError (one line) otherwise."""
-    from sl1conf.conformance.rules.profiles import schema_problem, toml_path, toml_value
     from sl1conf.conformance.vectors.families import FAMILY_NAMES
 
     p = Path(path)
-    try:
-        data = tomllib.loads(p.read_text())
-    except OSError as exc:
-        raise WaiverError(f"{p}: cannot read ({exc.strerror or exc})") from None
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise WaiverError(f"{p}: not valid TOML ({' '.join(str(exc).split())})") from None
-    except RecursionError:  # tomllib recurses once per level of nesting
-        raise WaiverError(f"{p}: nested too deeply to be a waiver file") from None
-
+    _, data = read_toml(p, WaiverError, "a waiver file")
     known = [r.id for r in CATALOG]
 
     def bad(where, problem):

@@ -7,7 +7,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-__all__ = ["schema", "read_checked", "validate"]
+__all__ = ["schema", "read_checked", "validate", "validator"]
 
 SCHEMA_DIR = Path(__file__).parent.parent / "schemas"
 
@@ -40,7 +40,7 @@ def read_checked(path, schema_name: str, version: int, error: type) -> dict:
 
 
 @cache
-def _validator(name: str):
+def validator(name: str):
     """One compiled validator per committed schema (the schema itself checked once): checking a
     document is then milliseconds, cheap enough for every sweep checkpoint."""
     import jsonschema
@@ -57,7 +57,7 @@ def validate(doc, schema_name: str, error: type, label: str) -> None:
     import jsonschema
 
     try:
-        best = jsonschema.exceptions.best_match(_validator(schema_name).iter_errors(doc))
+        best = jsonschema.exceptions.best_match(validator(schema_name).iter_errors(doc))
     except RecursionError:  # a value nested deeper than Python's stack (jsonschema recurses per level)
         raise error(f"{label}: nested too deeply to match the schema") from None
     if best is not None:

@@ -15,16 +15,13 @@ fields are documented in docs/conformance.md.
 from __future__ import annotations
 
 import hashlib
-import json
-import tomllib
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.tomlfiles import read_toml, schema_problem, toml_path, toml_value
 
-__all__ = ["Profile", "ProfileError", "PROFILE_DIR", "SCHEMA", "builtin_profiles", "load_profile",
-           "schema_problem", "toml_path", "toml_value"]
+__all__ = ["Profile", "ProfileError", "PROFILE_DIR", "SCHEMA", "builtin_profiles", "load_profile"]
 
 PROFILE_DIR = Path(__file__).with_name("profiles")
 SCHEMA = "profile.schema.json"  # conformance/schemas/: every field, its type and range (docs/conformance.md)
@@ -92,117 +89,8 @@ def builtin_profiles() -> list[str]:
     return sorted(p.stem for p in PROFILE_DIR.glob("*.toml"))
 
 
-_KINDS = {"integer": "a whole number", "number": "a number", "string": "a string", "boolean": "true or false",
-          "array": "a list", "object": "a table"}
-
-
-def toml_value(value, limit: int = 60, _depth: int = 0) -> str:
-    """``value`` as TOML writes it, on one line and at most ``limit`` characters (for messages)."""
-    if _depth > 3:
-        return "..."
-    if isinstance(value, bool):
-        text = "true" if value else "false"
-    elif isinstance(value, str):
-        text = json.dumps(value)  # escaped: one line whatever the string holds
-    elif isinstance(value, (int, float)):
-        text = repr(value)
-    elif isinstance(value, list):
-        items = [toml_value(v, limit, _depth + 1) for v in value[:8]] + (["..."] if value[8:] else [])
-        text = "[" + ", ".join(items) + "]"
-    elif isinstance(value, dict):
-        pairs = list(value.items())
-        items = [f"{toml_key(k)} = {toml_value(v, limit, _depth + 1)}" for k, v in pairs[:8]]
-        items += ["..."] if pairs[8:] else []
-        text = "{" + ", ".join(items) + "}"
-    else:  # TOML dates and times
-        text = json.dumps(str(value))
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def toml_key(key) -> str:
-    key = str(key)
-    return key if key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key) else json.dumps(key)
-
-
-def toml_path(path) -> str:
-    """A place in a TOML document as its author writes it: ``max_ulp.fp16``, ``dtypes[0]``."""
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (("." if out else "") + toml_key(part))
-    return out
-
-
-def schema_problem(doc, schema_name: str) -> "tuple[list, str] | None":
-    """The most relevant place where ``doc`` does not match the committed schema ``schema_name``
-    (conformance/schemas/) and what is wrong there, in one short line; None if it matches.
-    Shared by profiles and waivers: jsonschema's own messages are Python reprs ("True is not of
-    type 'integer'", "Additional properties are not allowed ..."), these say it in TOML."""
-    import jsonschema
-
-    try:
-        err = jsonschema.exceptions.best_match(_validator(schema_name).iter_errors(doc))
-    except RecursionError:  # jsonschema recurses once per level of nesting
-        return [], "nested too deeply to match the schema"
-    if err is None:
-        return None
-    where, kind, want, got, sch = list(err.absolute_path), err.validator, err.validator_value, err.instance, err.schema
-    if kind == "type":
-        return where, f"must be {_KINDS.get(want, want)}, not {toml_value(got)}"
-    if kind == "enum":
-        return where, f"must be one of {', '.join(map(str, want))}, not {toml_value(got)}"
-    if kind in ("minimum", "maximum"):
-        lo, hi = sch.get("minimum"), sch.get("maximum")
-        span = f"{lo} to {hi}" if lo is not None and hi is not None else (f">= {lo}" if hi is None else f"<= {hi}")
-        return where, f"must be {span}, not {toml_value(got)}"
-    if kind == "minItems":
-        return where, "must not be empty" if want == 1 else f"must list at least {want}, not {toml_value(got)}"
-    if kind == "uniqueItems":
-        seen = [toml_value(v) for v in got]
-        twice = next(v for k, v in enumerate(seen) if v in seen[:k])
-        return where, f"lists {twice} more than once"
-    if kind == "minLength":
-        return where, "must not be empty"
-    if kind == "not" and "pattern" in want:
-        return where, f"must be one line (no line breaks or control characters), not {toml_value(got)}"
-    if kind == "pattern" and want == "\\S":
-        return where, "must not be blank"
-    if kind == "required":
-        missing = [k for k in want if k not in got]
-        return where + missing[:1], "missing (required)"
-    if kind == "additionalProperties":
-        known = list(sch.get("properties", {}))
-        unknown = [k for k in got if k not in known]
-        keys = f"the keys are {', '.join(known)}"
-        if len(unknown) == 1:
-            return where + unknown, f"unknown key ({keys})"
-        return where, f"unknown keys {', '.join(toml_key(k) for k in unknown)} ({keys})"
-    return where, " ".join(err.message.split())[:200]  # a keyword this suite's schemas do not use
-
-
-@cache
-def _validator(name: str):
-    """One compiled validator per schema, the schema itself checked once."""
-    import jsonschema
-
-    from sl1conf.conformance.common.jsonfiles import schema
-
-    doc = schema(name)
-    cls = jsonschema.validators.validator_for(doc)
-    cls.check_schema(doc)
-    return cls(doc)
-
-
 def _parse(path: Path) -> Profile:
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ProfileError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    try:
-        data = tomllib.loads(raw.decode())
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ProfileError(f"{path}: not valid TOML ({' '.join(str(exc).split())})") from None
-    except RecursionError:  # tomllib recurses once per level of nesting
-        raise ProfileError(f"{path}: nested too deeply to be a profile") from None
+    raw, data = read_toml(path, ProfileError, "a profile")
 
     def bad(where, problem):
         return ProfileError(f"{path}: {toml_path(where)}: {problem}" if where else f"{path}: {problem}")
