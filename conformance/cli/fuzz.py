@@ -200,12 +200,9 @@ def _campaign_from(args, adapter, profile) -> Z.Campaign:
 def _load(impl: str, platform: str):
     from sl1conf.adapters import AdapterError, load
 
-    from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+    from sl1conf.conformance.rules.profiles import load_profile
 
-    try:
-        profile = load_profile(platform)
-    except ProfileError as exc:
-        raise UsageError(f"--platform {platform}: {exc}") from None
+    profile = load_profile(platform)  # its errors name the file or the unknown platform
     try:
         return load(impl), profile
     except AdapterError as exc:
