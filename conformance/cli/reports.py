@@ -7,7 +7,7 @@ import io
 import sys
 from pathlib import Path
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, out_arg
 
 __all__ = ["register"]
 
@@ -23,11 +23,36 @@ def _cmd_report(args) -> int:
 
     report = _load(args.dir)
     formats = args.format or [f for f in FORMATS if f != "json"]
-    out = Path(args.out) if args.out else Path(report["_path"]).parent
+    own = Path(report["_path"]).parent
+    out = Path(args.out) if args.out else own
+    if out.exists() and not (out.is_dir() and out.resolve() == own.resolve()):  # another folder than the report's
+        _refuse_foreign_report(out, report)
+        there = [FORMATS[f][0] for f in formats if (out / FORMATS[f][0]).exists()]
+        if there and not args.force:
+            raise UsageError(f"--out {out}: {', '.join(there)} exist{'s' * (len(there) == 1)} there: choose another "
+                             "folder or pass --force to replace them")
     written = write_report(report, out, formats)
     for path in written:
         print(f"wrote {path}")
     return EXIT_OK
+
+
+def _refuse_foreign_report(out: Path, report: dict) -> None:
+    """Renderings of ``report`` beside another report's ``report.json`` would disagree with it
+    (the very mix an interrupted certify must not leave): refused, --force or not."""
+    import json
+
+    theirs = out / "report.json"
+    if not out.is_dir() or not theirs.is_file():
+        return
+    try:
+        same = json.loads(theirs.read_text(encoding="utf-8")) == {k: v for k, v in report.items()
+                                                               if not k.startswith("_")}
+    except (OSError, ValueError, RecursionError):
+        same = False
+    if not same:
+        raise UsageError(f"--out {out} holds another report's report.json: render into the report's own folder "
+                         "or an empty one")
 
 
 def _cmd_gate(args) -> int:
@@ -70,6 +95,8 @@ def _cmd_compare(args) -> int:
             raise UsageError(f"--out {out} is a folder; give a file name")
         if not out.parent.is_dir():
             raise UsageError(f"--out {out}: no folder {out.parent}")
+        if out.exists() and not args.force:
+            raise UsageError(f"--out {out} exists: choose another file name or pass --force to replace it")
         try:
             write_atomic(out, text)
         except OSError as exc:
@@ -87,7 +114,9 @@ def register(sub) -> None:
     p.add_argument("dir", help="a report folder (or its report.json)")
     p.add_argument("--format", choices=("html", "md", "junit"), action="append",
                    help="html, md or junit (repeatable; default all three)")
-    p.add_argument("--out", help="folder to write into (default: the report's own folder)")
+    p.add_argument("--out", type=out_arg, help="folder to write into (default: the report's own folder)")
+    p.add_argument("--force", action="store_true",
+                   help="replace renderings already in the --out folder (never beside another report's report.json)")
     p.set_defaults(run=_cmd_report)
 
     p = sub.add_parser("gate", help="exit 1 if NEW regressed against the baseline report, else 0")
@@ -98,5 +127,6 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help="one table of several reports side by side")
     p.add_argument("reports", nargs="+", metavar="REPORT", help="report.json files (or their folders)")
     p.add_argument("--format", choices=("md", "html", "csv"), default="md", help="md (default), html or csv")
-    p.add_argument("--out", help="file to write (default: standard output)")
+    p.add_argument("--out", type=out_arg, help="file to write (default: standard output); an existing one only with --force")
+    p.add_argument("--force", action="store_true", help="replace the --out file if it exists")
     p.set_defaults(run=_cmd_compare)

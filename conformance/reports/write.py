@@ -7,14 +7,22 @@ Reports are checked against the committed schema when read and before they are w
 
 from __future__ import annotations
 
+import copy
+import glob
 import json
+import os
+import signal
+import tempfile
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
-from sl1conf.conformance.common.files import writable_folder, write_atomic
+from sl1conf.conformance.common.files import writable_folder
 
-__all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "load_report", "write_report", "validate"]
+__all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "PATH_FIELDS", "load_report", "write_report", "validate",
+           "portable_path", "portable_paths"]
 
 SCHEMA_VERSION = 1
 SCHEMA_FILE = "report.schema.json"
@@ -68,23 +76,179 @@ def load_report(path) -> dict:
     return report
 
 
+PATH_FIELDS = (("profile", "path"), ("invocation", "profile"), ("invocation", "vectors"),
+               ("implementation", "library"))
+"""(object, key) of report.json's fields that hold a path of the machine that wrote it; and
+``vectors.<dtype>.source`` (a vector set's folder, unless generated)."""
+SPEC_FIELDS = (("implementation", "adapter"), ("invocation", "impl"))
+"""Implementation names, a path in them after ``ctypes:``."""
+TEXT_FIELDS = (("implementation", "note"),)
+"""Free text that may name paths (the ctypes adapter's note on its call shim, in its cache)."""
+
+
+def portable_path(text: str, cwd=None, home=None) -> str:
+    """An absolute path as a report stores it: relative to the current folder when it lies
+    under it (the demo certifies from the repository root: ``conformance/rules/profiles/ieee.toml``),
+    else ``~/...`` under the home folder, else unchanged (and a relative path too)."""
+    cwd = os.path.normpath(cwd or os.getcwd())
+    home = os.path.normpath(home or os.path.expanduser("~"))
+    if not text or not os.path.isabs(text):
+        return text
+    path = os.path.normpath(text)
+    for base, prefix in ((cwd, ""), (home, "~")):
+        if base == os.path.dirname(base):  # "/": everything is under it, and nothing is gained
+            continue
+        if path == base:
+            return prefix or "."
+        if path.startswith(base + os.sep):
+            rest = path[len(base) + 1:]
+            return f"{prefix}/{rest}" if prefix else rest
+    return text
+
+
+def _portable_text(text: str, cwd: str, home: str) -> str:
+    """``text`` with every path under ``cwd`` or ``home`` in it written as portable_path writes it."""
+    for base, prefix in ((cwd, ""), (home, "~/")):
+        if base != os.path.dirname(base):
+            text = text.replace(base + os.sep, prefix)
+    return text
+
+
+def portable_paths(report: dict) -> dict:
+    """``report`` with the paths of the machine that wrote it (PATH_FIELDS, SPEC_FIELDS,
+    TEXT_FIELDS, the vector sets' sources) made portable (:func:`portable_path`): the
+    committed reports name no folder of the machine that wrote them, and their reproduction
+    commands still work from the folder certify ran in. Done once, where the report is
+    written, not by each producer of a path."""
+    cwd, home = os.path.normpath(os.getcwd()), os.path.normpath(os.path.expanduser("~"))
+    report = copy.deepcopy(report)
+
+    def fix(obj, key, how):
+        if isinstance(obj, dict) and isinstance(obj.get(key), str):
+            obj[key] = how(obj[key])
+        elif isinstance(obj, dict) and isinstance(obj.get(key), list):  # --vectors, one folder per dtype
+            obj[key] = [how(t) if isinstance(t, str) else t for t in obj[key]]
+
+    for section, key in PATH_FIELDS:
+        fix(report.get(section), key, lambda t: portable_path(t, cwd, home))
+    for section, key in SPEC_FIELDS:
+        fix(report.get(section), key, lambda t: "ctypes:" + portable_path(t[len("ctypes:"):], cwd, home)
+            if t.startswith("ctypes:") else t)
+    for section, key in TEXT_FIELDS:
+        fix(report.get(section), key, lambda t: _portable_text(t, cwd, home))
+    for vs in (report.get("vectors") or {}).values():
+        fix(vs, "source", lambda t: portable_path(t, cwd, home))
+    return report
+
+
+def _leftovers(out: Path) -> list:
+    """Temporary files an earlier write into ``out`` left behind (a SIGKILL, a power cut):
+    the ``.report.json.*.tmp`` and the like that :func:`write_report` names its own."""
+    return sorted(p for fname, _ in FORMATS.values() for p in out.glob(f".{glob.escape(fname)}.*.tmp"))
+
+
+_DEFERRED = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+@contextmanager
+def _signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP arriving inside the block take effect when it ends.
+
+    The Python-level handlers are swapped for one that only notes the signal (a handler,
+    not ``pthread_sigmask``: the mask is per thread, and a signal another thread receives
+    still raises KeyboardInterrupt in the main one); on leaving, the old handlers are put
+    back (SIGINT's last) and each noted signal is handed to its old handler: the default
+    SIGINT handler raises KeyboardInterrupt, a default SIGTERM ends the process. Outside
+    the main thread handlers cannot be set, and the block runs unprotected."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted, old = [], {}
+
+    def note(signum, frame):
+        noted.append(signum)
+
+    for name in _DEFERRED:
+        sig = getattr(signal, name, None)
+        if sig is None:
+            continue
+        current = signal.getsignal(sig)
+        if current is None or current == signal.SIG_IGN:  # set outside Python, or ignored: leave it
+            continue
+        old[sig] = signal.signal(sig, note)
+    try:
+        yield
+    finally:
+        for sig in sorted(old, key=lambda s: s == signal.SIGINT):  # SIGINT last: the rest are back first
+            signal.signal(sig, old[sig])
+        for sig in sorted(dict.fromkeys(noted), key=lambda s: s == signal.SIGINT):
+            handler = old[sig]
+            if callable(handler):
+                handler(sig, None)  # the default SIGINT handler raises KeyboardInterrupt here
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), sig)  # SIGTERM's default: the process ends, the folder whole
+
+
+def _write_temporary(path: Path, text: str) -> Path:
+    """``text`` in a new temporary file beside ``path`` (named as write_atomic names its own)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.chmod(tmp, 0o666 & ~_umask())
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return tmp
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_report(report: dict, out, formats=tuple(FORMATS), *, replace_all: bool = False) -> list:
-    """Write the formats asked for (all by default) into folder ``out``, each atomically.
+    """Write the formats asked for (all by default) into folder ``out``, all or none.
+
+    Everything is rendered first, then written to temporary files in the folder, and only
+    then renamed into place, ``report.json`` last, with Ctrl-C (and SIGTERM, SIGHUP) held
+    until the folder is whole again: an interrupted certify leaves the earlier report or the
+    new one, never a new ``report.json`` beside an old ``report.html`` that says PASS. A
+    failure to write removes the temporary files and leaves the old files as they were.
+    Temporary files an earlier, killed, write left behind are removed too.
 
     ``replace_all`` (a new report.json): remove the renderings not asked for, so no file of
     an earlier run is left beside the new report (a CI job reading junit.xml would read it).
     Re-rendering (``sl1conf report``) leaves the others alone: they render the same JSON.
     """
     report = {k: v for k, v in report.items() if not k.startswith("_")}
+    if "json" in formats:  # a new report.json: paths of this machine made portable first
+        report = portable_paths(report)
     validate(report)
-    out = writable_folder(out, ReportError)
-    rendered = [(out / FORMATS[f][0], FORMATS[f][1](report)) for f in formats]  # all or nothing
-    try:
-        written = [write_atomic(path, text) for path, text in rendered]
-        if replace_all:
-            for name, (fname, _) in FORMATS.items():
-                if name not in formats:
-                    (out / fname).unlink(missing_ok=True)
-    except OSError as exc:
-        raise ReportError(f"{out}: cannot write there ({exc.strerror or exc})") from None
-    return written
+    order = sorted(dict.fromkeys(formats), key=lambda f: f == "json")  # report.json renamed last
+    rendered = [(FORMATS[f][0], FORMATS[f][1](report)) for f in order]  # all rendered, or nothing written
+    stale = [fname for name, (fname, _) in FORMATS.items() if replace_all and name not in formats]
+    temporary = []
+    with _signals_held():
+        out = writable_folder(out, ReportError)
+        for fname, _ in rendered:  # a folder where a file goes fails before anything is replaced
+            if (out / fname).is_dir():
+                raise ReportError(f"{out / fname} is a folder; the report cannot be written there")
+        try:
+            for leftover in _leftovers(out):
+                leftover.unlink(missing_ok=True)
+            for fname, text in rendered:
+                temporary.append((_write_temporary(out / fname, text), out / fname))
+            for fname in stale:  # before the new report.json: an old rendering never sits beside it
+                (out / fname).unlink(missing_ok=True)
+            while temporary:
+                os.replace(*temporary[0])
+                del temporary[0]
+        except OSError as exc:
+            raise ReportError(f"{out}: cannot write there ({exc.strerror or exc})") from None
+        finally:
+            for tmp, _ in temporary:  # those not renamed (a failure): nothing is left behind
+                tmp.unlink(missing_ok=True)
+    return [out / FORMATS[f][0] for f in dict.fromkeys(formats)]
