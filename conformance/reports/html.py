@@ -53,10 +53,12 @@ def _table(header: list, rows: list, raw_cols=()) -> str:
 
 
 def _element(e: dict) -> str:
-    distance = distance_text(e)
+    unwritten = bool(e.get("not_written"))
+    distance = "not written: dx1 still holds the fill pattern" if unwritten else distance_text(e)
     names = ("dy", "x1", "x2", "beta", "expected", "got")
-    rows = [["decimal", *(escape(e[f"{n}_decimal"]) for n in names)],
-            ["bits", *(f"<code>{escape(e[n])}</code>" for n in names)]]
+    rows = [["decimal", *(escape("not written" if unwritten and n == "got" else e[f"{n}_decimal"]) for n in names)],
+            ["bits", *(f"<code>{escape(e[n])}</code>" + (" (the fill pattern)" if unwritten and n == "got" else "")
+                       for n in names)]]
     return (f"<p>Worst input (the largest error, not a pattern): {escape(where_text(e))}: "
             f"<b>{escape(distance)}</b></p>" + _table(["", *names], rows, raw_cols=range(1, 7)))
 

@@ -1,37 +1,78 @@
 """``junit.xml``: the report as CI systems read test results (Jenkins, GitLab, GitHub checks).
 
-One test suite per run (dtype and variant), one test case per requirement, and for R01
-one per family as well, so a CI page names the family that broke. A failing requirement
-is a <failure> whose message is its worst input and whose text holds the reproduction
-commands; not applicable is <skipped>; recorded behaviour passes and goes to <system-out>.
+The test cases are named as the pytest plugin names its items (conformance/pytest_plugin.py)
+and pytest's ``--junitxml`` writes them, so a CI page reads the same names whichever of the
+two ran: per run (dtype and variant) ``classname="sl1conf.fp16-p"`` with ``name="R02"`` for
+each requirement and ``name="completeness"``; a requirement judged per family (R01) has one
+case per family of the run's vectors, ``classname="sl1conf.fp16-p.R01"``,
+``name="boundary-exact"`` (a family nothing was judged in is skipped, as the plugin skips
+it), and a failure about the whole run (R01's rounding bias) one more, ``name="over-the-run"``;
+runs the profile lists and the implementation lacks are ``classname="sl1conf"``,
+``name="missing-runs"``. One test suite per run. A failing case is a <failure> whose message
+is its counts and worst input and whose text holds the statement and the reproduction
+commands; not applicable is <skipped>; recorded behaviour and waivers pass and go to
+<system-out>.
+
+Times: the root's ``time`` is the run's ``duration_s``; each suite's is its share by elements
+(one certify judges all runs in one process), and each case's an equal part of its suite's:
+every requirement is judged from the same calls, so no case has a time of its own. A report
+without ``duration_s`` (an older one) has no times rather than false zeros, and the
+missing runs, where nothing ran, none either.
 """
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sl1conf.conformance.reports.view import distance_text, view
+from sl1conf.conformance.reports.view import outcome_text, view
+from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
-__all__ = ["render_junit"]
+__all__ = ["render_junit", "case_names"]
+
+ROOT = "sl1conf"
+"""The first part of every classname: the plugin's root collector (its items' node ids
+begin ``sl1conf::``)."""
 
 
 def _case(suite, classname: str, name: str, status: str, message: str = "", text: str = "", out: str = ""):
-    tc = ET.SubElement(suite, "testcase", classname=classname, name=name, time="0")
+    tc = ET.SubElement(suite, "testcase", classname=classname, name=name)
     if status == "fail":
         ET.SubElement(tc, "failure", message=message, type="requirement").text = text
-    elif status == "not-applicable":
-        ET.SubElement(tc, "skipped", message="not applicable to this implementation or vector set")
+    elif status in ("not-applicable", "not-judged"):
+        ET.SubElement(tc, "skipped", message="not applicable to this implementation or vector set"
+                      if status == "not-applicable" else message)
     if out:
         ET.SubElement(tc, "system-out").text = out
     return status
 
 
 def _count(suite, statuses: list, total: dict) -> None:
-    counts = {"tests": len(statuses), "failures": statuses.count("fail"), "skipped": statuses.count("not-applicable")}
+    counts = {"tests": len(statuses), "failures": statuses.count("fail"),
+              "skipped": sum(s in ("not-applicable", "not-judged") for s in statuses)}
     for k, n in counts.items():
         suite.set(k, str(n))
         total[k] += n
     suite.set("errors", "0")
+
+
+def _time(element, seconds: float) -> None:
+    element.set("time", f"{seconds:.3f}")
+
+
+def _worst(w: dict) -> str:
+    return f"worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} beta={w['beta']}: {outcome_text(w)}"
+
+
+def _failure_text(f) -> str:
+    return (f.statement + "".join(f"\n\nDiagnosis: {line}" for line in f.diagnosis) + "\n\nReproduce"
+            + (f" ({f.reproduction})" if f.reproduction else "") + ":\n" + "\n".join(f.commands))
+
+
+def _families(report: dict, run: dict, r: dict) -> list:
+    """The families the per-family cases of ``r`` are: those of the run's vectors (as the plugin
+    collects them), then any judged family the report lists beside them."""
+    names = list(((report.get("vectors") or {}).get(run["dtype"]) or {}).get("families") or [])
+    return names + [f["family"] for f in r.get("families") or [] if f["family"] not in names]
 
 
 def render_junit(report: dict) -> str:
@@ -40,52 +81,83 @@ def render_junit(report: dict) -> str:
     observed = {(d, var, rid): text for d, var, rid, _, text in v.observed}
     root = ET.Element("testsuites", name=f"sl1conf: {v.title}")
     total = {"tests": 0, "failures": 0, "skipped": 0}
+    duration = report.get("duration_s")
+    elements = sum(run.get("elements", 0) for run in report["runs"]) or 1
     for run in report["runs"]:
         d, var = run["dtype"], run["variant"]
-        classname = f"sl1conf.{report['profile']['name']}.{d}.{var}"
+        classname = f"{ROOT}.{d}-{var}"
         suite = ET.SubElement(root, "testsuite", name=f"{v.title}: {d} {var}", timestamp=report.get("created", ""))
         props = ET.SubElement(suite, "properties")  # who was tested where (JUnit's hostname is not recorded)
         for label, value in v.identity:
             ET.SubElement(props, "property", name=label, value=str(value))
-        statuses = []
+        statuses, suite_out = [], []
         for r in run["requirements"]:
             f = failures.get((d, var, r["id"]))
-            message = text = ""
-            if f:
-                w = f.worst
-                counts = f"{r.get('failed', 0)} of {r.get('checked', 0)} failed"  # this run's own
-                message = (f"{counts}; worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} "
-                           f"beta={w['beta']} expected {w['expected']} got {w['got']} ({distance_text(w)})"
-                           if w else f"{counts}; {f.detail}")
-                if f.over_the_run:
-                    message = f"{message}; over the run: {f.over_the_run}" if w or f.detail else f"{counts}; {f.over_the_run}"
-                text = (f.statement + "".join(f"\n\nDiagnosis: {line}" for line in f.diagnosis) + "\n\nReproduce" + (f" ({f.reproduction})" if f.reproduction else "") + ":\n"
-                        + "\n".join(f.commands))
             far = r.get("accepted_far")
             accepted = (f"accepted beyond the budget: {far['elements']} elements as "
                         + ", ".join(f"{name} ({n})" for name, n in far["by"].items())
                         + f", up to {far['max_ulp']} ULP") if far else ""
-            out = "\n".join(t for t in (observed.get((d, var, r["id"]), ""), accepted) if t)
-            statuses.append(_case(suite, classname, f"{r['id']} {r['title']}", r["status"], message, text, out))
-            for fam in r.get("families") or []:
+            out = "\n".join(t for t in (observed.get((d, var, r["id"]), ""), accepted,
+                                        f"waived: {r['waiver']}" if r.get("waiver") else "") if t)
+            counts = f"{r['id']} {r['title']}: {r.get('failed', 0)} of {r.get('checked', 0)} failed"  # this run's own
+            req = CATALOG_BY_ID.get(r["id"])
+            if "families" not in r and not (req is not None and req.per_family):
+                message = text = ""
+                if f:
+                    message = f"{counts}; {_worst(f.worst)}" if f.worst else f"{counts}; {f.detail}"
+                    if f.over_the_run:
+                        message = (f"{message}; over the run: {f.over_the_run}" if f.worst or f.detail
+                                   else f"{counts}; {f.over_the_run}")
+                    text = _failure_text(f)
+                statuses.append(_case(suite, classname, r["id"], r["status"], message, text, out))
+                continue
+            # judged per family: one case per family, as the plugin's items
+            if out:
+                suite_out.append(f"{r['id']} {r['title']}: {out}")
+            judged = {fam["family"]: fam for fam in r.get("families") or []}
+            for name in _families(report, run, r):
+                fam = judged.get(name)
+                if fam is None:
+                    statuses.append(_case(suite, f"{classname}.{r['id']}", name, "not-judged",
+                                          f"no element of family {name} was judged in {d} {var}"))
+                    continue
                 w = fam.get("worst")
-                msg = (f"{fam['failed']} of {fam['checked']} failed; worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} "
-                       f"beta={w['beta']} expected {w['expected']} got {w['got']}" if w else "")
-                statuses.append(_case(suite, classname, f"{r['id']} {r['title']} [{fam['family']}]",
-                                      fam["status"], msg, msg))
-        if run["verdict"] == "incomplete":  # failed nothing, checked too little: not a pass in CI either
-            why = "; ".join(run.get("incomplete", []))
-            statuses.append(_case(suite, classname, "completeness", "fail", f"incomplete: {why}", why))
+                msg = (f"{r['id']} {r['title']}, family {name}: {fam['failed']} of {fam['checked']} failed"
+                       + (f"; {_worst(w)}" if w else ""))
+                statuses.append(_case(suite, f"{classname}.{r['id']}", name, fam["status"], msg,
+                                      f"{msg}\n\n{_failure_text(f)}" if f and fam["status"] == "fail" else msg,
+                                      f"waived: {fam['waiver']}" if fam.get("waiver") else ""))
+            if f and f.over_the_run:  # a finding about the whole run, in no family
+                statuses.append(_case(suite, f"{classname}.{r['id']}", "over-the-run", "fail",
+                                      f"over the run: {f.over_the_run}", _failure_text(f)))
+        incomplete = run["verdict"] == "incomplete"  # failed nothing, checked too little: not a pass in CI either
+        why = "; ".join(run.get("incomplete", []))
+        statuses.append(_case(suite, classname, "completeness", "fail" if incomplete else "pass",
+                              f"incomplete: {why}", why))
+        if suite_out:
+            ET.SubElement(suite, "system-out").text = "\n".join(suite_out)
         _count(suite, statuses, total)
+        if duration is not None:
+            share = duration * run.get("elements", 0) / elements if len(report["runs"]) > 1 else duration
+            _time(suite, share)
+            for tc in suite.iter("testcase"):
+                _time(tc, share / len(statuses))
     if report.get("missing_runs"):
         suite = ET.SubElement(root, "testsuite", name=f"{v.title}: runs the implementation lacks",
                               timestamp=report.get("created", ""))
-        statuses = [_case(suite, f"sl1conf.{report['profile']['name']}", f"{run} offered", "fail",
-                          "the profile lists this run; the implementation does not offer it", "") for run in
-                    report["missing_runs"]]
-        _count(suite, statuses, total)
+        listed = ", ".join(report["missing_runs"])
+        statuses = [_case(suite, ROOT, "missing-runs", "fail",
+                          f"not offered by the implementation, though the profile lists them: {listed}", listed)]
+        _count(suite, statuses, total)  # no time: nothing ran for them
     for k, n in total.items():
         root.set(k, str(n))
     root.set("errors", "0")
+    if duration is not None:
+        _time(root, duration)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def case_names(xml_text: str) -> set:
+    """(classname, name) of every test case of a JUnit file (certify's or pytest's)."""
+    return {(tc.get("classname"), tc.get("name")) for tc in ET.fromstring(xml_text).iter("testcase")}

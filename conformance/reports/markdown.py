@@ -29,8 +29,9 @@ def _element(e: dict) -> list:
     lines = [f"- input: dy = {e['dy_decimal']} (`{e['dy']}`), x1 = {e['x1_decimal']} (`{e['x1']}`), "
              f"x2 = {e['x2_decimal']} (`{e['x2']}`), beta = {e['beta_decimal']} (`{e['beta']}`); "
              f"{where_text(e)}",
-             f"- expected `{e['expected']}` ({e['expected_decimal']}), got `{e['got']}` ({e['got_decimal']}): "
-             f"{distance_text(e)}"]
+             f"- expected `{e['expected']}` ({e['expected_decimal']}), "
+             + (f"got nothing: not written (still the fill pattern `{e['got']}`)" if e.get("not_written") else
+                f"got `{e['got']}` ({e['got_decimal']}): {distance_text(e)}")]
     return lines
 
 

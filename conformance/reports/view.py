@@ -8,6 +8,7 @@ observed where the documentation leaves the behaviour open; then who was tested 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,7 +18,7 @@ from sl1conf.reference import formats as F
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
-__all__ = ["distance_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
+__all__ = ["distance_text", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER", "ACCEPTED_FAR"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
@@ -33,9 +34,34 @@ def decimal(dtype: str, hex_bits: str) -> str:
 def distance_text(e: dict) -> str:
     """An element's distance as a report says it: ``3 ULP``, ``NaN against a number``, or the
     kind of result that is no distance at all (``infinity where the result is finite``)."""
-    if e["ulp"] == "nan-mismatch":
-        return "NaN against a number"
+    if e["ulp"] == "nan-mismatch":  # older reports: which side was the NaN, from the bits
+        return {True: "NaN where the result is a number", False: "a number where the result is NaN"}.get(
+            _is_nan(e.get("got", "")), "NaN against a number")
     return f"{e['ulp']} ULP" if isinstance(e["ulp"], int) else str(e["ulp"])
+
+
+def _is_nan(hex_bits: str) -> "bool | None":
+    """Whether an fp16 (``0x`` and 4 digits) or fp32 (8 digits) pattern is a NaN; None for another width."""
+    digits = hex_bits[2:] if hex_bits.startswith("0x") else ""
+    exp, man = {4: (0x7C00, 0x03FF), 8: (0x7F800000, 0x007FFFFF)}.get(len(digits), (0, 0))
+    if not exp:
+        return None
+    bits = int(digits, 16)
+    return (bits & exp) == exp and bool(bits & man)
+
+
+def got_text(e: dict) -> str:
+    """An element's result as a report says it: its bits, or, where the implementation never
+    wrote it (``not_written``: still the fill pattern dx1 held before the call), that."""
+    return f"not written (still the fill pattern {e['got']})" if e.get("not_written") else e["got"]
+
+
+def outcome_text(e: dict) -> str:
+    """``expected 0x3c00, got 0x3c01 (1 ULP)``, or ``expected 0x3c00, got nothing: not written
+    (still the fill pattern 0x5a5a)`` (no distance: the fill is no result)."""
+    if e.get("not_written"):
+        return f"expected {e['expected']}, got nothing: {got_text(e)}"
+    return f"expected {e['expected']}, got {e['got']} ({distance_text(e)})"
 
 
 def accuracy_line(run: dict) -> str:
@@ -93,7 +119,7 @@ def diagnosis_line(d: dict) -> str:
     """One pattern of a diagnosis (rules.diagnosis) with its representative element."""
     e = d["example"]
     return (f"{d['pattern']}: {d['failed']:,} of {d['of']:,} failures ({d['checked_share']:.1%} of the elements "
-            f"checked); e.g. {where_text(e)}: expected {e['expected']}, got {e['got']} ({distance_text(e)})")
+            f"checked); e.g. {where_text(e)}: {outcome_text(e)}")
 
 
 def failing_ids(report: dict) -> list:
@@ -120,11 +146,18 @@ def _rerun_command(report: dict, dtype: str, variant: str, only: list) -> str:
     platform or profile and vectors as the report (generated vectors are generated again)."""
     inv = report.get("invocation") or {}
     vectors = (report.get("vectors") or {}).get(dtype, {}).get("source", "")
-    return certify_command(inv.get("impl") or report["implementation"]["adapter"], platform=inv.get("platform"),
+    return _home_expanded(certify_command(inv.get("impl") or report["implementation"]["adapter"], platform=inv.get("platform"),
                            profile=inv.get("profile") or report["profile"]["path"], dtype=dtype, variant=variant,
                            vectors=vectors if inv.get("vectors") and not vectors.startswith("generated") else None,
                            quick=bool(report.get("quick")), only=only,
-                           out=f"/tmp/sl1conf-{dtype}-{variant}-{'-'.join(only)}")
+                           out=f"/tmp/sl1conf-{dtype}-{variant}-{'-'.join(only)}"))
+
+
+def _home_expanded(command: str) -> str:
+    """``command`` with its quoted ``'~/...'`` arguments (a report stores paths under the home
+    folder so: reports/write.portable_paths) as ``~/'...'``, which the shell expands: --profile
+    and --vectors take the path as given. (``ctypes:~/...`` expands in the adapter.)"""
+    return re.sub(r"(^|\s)'~/", r"\1~/'", command)
 
 
 @dataclass
@@ -348,7 +381,7 @@ def sections(v: View) -> list:
                     "counted apart, in the lines under the title.",
                     ["run", "max ULP", "NaN mismatches", "at input (dy, x1, x2, beta)", "expected", "got"],
                     [[f"{d} {var}", m, n, f"{w['dy']}, {w['x1']}, {w['x2']}, {w['beta']} (case {w['case']})"
-                      if w else "", w["expected"] if w else "", w["got"] if w else ""]
+                      if w else "", w["expected"] if w else "", got_text(w) if w else ""]
                      for d, var, m, n, w in v.errors]))
     if v.accepted_far:
         out.append((ACCEPTED_FAR, "Elements each requirement accepted although they are farther than the budget "

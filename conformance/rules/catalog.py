@@ -130,10 +130,15 @@ class Tally:
             pair = np.array([got], fmt.uint), j.expected.oracle[k:k + 1]
             d = 0 if F.same_result(fmt, *pair)[0] else int(F.ulp_distance(fmt, *pair)[0])
         cls = int(special_class(fmt, np.array([got], fmt.uint), j.expected.oracle[k:k + 1])[0])
-        return {"case": j.row["id"], "element": k, "length": int(c.call_length), "dy": F.hex_bits(fmt, c.dy[k]), "x1": F.hex_bits(fmt, c.x1[k]),
-                "x2": F.hex_bits(fmt, c.x2[k]), "beta": F.hex_bits(fmt, c.beta),
-                "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, got),
-                "ulp": SPECIALS[cls] if cls >= 0 else d, "ulp_value": d}
+        out = {"case": j.row["id"], "element": k, "length": int(c.call_length), "dy": F.hex_bits(fmt, c.dy[k]), "x1": F.hex_bits(fmt, c.x1[k]),
+               "x2": F.hex_bits(fmt, c.x2[k]), "beta": F.hex_bits(fmt, c.beta),
+               "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, got),
+               "ulp": SPECIALS[cls] if cls >= 0 else d, "ulp_value": d}
+        from sl1conf.adapters.base import FILL_BYTE
+
+        if c.out_alias is None and int(got) == int.from_bytes(bytes([FILL_BYTE]) * fmt.dtype.itemsize, "little"):
+            out["not_written"] = True  # dx1's bits from before the call: all but surely never written
+        return out
 
     def entry(self, details: bool = True) -> dict:
         """The report's entry; ``details`` False: counts, worst and examples only (no diagnosis,
