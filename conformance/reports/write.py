@@ -216,8 +216,11 @@ def write_report(report: dict, out, formats=tuple(FORMATS), *, replace_all: bool
     then renamed into place, ``report.json`` last, with Ctrl-C (and SIGTERM, SIGHUP) held
     until the folder is whole again: an interrupted certify leaves the earlier report or the
     new one, never a new ``report.json`` beside an old ``report.html`` that says PASS. A
-    failure to write removes the temporary files and leaves the old files as they were.
-    Temporary files an earlier, killed, write left behind are removed too.
+    failure while writing the temporary files (a full disk) removes them and leaves the old
+    files as they were; a target that is a folder is refused before anything is replaced.
+    (A rename in one folder failing after that, or a SIGKILL among the renames, could still
+    leave a mix; nothing here can undo it.) Temporary files an earlier, killed, write left
+    behind are removed too.
 
     ``replace_all`` (a new report.json): remove the renderings not asked for, so no file of
     an earlier run is left beside the new report (a CI job reading junit.xml would read it).
