@@ -249,7 +249,7 @@ class _Conformance:
         if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
             return
         for item in items:
-            if isinstance(item, (RequirementItem, CompletenessItem)) and "@" not in item.nodeid:
+            if isinstance(item, (RequirementItem, OverTheRunItem, CompletenessItem)) and "@" not in item.nodeid:
                 wanted = f"{item.nodeid}@{item.group}"
                 if hasattr(item, "_id"):  # structured node ids (pytest >= 9.2)
                     item._id = type(item._id).parse(wanted)
@@ -393,7 +393,39 @@ class _Families(pytest.Collector):
 
     def collect(self):
         return [RequirementItem.from_parent(self, name=f, requirement=self.requirement, family=f)
-                for f in self.parent.plugin.families[self.parent.dtype]]
+                for f in self.parent.plugin.families[self.parent.dtype]] + [
+                OverTheRunItem.from_parent(self, name="over-the-run", requirement=self.requirement)]
+
+
+class OverTheRunItem(_ReadsLikeAReport, pytest.Item):
+    """A per-family requirement's finding about the whole run, in no family (R01's rounding
+    bias): without this item every family could pass while certify's verdict fails."""
+
+    def __init__(self, *, requirement, **kw):
+        super().__init__(**kw)
+        self.requirement = requirement
+        run = self.parent.parent
+        self.plugin, self.dtype, self.variant, self.group = run.plugin, run.dtype, run.variant, run.group
+        self.extra_keyword_matches.add(requirement.title)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.dtype} {self.variant}: {self.requirement.id} {self.requirement.title}, over the run"
+
+    def runtest(self):
+        from sl1conf.conformance.reports.view import over_the_run
+
+        run = self.plugin.run(self.dtype, self.variant, self.nodeid)
+        entry = next(r for r in run["requirements"] if r["id"] == self.requirement.id)
+        status, found = over_the_run(entry)
+        self.user_properties.append(("sl1conf_status", status))
+        if status == "waived":
+            print(f"{self.requirement.id} over the run waived: {entry.get('waiver', '')}")
+        if status == "fail":
+            req = self.requirement
+            raise _RequirementFailed(
+                f"{req.id} {req.title}, over the run, failed for {self.plugin.spec} ({self.dtype} variant "
+                f"{self.variant} on {self.plugin.profile.name})\n  {entry.get('statement', req.statement)}\n"
+                f"  {found}\n  reproduce: {self.plugin.certify_command(self.dtype, self.variant)}")
 
 
 class RequirementItem(_ReadsLikeAReport, pytest.Item):
@@ -467,12 +499,12 @@ class RequirementItem(_ReadsLikeAReport, pytest.Item):
 
 
 def _example(ex: dict) -> str:
-    from sl1conf.conformance.reports.view import distance_text
+    from sl1conf.conformance.reports.view import outcome_text
 
     if "dy" not in ex:
         return f"case {ex['case']}: {ex.get('detail', '')}" if "case" in ex else f"over the run: {ex.get('detail', '')}"
     return (f"case {ex['case']} element {ex['element']}: dy={ex['dy']} x1={ex['x1']} x2={ex['x2']} "
-            f"beta={ex['beta']}: expected {ex['expected']}, got {ex['got']} ({distance_text(ex)})")
+            f"beta={ex['beta']}: {outcome_text(ex)}")
 
 
 def _explain(dtype: str, ex: dict) -> str:

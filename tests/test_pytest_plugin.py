@@ -38,13 +38,14 @@ def _run(pytester, *args):
 
 
 def _ids(dtype, variants):
-    """Node ids the plugin must collect for a quick run: one per requirement, R01 per family."""
+    """Node ids the plugin must collect for a quick run: one per requirement, R01 per family and
+    once over the whole run (its rounding bias)."""
     families = [n for n in quick_families() if dtype in family_by_name(n).dtypes]
     out = []
     for v in variants:
         for r in CATALOG:
             if r.id == "R01":
-                out += [f"sl1conf::{dtype}-{v}::R01::{f}" for f in families]
+                out += [f"sl1conf::{dtype}-{v}::R01::{f}" for f in [*families, "over-the-run"]]
             else:
                 out.append(f"sl1conf::{dtype}-{v}::{r.id}")
         out.append(f"sl1conf::{dtype}-{v}::completeness")
@@ -59,7 +60,7 @@ def _testcase_id(tc) -> str:
 def test_passing_implementation_collects_one_item_per_requirement_and_family(pytester):
     result = _run(pytester, *KERNEL, "-v")
     ids = _ids("fp32", ("s", "p"))  # ft78ne documents fp32 only; the kernel offers both variants
-    assert len(ids) == 2 * (len(CATALOG) - 1 + 10 + 1)  # requirements, R01's 10 families, completeness
+    assert len(ids) == 2 * (len(CATALOG) - 1 + 10 + 1 + 1)  # requirements, R01's 10 families and the run, completeness
     result.assert_outcomes(passed=len(ids))
     assert result.ret == 0
     passed = re.findall(r"^(sl1conf::\S+) PASSED", result.stdout.str(), re.M)

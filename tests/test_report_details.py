@@ -248,3 +248,45 @@ def test_junit_says_which_side_of_a_nan_mismatch_was_the_nan(failing_report):
     assert "expected 0x3c00, got 0x7e00 (NaN where the result is a number)" in text
     assert distance_text({"ulp": "nan-mismatch", "got": "0x3c00"}) == "a number where the result is NaN"
     assert distance_text({"ulp": "NaN where the result is a number", "got": "0x7e00"}) == "NaN where the result is a number"
+
+
+# A library within every budget that rounds toward zero (it computes in double, rounds to nearest, then steps one
+# ULP toward zero where that went away from zero): no family fails, and only R01's rounding bias over the whole run
+# can catch it (docs/requirements.md, R01). Without an item for that finding the plugin would pass every R01 item
+# while certify's verdict fails.
+TOWARD_ZERO = """
+#include <math.h>
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta) {
+    for (int i = 0; i < n; i++) {
+        double d = (double)x1[i] - (double)x2[i], g = dy[i];
+        double e = d > beta ? g : d < -(double)beta ? -g : d / beta * g;
+        float r = (float)e;
+        if (isfinite(r) && r != 0.0f && fabs((double)r) > fabs(e)) r = nextafterf(r, 0.0f);
+        dx1[i] = r;
+    }
+}
+"""
+
+
+@pytest.mark.slow
+def test_a_bias_found_over_the_whole_run_fails_one_case_in_both_junit_files(pytester, monkeypatch, tmp_path):
+    from sl1conf.adapters.cbuild import build_shared
+
+    src = tmp_path / "toward_zero.c"
+    src.write_text(TOWARD_ZERO)
+    lib = build_shared("lib-toward-zero", [src], flags=["-lm"])
+    argv = ["--impl", f"ctypes:{lib}", "--platform", "ieee", "--dtype", "fp32", "--variant", "p"]
+    assert main(["certify", *argv, "--out", str(tmp_path / "report")]) == 1
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    monkeypatch.delenv("PYTEST_PLUGINS", raising=False)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", *(a.replace("--", "--sl1-", 1) if a.startswith("--")
+                                                                       else a for a in argv),
+                                           "--junitxml=plugin.xml", timeout=600)
+    assert result.ret == 1
+    failing = lambda text: {(tc.get("classname"), tc.get("name")) for tc in ET.fromstring(text).iter("testcase")  # noqa: E731
+                            if tc.find("failure") is not None}
+    want = {("sl1conf.fp32-p.R01", "over-the-run")}
+    assert failing((tmp_path / "report" / "junit.xml").read_text()) == want
+    assert failing((pytester.path / "plugin.xml").read_text()) == want
+    assert case_names((tmp_path / "report" / "junit.xml").read_text()) == case_names(
+        (pytester.path / "plugin.xml").read_text())

@@ -290,7 +290,8 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     missing = [] if narrowed else [r for r in listed if r not in {f"{run['dtype']} {run['variant']}" for run in runs}]
     verdict = report_verdict(runs, missing)
     return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,
-            "created": started.isoformat(timespec="seconds"), "verdict": verdict,
+            "created": started.isoformat(timespec="seconds"),
+            "duration_s": round((datetime.now(timezone.utc) - started).total_seconds(), 3), "verdict": verdict,
             "implementation": adapter.describe(), "profile": profile.summary(),
             "invocation": dict(invocation or {}), "only": sorted(only),
             "host": describe_host(), "vectors": sets, "quick": quick, "runs": runs,

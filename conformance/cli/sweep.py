@@ -20,6 +20,7 @@ from sl1conf.reference import formats as F
 
 from sl1conf.conformance.common.commands import explain_command
 from sl1conf.conformance.common.progress import Progress
+from sl1conf.conformance.reports.view import outcome_text
 from sl1conf.conformance.search import sweep as S
 
 HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
@@ -226,7 +227,7 @@ def summary_lines(state: dict, note: str = "") -> list:
     for rid, r in v["requirements"].items():
         e = r["worst"]
         lines.append(f"  {rid} {r['title']}: {r['elements']:,} elements, worst x1 {e['x1']}, x2 {e['x2']}: "
-                     f"expected {e['expected']}, got {e['got']} ({e['ulp']} ULP)")
+                     f"{outcome_text(e)}")
     if v["excepted"]["elements"]:
         e = v["excepted"]["worst"]
         lines.append(f"accepted only as a model's, an alternative's or flushing's bits beyond the budget: "

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sl1conf.conformance.reports.view import outcome_text, view
+from sl1conf.conformance.reports.view import outcome_text, over_the_run, view
 from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
 __all__ = ["render_junit", "case_names"]
@@ -127,9 +127,10 @@ def render_junit(report: dict) -> str:
                 statuses.append(_case(suite, f"{classname}.{r['id']}", name, fam["status"], msg,
                                       f"{msg}\n\n{_failure_text(f)}" if f and fam["status"] == "fail" else msg,
                                       f"waived: {fam['waiver']}" if fam.get("waiver") else ""))
-            if f and f.over_the_run:  # a finding about the whole run, in no family
-                statuses.append(_case(suite, f"{classname}.{r['id']}", "over-the-run", "fail",
-                                      f"over the run: {f.over_the_run}", _failure_text(f)))
+            status, found = over_the_run(r)  # a finding about the whole run, in no family: always a case
+            statuses.append(_case(suite, f"{classname}.{r['id']}", "over-the-run", status,
+                                  f"over the run: {found}", _failure_text(f) if f and status == "fail" else found,
+                                  f"waived: {r['waiver']}" if status == "waived" and r.get("waiver") else ""))
         incomplete = run["verdict"] == "incomplete"  # failed nothing, checked too little: not a pass in CI either
         why = "; ".join(run.get("incomplete", []))
         statuses.append(_case(suite, classname, "completeness", "fail" if incomplete else "pass",

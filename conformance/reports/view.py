@@ -64,6 +64,19 @@ def outcome_text(e: dict) -> str:
     return f"expected {e['expected']}, got {e['got']} ({distance_text(e)})"
 
 
+def over_the_run(entry: dict) -> tuple:
+    """(status, detail) of a per-family requirement's finding about the whole run, in no
+    family (R01's rounding bias): ``fail`` (or ``waived``) with what was found when the entry
+    has one, else ``pass``, or ``not-applicable`` with the entry. One rule for certify's
+    junit.xml and the pytest plugin's ``over-the-run`` item, which are always there."""
+    found = "; ".join(e["detail"] for e in entry.get("examples") or [] if "case" not in e and "detail" in e)
+    if entry["status"] == "not-applicable":
+        return "not-applicable", ""
+    if found and entry["status"] in ("fail", "waived"):
+        return entry["status"], found
+    return "pass", ""
+
+
 def accuracy_line(run: dict) -> str:
     """One run's accuracy in one line: the largest error of finite results within the budget,
     the elements accepted beyond it (how many, up to how far, as what), and the results that

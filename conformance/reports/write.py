@@ -11,15 +11,11 @@ import copy
 import glob
 import json
 import os
-import signal
-import tempfile
-import threading
-from contextlib import contextmanager
 from pathlib import Path
 
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
-from sl1conf.conformance.common.files import writable_folder
+from sl1conf.conformance.common.files import uninterrupted, writable_folder, write_temporary
 
 __all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "PATH_FIELDS", "load_report", "write_report", "validate",
            "portable_path", "portable_paths"]
@@ -147,68 +143,6 @@ def _leftovers(out: Path) -> list:
     return sorted(p for fname, _ in FORMATS.values() for p in out.glob(f".{glob.escape(fname)}.*.tmp"))
 
 
-_DEFERRED = ("SIGINT", "SIGTERM", "SIGHUP")
-
-
-@contextmanager
-def _signals_held():
-    """Ctrl-C, SIGTERM and SIGHUP arriving inside the block take effect when it ends.
-
-    The Python-level handlers are swapped for one that only notes the signal (a handler,
-    not ``pthread_sigmask``: the mask is per thread, and a signal another thread receives
-    still raises KeyboardInterrupt in the main one); on leaving, the old handlers are put
-    back (SIGINT's last) and each noted signal is handed to its old handler: the default
-    SIGINT handler raises KeyboardInterrupt, a default SIGTERM ends the process. Outside
-    the main thread handlers cannot be set, and the block runs unprotected."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    noted, old = [], {}
-
-    def note(signum, frame):
-        noted.append(signum)
-
-    for name in _DEFERRED:
-        sig = getattr(signal, name, None)
-        if sig is None:
-            continue
-        current = signal.getsignal(sig)
-        if current is None or current == signal.SIG_IGN:  # set outside Python, or ignored: leave it
-            continue
-        old[sig] = signal.signal(sig, note)
-    try:
-        yield
-    finally:
-        for sig in sorted(old, key=lambda s: s == signal.SIGINT):  # SIGINT last: the rest are back first
-            signal.signal(sig, old[sig])
-        for sig in sorted(dict.fromkeys(noted), key=lambda s: s == signal.SIGINT):
-            handler = old[sig]
-            if callable(handler):
-                handler(sig, None)  # the default SIGINT handler raises KeyboardInterrupt here
-            elif handler == signal.SIG_DFL:
-                os.kill(os.getpid(), sig)  # SIGTERM's default: the process ends, the folder whole
-
-
-def _write_temporary(path: Path, text: str) -> Path:
-    """``text`` in a new temporary file beside ``path`` (named as write_atomic names its own)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return tmp
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 def write_report(report: dict, out, formats=tuple(FORMATS), *, replace_all: bool = False) -> list:
     """Write the formats asked for (all by default) into folder ``out``, all or none.
 
@@ -234,7 +168,7 @@ def write_report(report: dict, out, formats=tuple(FORMATS), *, replace_all: bool
     rendered = [(FORMATS[f][0], FORMATS[f][1](report)) for f in order]  # all rendered, or nothing written
     stale = [fname for name, (fname, _) in FORMATS.items() if replace_all and name not in formats]
     temporary = []
-    with _signals_held():
+    with uninterrupted():
         out = writable_folder(out, ReportError)
         for fname, _ in rendered:  # a folder where a file goes fails before anything is replaced
             if (out / fname).is_dir():
@@ -243,7 +177,7 @@ def write_report(report: dict, out, formats=tuple(FORMATS), *, replace_all: bool
             for leftover in _leftovers(out):
                 leftover.unlink(missing_ok=True)
             for fname, text in rendered:
-                temporary.append((_write_temporary(out / fname, text), out / fname))
+                temporary.append((write_temporary(out / fname, text), out / fname))
             for fname in stale:  # before the new report.json: an old rendering never sits beside it
                 (out / fname).unlink(missing_ok=True)
             while temporary:
