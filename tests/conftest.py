@@ -7,7 +7,10 @@ SL1CONF_HYPOTHESIS_PROFILE.
 """
 
 import os
+import shutil
+import subprocess
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _COMMON = dict(
@@ -34,3 +37,29 @@ def require_optional(module: str, install: str):
         if os.environ.get("CI"):
             pytest.fail(f"{module} is not installed, but CI installs it ({install})")
         pytest.skip(f"{module} is not installed ({install})")
+
+
+@pytest.fixture
+def immutable(tmp_path):
+    """An immutable empty folder (chattr +i; root on a file system that has the flag): what root
+    cannot write in, where chmod does not stop it (CI runs as root)."""
+    folder = tmp_path / "imm"
+    folder.mkdir()
+    if shutil.which("chattr") is None:
+        pytest.skip("chattr is not installed")
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is refused here (not root, or no such flag on this file system)")
+    if os.access(folder, os.W_OK) and _can_create(folder):
+        subprocess.run(["chattr", "-i", str(folder)])
+        pytest.skip("an immutable folder is still writable here")
+    yield folder
+    subprocess.run(["chattr", "-i", str(folder)])
+
+
+def _can_create(folder) -> bool:
+    try:
+        (folder / "probe").touch()
+    except OSError:
+        return False
+    (folder / "probe").unlink()
+    return True

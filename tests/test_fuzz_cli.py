@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -56,31 +55,6 @@ def test_bad_input_is_one_line_and_exit_2(argv, words, capsys, tmp_path, monkeyp
     code, out, err = run(capsys, *argv)
     assert code == 2 and words in err and err.count("\n") == 1 and err.startswith("sl1conf: error: "), err
     assert not (tmp_path / "o").exists()
-
-
-@pytest.fixture
-def immutable(tmp_path):
-    """An immutable empty folder (chattr +i; root on a file system that has the flag)."""
-    folder = tmp_path / "imm"
-    folder.mkdir()
-    if shutil.which("chattr") is None:
-        pytest.skip("chattr is not installed")
-    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
-        pytest.skip("chattr +i is refused here (not root, or no such flag on this file system)")
-    if os.access(folder, os.W_OK) and _can_create(folder):
-        subprocess.run(["chattr", "-i", str(folder)])
-        pytest.skip("an immutable folder is still writable here")
-    yield folder
-    subprocess.run(["chattr", "-i", str(folder)])
-
-
-def _can_create(folder) -> bool:
-    try:
-        (folder / "probe").touch()
-    except OSError:
-        return False
-    (folder / "probe").unlink()
-    return True
 
 
 @pytest.mark.parametrize("where", ["file/sub", "imm/f", "imm"])

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
 import sys
 
 import pytest
@@ -62,22 +60,6 @@ def test_out_in_a_folder_without_write_permission_is_one_line(command, where, ca
         assert not out and list(ro.iterdir()) == []
     finally:
         ro.chmod(0o700)
-
-
-@pytest.fixture
-def immutable(tmp_path):
-    """An immutable empty folder (chattr +i): what root cannot write in (root passes chmod)."""
-    folder = tmp_path / "imm"
-    folder.mkdir()
-    if shutil.which("chattr") is None:
-        pytest.skip("chattr is not installed")
-    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
-        pytest.skip("chattr +i is refused here (not root, or no such flag on this file system)")
-    if os.access(folder, os.W_OK):
-        subprocess.run(["chattr", "-i", str(folder)])
-        pytest.skip("an immutable folder is still writable here")
-    yield folder
-    subprocess.run(["chattr", "-i", str(folder)])
 
 
 @pytest.mark.parametrize("where", ["imm", "imm/new"])
