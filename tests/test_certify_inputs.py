@@ -9,6 +9,8 @@ a dtype or variant asked for explicitly that cannot be certified is bad usage (e
 from __future__ import annotations
 
 import json
+import re
+import sys
 
 import pytest
 
@@ -141,3 +143,46 @@ def test_not_asked_for_the_missing_runs_make_it_incomplete(only_fp32_p, tmp_path
     assert code == 1 and report["verdict"] == "incomplete", (code, report["verdict"])
     assert set(report["missing_runs"]) == {"fp16 s", "fp16 p", "fp32 s"}
     assert "INCOMPLETE" in text
+
+
+# ------------------------------------------------------------- the progress bar (item 9)
+
+def test_on_a_terminal_certify_draws_one_bar_per_run_and_off_one_nothing(tmp_path, capsys, monkeypatch, only_fp32_p):
+    """Calls done of all, elements per second, the time left and the failures so far, per run;
+    off a terminal stderr stays empty. The calls counted are the run's (584 in the quick fp32 p run)."""
+    argv = ["--impl", only_fp32_p, "--platform", "ieee", "--quick", "--dtype", "fp32", "--variant", "p"]
+    code, quiet_out, quiet_err = _certify(capsys, *argv, "--out", str(tmp_path / "quiet"))
+    assert code == 0 and quiet_err == ""
+    cases = json.loads((tmp_path / "quiet" / "report.json").read_text())["runs"][0]["cases"]
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = _certify(capsys, *argv, "--out", str(tmp_path / "tty"))
+    frames = err.split("\r")
+    assert code == 0 and any(f"fp32 p: 100%" in f and f"{cases}/{cases} cases" in f for f in frames), err[-500:]
+    assert "elem/s" in err and "0 failures" in err and "<00:00" in err
+    assert out.replace("tty", "quiet") == quiet_out  # stdout is the same on a terminal
+
+
+CRASHES_ON_EVERY_SECOND_CALL = """
+static volatile int calls;
+static float *volatile nowhere;
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta) {
+    if (calls++ % 2) *nowhere = 1.0f;  /* a pointer the compiler cannot see through: a real crash */
+    for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];
+        dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; }
+}
+"""
+
+
+def test_the_bar_counts_the_calls_that_failed_while_the_run_goes_on(tmp_path, capsys, monkeypatch):
+    from sl1conf.adapters.cbuild import build_shared
+
+    src = tmp_path / "crashy.c"
+    src.write_text(CRASHES_ON_EVERY_SECOND_CALL)
+    lib = build_shared("lib-crash-every-second", [src])
+    small = _set(tmp_path, "fp32", ("signed-zero",))  # a few calls: each crash costs a fresh worker
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, out, err = _certify(capsys, "--impl", f"ctypes:{lib}", "--platform", "ieee", "--vectors", small,
+                              "--variant", "p", "--only", "R13", "--out", str(tmp_path / "r"))
+    counts = [int(m) for m in re.findall(r"(\d+) failures?\b", err)]
+    assert code == 1 and counts and max(counts) > 1, err[-500:]
+    assert counts == sorted(counts)  # failures so far: it only grows as the run goes on
