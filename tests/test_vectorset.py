@@ -246,3 +246,13 @@ def test_inconsistent_manifests_are_refused(written, capsys, edit, words):
     (path / "manifest.json").write_text(json.dumps(m))
     code, out, err = _cli(capsys, "vectors", "verify", str(path))
     assert code == 2 and words in err and err.count("\n") == 1, err
+
+
+def test_remove_takes_the_set_and_leaves_what_the_user_put_beside_it(tmp_path):
+    path = V.write(tmp_path / "set", F.FP32, _families(F.FP32), seed=1)
+    (path / "NOTES.txt").write_text("mine")
+    V.remove(path)
+    assert sorted(p.name for p in path.iterdir()) == ["NOTES.txt"]
+    bare = V.write(tmp_path / "bare", F.FP32, _families(F.FP32), seed=1)
+    V.remove(bare)
+    assert not bare.exists()  # nothing else was in it: the folder goes too

@@ -19,7 +19,6 @@ import math
 import os
 import secrets
 import shlex
-import shutil
 import signal
 import sys
 import threading
@@ -259,7 +258,7 @@ def _vector_case(case, kind: str):
 def _write_sets(out: Path, seed: int, cases_by_dtype: dict, old: "dict | None") -> dict:
     """``vectors-<dtype>`` for each dtype's (family spec, VectorCase) list; stale ones removed."""
     from sl1conf.conformance.vectors.cases import Family
-    from sl1conf.conformance.vectors.store import is_replaceable, write
+    from sl1conf.conformance.vectors.store import is_replaceable, remove, write
 
     written = {}
     for dtype, items in cases_by_dtype.items():
@@ -272,7 +271,7 @@ def _write_sets(out: Path, seed: int, cases_by_dtype: dict, old: "dict | None") 
     for dtype, name in ((old or {}).get("vectors") or {}).items():
         stale = out / name
         if dtype not in written and stale.is_dir() and is_replaceable(stale):
-            shutil.rmtree(stale)
+            remove(stale)  # the set; files the user put beside it stay
     return written
 
 

@@ -43,7 +43,7 @@ from sl1conf.conformance.common.files import uninterrupted
 from sl1conf.conformance.common.jsonfiles import read_checked
 from sl1conf.conformance.vectors.cases import Family, VectorCase
 
-__all__ = ["SCHEMA_VERSION", "VectorSetError", "VectorSet", "write", "load", "load_per_dtype", "verify"]
+__all__ = ["SCHEMA_VERSION", "VectorSetError", "VectorSet", "write", "remove", "load", "load_per_dtype", "verify"]
 
 SCHEMA_VERSION = 1
 INPUTS = ("dy", "x1", "x2")
@@ -277,6 +277,18 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def remove(path) -> None:
+    """Remove the vector set in folder ``path``: its manifest and the files it lists, and the
+    folder too if nothing else is left in it (what the suite did not write stays)."""
+    path = Path(path)
+    foreign = set(_foreign_entries(path))
+    for entry in path.iterdir():
+        if entry.name not in foreign:
+            entry.unlink()
+    if not foreign:
+        path.rmdir()
 
 
 def _foreign_entries(path: Path) -> list:
