@@ -25,7 +25,7 @@ import numpy as np
 
 from sl1conf.reference.formats import Format, format_by_name
 
-__all__ = ["DTYPES", "VARIANTS", "ALIASES", "FILL_BYTE", "Case", "Outcome", "Capabilities", "Adapter", "AdapterError",
+__all__ = ["DTYPES", "VARIANTS", "ALIASES", "FILL_BYTE", "fill_bits", "Case", "Outcome", "Capabilities", "Adapter", "AdapterError",
            "ArrayFunction", "one_line"]
 
 DTYPES = ("fp16", "fp32")
@@ -43,6 +43,11 @@ manual leaves the input open (beta <= 0, NaN beta, core_mask = 0), a failure els
 FILL_BYTE = 0x5A
 """dx1 holds this byte everywhere before a call (unless it aliases an input), so a call
 that writes nothing (length 0, core_mask 0) is visible: fp16 0x5a5a, fp32 0x5a5a5a5a."""
+
+
+def fill_bits(fmt) -> int:
+    """One dx1 element's bits before a call (FILL_BYTE in each of its bytes) in format ``fmt``."""
+    return int.from_bytes(bytes([FILL_BYTE]) * fmt.dtype.itemsize, "little")
 
 
 class AdapterError(Exception):

@@ -28,6 +28,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from sl1conf.adapters.base import fill_bits
 from sl1conf.conformance.rules import openbehaviour
 from sl1conf.conformance.rules.diagnosis import diagnose
 from sl1conf.conformance.rules.judge import (
@@ -134,9 +135,7 @@ class Tally:
                "x2": F.hex_bits(fmt, c.x2[k]), "beta": F.hex_bits(fmt, c.beta),
                "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, got),
                "ulp": SPECIALS[cls] if cls >= 0 else d, "ulp_value": d}
-        from sl1conf.adapters.base import FILL_BYTE
-
-        if c.out_alias is None and int(got) == int.from_bytes(bytes([FILL_BYTE]) * fmt.dtype.itemsize, "little"):
+        if c.out_alias is None and int(got) == fill_bits(fmt):
             out["not_written"] = True  # dx1's bits from before the call: all but surely never written
         return out
 

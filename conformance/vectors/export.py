@@ -32,7 +32,7 @@ from urllib.parse import quote, unquote
 import numpy as np
 
 from sl1conf import __version__
-from sl1conf.adapters.base import FILL_BYTE
+from sl1conf.adapters.base import FILL_BYTE, fill_bits
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
@@ -58,7 +58,7 @@ def _fill_byte(vs: VectorSet) -> int:
 
 
 def _fill_bits(vs: VectorSet) -> int:
-    return int.from_bytes(bytes([FILL_BYTE]) * vs.format.dtype.itemsize, "little")
+    return fill_bits(vs.format)
 
 
 def written_elements(vs: VectorSet, row: dict) -> int:

@@ -294,11 +294,19 @@ def remove(path) -> None:
 def _foreign_entries(path: Path) -> list:
     """The names in vector set folder ``path`` the suite did not write: neither manifest.json
     nor a file its manifest lists (a README, a board's result folder, notes)."""
-    try:
-        listed = set(json.loads((path / "manifest.json").read_text()).get("files", {}))
-    except (OSError, ValueError, AttributeError, RecursionError):
-        listed = set()
+    files = (_old_manifest(path) or {}).get("files")
+    listed = set(files) if isinstance(files, dict) else set()
     return sorted(e.name for e in path.iterdir() if e.name != "manifest.json" and e.name not in listed)
+
+
+def _old_manifest(path: Path) -> "dict | None":
+    """The manifest in folder ``path`` as far as it can be read (unchecked: a set about to be
+    replaced), or None."""
+    try:
+        manifest = json.loads((path / "manifest.json").read_text())
+    except (OSError, ValueError, RecursionError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
 
 
 def is_replaceable(path: Path) -> bool:
@@ -307,10 +315,7 @@ def is_replaceable(path: Path) -> bool:
         return False
     if not any(path.iterdir()):
         return True
-    try:
-        return json.loads((path / "manifest.json").read_text()).get("schema") == "sl1conf-vectors"
-    except (OSError, ValueError, AttributeError, RecursionError):
-        return False
+    return (_old_manifest(path) or {}).get("schema") == "sl1conf-vectors"
 
 
 @dataclass
