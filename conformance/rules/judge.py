@@ -2,23 +2,25 @@
 
 Why one: certify, ``sl1conf fuzz``, ``sl1conf sweep``, the pytest plugin and the reports all
 decide here, so an element gets the same verdict wherever and whenever it is judged. An
-element is compared with everything acceptable (:class:`Expected`): the correctly rounded
-result (``oracle``), the flush-to-zero oracle, every accepted evaluation model's bits and
-the open-behaviour alternatives (``rules.openbehaviour``). Which of those count, and with
-what ULP budget, is the platform profile's; which elements each rule is about and which of
-them it accepts is :data:`ELEMENT_RULES` here (the rules of the catalog's R01 to R06). The
-tolerance policy is this file plus the profile: nothing else accepts or rejects an element.
-Where the profile accepts flushing, the flush-to-zero evaluation is accepted by every rule
-(the boundary, overflow, NaN and zero-sign rules too): on the elements flushing changes (a
-subnormal input, or a result the flush-to-zero oracle gives otherwise) the flush-to-zero
-oracle's bits, or bits within the budget of them, as a flushing implementation that rounds
-as an accepted model does gives (its boundary is where the flushed diff meets the flushed beta).
+element is accepted when it is the correctly rounded result (``oracle``), within the
+profile's ULP budget of it, one of the open-behaviour alternatives where the manual leaves
+the answer open (``rules.openbehaviour``), or **reachable under the profile's error model**
+(``reference.reachable``: the evaluation orders and precisions it allows, each operation's
+accuracy, flushing where it may happen; docs/conformance.md). The enumerated evaluation
+models and the flush-to-zero oracle are points of that set, not separate gates; their bits
+are still computed, to name the model an implementation matches (R17) and to measure the
+lean of its roundings (R01). Which elements each rule is about and which of them it accepts
+is :data:`ELEMENT_RULES` here (the rules of the catalog's R01 to R06). The tolerance policy is
+this file plus the profile: nothing else accepts or rejects an element.
+
+The reachable set is computed only for the elements nothing cheaper accepts (not the
+oracle's bits, beyond the budget or on the boundary, no alternative's), so its cost is the
+unexplained elements'.
 
 Which rounding happens where: the oracle is correctly rounded (round to nearest even,
-gradual underflow); the models round as their names say (docs/evaluation-models.md); the
-flush-to-zero oracle reads subnormal inputs as signed zeros and flushes a subnormal result.
-NaN is compared as a class (any NaN equals any NaN); the sign of zero counts where the
-profile is strict.
+gradual underflow); the error model's operations round as the profile says
+(reference/reachable.py). NaN is compared as a class (any NaN equals any NaN); the sign of
+zero counts where the profile is strict.
 """
 
 from __future__ import annotations
@@ -34,10 +36,11 @@ from sl1conf.conformance.rules import openbehaviour
 from sl1conf.reference import exact as X
 from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats as F
+from sl1conf.reference import reachable as RE
 from sl1conf.reference.models import accepted_models
 
 __all__ = ["Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
-           "SPECIALS", "special_class"]
+           "SPECIALS", "special_class", "is_subnormal"]
 
 
 @dataclass
@@ -126,6 +129,11 @@ def is_zero(fmt: F.Format, bits) -> np.ndarray:
     return (np.asarray(bits) & ~np.array(fmt.sign_mask, fmt.uint)) == 0
 
 
+def is_subnormal(fmt: F.Format, bits) -> np.ndarray:
+    """A nonzero subnormal."""
+    return _is_subnormal(fmt, bits)
+
+
 def _is_subnormal(fmt: F.Format, bits) -> np.ndarray:
     b = np.asarray(bits)
     return ((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0)
@@ -138,9 +146,9 @@ class Judgement:
     The masks the element rules read: ``exact`` (the correctly rounded result, NaN as a
     class), ``dist`` (ULPs from it; ``formats.NAN_MISMATCH`` where one side is NaN),
     ``within`` (within the profile's budget, zero sign included where strict), ``ftz`` (the
-    flush-to-zero oracle's bits), ``ftz_within`` (an element flushing changes, within the budget
-    of the flush-to-zero oracle), ``models`` and ``alt`` (equal to each accepted model and
-    alternative), ``boundary`` (the exact diff is +-beta). ``ok``: accepted by every rule
+    flush-to-zero oracle's bits), ``reach`` (reachable under the error model, and how: stage 0
+    where not, or where something cheaper accepted the element first), ``models`` and ``alt``
+    (equal to each enumerated model and alternative), ``boundary`` (the exact diff is +-beta). ``ok``: accepted by every rule
     that applies; ``rejected``: requirement id -> elements that rule rejects; ``breaks``: the
 same for the rules that decide under the profile (a strict-only rule is recorded elsewhere).
     """
@@ -152,13 +160,13 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     dist: np.ndarray
     within: np.ndarray
     ftz: np.ndarray
-    ftz_within: np.ndarray
-    ftz_accepted: bool
+    reach: RE.Reach
     models: dict
     alt: dict
     boundary: np.ndarray
     subnormal_inputs: np.ndarray
     overflow_prone: np.ndarray  # an intermediate (x1 - x2, diff * dy, 1 / beta) overflows the format
+    inputs: tuple = ()  # (dy, x1, x2, beta) bits of the judged elements (beta: one, or one per element)
     ok: np.ndarray = None
     rejected: dict = field(default_factory=dict)
     breaks: dict = field(default_factory=dict)  # the rejections that make an element unacceptable here
@@ -176,38 +184,34 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         s = slice(lo, hi)
         cut = lambda d: {k: v[s] for k, v in d.items()}  # noqa: E731
         return Judgement(self.fmt, self.got[s], self.expected.at(s), self.exact[s], self.dist[s], self.within[s],
-                         self.ftz[s], self.ftz_within[s], self.ftz_accepted, cut(self.models), cut(self.alt), self.boundary[s],
-                         self.subnormal_inputs[s], self.overflow_prone[s], self.ok[s], cut(self.rejected), cut(self.breaks),
-                         cut(self.checked))
+                         self.ftz[s], RE.Reach(self.reach.stage[s], self.reach.how[s]), cut(self.models), cut(self.alt),
+                         self.boundary[s],
+                         self.subnormal_inputs[s], self.overflow_prone[s],
+                         tuple(a if np.ndim(a) == 0 else a[s] for a in self.inputs), self.ok[s], cut(self.rejected),
+                         cut(self.breaks), cut(self.checked))
 
     @functools.cached_property
     def excused(self) -> np.ndarray:
-        """Bit for bit an accepted model or an open alternative (whatever the distance); computed
-        once per judgement (every rule reads it)."""
-        return np.logical_or.reduce([*self.models.values(), *self.alt.values(), np.zeros(self.exact.shape, bool)])
-
-    @functools.cached_property
-    def flushed(self) -> np.ndarray:
-        """The flush-to-zero evaluation's result, where the profile accepts flushing (once per judgement)."""
-        return (self.ftz | self.ftz_within) & self.ftz_accepted
+        """Reachable under the error model, or an open alternative's bits (whatever the distance);
+        computed once per judgement (every rule reads it)."""
+        return np.logical_or.reduce([*self.alt.values(), self.reach.stage > 0, np.zeros(self.exact.shape, bool)])
 
     @property
-    def ftz_only(self) -> np.ndarray:
-        """The flush-to-zero evaluation's result (its oracle's bits, or within the budget of them
-        where flushing changes the element) and not the IEEE oracle's."""
-        return (self.ftz | self.ftz_within) & ~self.exact
+    def flushed(self) -> np.ndarray:
+        """Reachable only through a flush (an input read as zero, an intermediate or the result flushed)."""
+        return self.reach.stage == 3
 
     @functools.cached_property
     def excepted(self) -> np.ndarray:
-        """Accepted, but beyond the budget: accepted only as a model's, an alternative's or the
-        flush-to-zero oracle's bits (reports show these apart from the largest error). Computed
-        once per judgement (every element requirement's tally and the error statistics read it)."""
+        """Accepted, but beyond the budget: accepted only as reachable under the error model or as
+        an alternative's bits (reports show these apart from the largest error, with what it took).
+        Computed once per judgement (every element requirement's tally and the error statistics read it)."""
         return self.ok & ~self.exact & ~self.within
 
     def accepted_as(self) -> np.ndarray:
-        """Per element, what accepted it beyond the budget (object array, "" elsewhere): the
-        first accepted model whose bits it is, else the first alternative, else "flush-to-zero".
-        Computed once per judgement."""
+        """Per element, what accepted it beyond the budget (object array, "" elsewhere): what the
+        error model took (the evaluation, and the approximation or flush), else the first
+        alternative whose bits it is. Computed once per judgement."""
         if "_accepted_as" not in self.__dict__:
             self.__dict__["_accepted_as"] = self._name_accepted()
         return self.__dict__["_accepted_as"]
@@ -215,7 +219,10 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     def _name_accepted(self) -> np.ndarray:
         out = np.full(self.exact.shape, "", object)
         todo = self.excepted.copy()
-        for name, hit in [*self.models.items(), *self.alt.items(), ("flush-to-zero", self.ftz | self.ftz_within)]:
+        take = todo & (self.reach.stage > 0)
+        out[take] = self.reach.how[take]
+        todo &= ~take
+        for name, hit in self.alt.items():
             take = todo & hit
             out[take] = name
             todo &= ~take
@@ -240,29 +247,30 @@ class ElementRule:
 
 
 def _within_budget(j) -> np.ndarray:
-    """Exact, within the budget, a model's or an alternative's bits, or flushed."""
-    return j.exact | j.within | j.excused | j.flushed
+    """Exact, within the budget, reachable under the error model, or an alternative's bits."""
+    return j.exact | j.within | j.excused
 
 
 def _exactly(j) -> np.ndarray:
-    """No budget: exact, a model's or an alternative's bits, or flushed."""
-    return j.exact | j.excused | j.flushed
+    """No budget: exact, reachable under the error model, or an alternative's bits."""
+    return j.exact | j.excused
 
 
 ELEMENT_RULES: tuple = (
     # Most specific first: an element that breaks several rules is filed under the first (the
     # fuzzer keys its findings so); certify counts it under each.
-    # R02: on the boundary no budget: +-dy exactly.
+    # R02: on the boundary no budget: +-dy exactly, or what the error model reaches (an
+    # approximate division, a reciprocal order's beta * fl(1/beta) * dy).
     ElementRule("R02", lambda j: j.boundary, _exactly),
     # R03: where the exact result is finite and an intermediate overflows (or the result is
     # infinite or NaN anyway): no infinity or NaN.
     ElementRule("R03", lambda j: ~is_special(j.fmt, j.expected.oracle) & (j.overflow_prone | is_special(j.fmt, j.got)),
-                lambda j: ~is_special(j.fmt, j.got) | j.excused | j.flushed),
+                lambda j: ~is_special(j.fmt, j.got) | j.excused),
     # R04: where the exact result is NaN or infinite: that (any NaN), no budget.
     ElementRule("R04", lambda j: is_special(j.fmt, j.expected.oracle), _exactly),
     # R05: a zero result where the exact result is zero: its sign (strict profiles decide on it).
     ElementRule("R05", lambda j: is_zero(j.fmt, j.expected.oracle) & is_zero(j.fmt, j.got),
-                lambda j: (j.got == j.expected.oracle) | j.excused | j.flushed, strict_only=True),
+                lambda j: (j.got == j.expected.oracle) | j.excused, strict_only=True),
     # R06: elements flushing would change, or with a subnormal input: R01's rule, reported apart.
     ElementRule("R06", lambda j: ~F.same_result(j.fmt, j.expected.oracle, j.expected.oracle_ftz) | j.subnormal_inputs,
                 _within_budget),
@@ -296,16 +304,22 @@ def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> 
         b = np.abs(X.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), got.shape)))
         prone = (np.abs(s) > top) | (np.abs(s * X.as_f64(fmt, dy)) > top) | (1.0 / b > top)
     sub = _is_subnormal(fmt, dy) | _is_subnormal(fmt, x1) | _is_subnormal(fmt, x2) | _is_subnormal(fmt, beta)
-    ftz = F.same_result(fmt, got, expected.oracle_ftz)
-    flushing_changes = np.flatnonzero((sub | ~F.same_result(fmt, oracle, expected.oracle_ftz)) & ~ftz)
-    ftz_within = np.zeros(got.shape, bool)
-    if flushing_changes.size:
-        g, o = got[flushing_changes], expected.oracle_ftz[flushing_changes]
-        ftz_within[flushing_changes] = _within(fmt, profile, g, o, F.ulp_distance(fmt, g, o), budget)
-    j = Judgement(fmt, got, expected, exact, dist, within, ftz, ftz_within, profile.flush_to_zero == "accepted",
-                  {name: F.same_result(fmt, got, bits) for name, bits in expected.models.items()},
-                  {name: F.same_result(fmt, got, bits) for name, bits in expected.alternatives.items()},
-                  X.at_boundary(fmt, x1, x2, beta, diff=(s, e)), np.broadcast_to(sub, got.shape), prone)
+    alt = {name: F.same_result(fmt, got, bits) for name, bits in expected.alternatives.items()}
+    boundary = X.at_boundary(fmt, x1, x2, beta, diff=(s, e))
+    # the error model's set, where nothing cheaper accepts the element (the budget does not on the
+    # boundary, nor for an infinity or NaN: one step past the largest finite value is no rounding)
+    idx = np.flatnonzero(~exact & (~within | boundary | is_special(fmt, got) | is_special(fmt, oracle))
+                         & ~np.logical_or.reduce([*alt.values(), np.zeros(got.shape, bool)]))
+    stage, how = np.zeros(got.shape, np.int8), np.full(got.shape, "", object)
+    if idx.size:
+        pick = lambda a: np.broadcast_to(np.asarray(a, fmt.uint), got.shape)[idx]  # noqa: E731
+        r = RE.reach(fmt, profile.error_model, got[idx], pick(dy), pick(x1), pick(x2), pick(beta), oracle[idx],
+                     strict_zero_sign=profile.strict_zero_sign)
+        stage[idx], how[idx] = r.stage, r.how
+    j = Judgement(fmt, got, expected, exact, dist, within, F.same_result(fmt, got, expected.oracle_ftz), RE.Reach(stage, how),
+                  {name: F.same_result(fmt, got, bits) for name, bits in expected.models.items()}, alt,
+                  boundary, np.broadcast_to(sub, got.shape), prone,
+                  tuple(np.asarray(a, fmt.uint) for a in (dy, x1, x2)) + (beta if np.ndim(beta) == 0 else np.asarray(beta, fmt.uint),))
     ok = np.ones(got.shape, bool)
     for rule in ELEMENT_RULES:
         applies = rule.applies(j)

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.tomlfiles import read_toml, schema_problem, toml_path, toml_value
+from sl1conf.reference.reachable import FLUSH_PLACES, IEEE, OPS, ErrorModel
 
 __all__ = ["Profile", "ProfileError", "PROFILE_DIR", "SCHEMA", "builtin_profiles", "load_profile"]
 
@@ -42,6 +43,7 @@ class Profile:
     flush_to_zero: str
     strict_zero_sign: bool
     max_ulp: dict
+    error_model: ErrorModel = IEEE
     assumptions: dict = field(default_factory=dict)
     path: str = ""
     sha256: str = ""
@@ -82,7 +84,8 @@ class Profile:
         return {"name": self.name, "title": self.title, "path": self.path, "sha256": self.sha256,
                 "dtypes": list(self.dtypes), "variants": list(self.variants), "cores": self.cores,
                 "flush_to_zero": self.flush_to_zero, "strict_zero_sign": self.strict_zero_sign,
-                "max_ulp": dict(self.max_ulp), "assumptions": dict(self.assumptions)}
+                "max_ulp": dict(self.max_ulp), "error_model": self.error_model.summary(),
+                "assumptions": dict(self.assumptions)}
 
 
 def builtin_profiles() -> list[str]:
@@ -108,10 +111,17 @@ def _parse(path: Path) -> Profile:
     for d in data["dtypes"]:
         if d not in data["max_ulp"]:
             raise bad(["max_ulp", d], f"missing (dtypes lists {d}: each dtype listed needs its budget)")
+    for op, steps in data.get("error_model", {}).get("ulp", {}).items():
+        if isinstance(steps, float):
+            raise bad(["error_model", "ulp", op], f"must be a whole number, not {toml_value(steps)}")
     name = data.get("name", path.stem)
+    ftz = data.get("flush_to_zero", "forbidden")
+    if ftz == "forbidden" and data.get("error_model", {}).get("flush"):
+        raise bad(["error_model", "flush"], "names places to flush, but flush_to_zero is \"forbidden\" "
+                  "(set it to \"accepted\", or leave flush empty)")
     return Profile(name=name, title=data.get("title", name), description=data.get("description", ""),
                    dtypes=tuple(data["dtypes"]), variants=tuple(data["variants"]), cores=data["cores"],
-                   flush_to_zero=data.get("flush_to_zero", "forbidden"),
+                   flush_to_zero=ftz, error_model=_error_model(data.get("error_model", {}), ftz),
                    strict_zero_sign=data.get("strict_zero_sign", False),
                    max_ulp={d: data["max_ulp"][d] for d in data["dtypes"]},
                    assumptions=dict(data.get("assumptions", {})), path=str(path),
@@ -130,3 +140,13 @@ def load_profile(name_or_path: str) -> Profile:
         raise ProfileError(f"unknown platform {name_or_path!r}: built-in profiles are "
                            f"{', '.join(builtin_profiles())}, or give a .toml file")
     return _parse(path)
+
+
+def _error_model(table: dict, flush_to_zero: str) -> ErrorModel:
+    """The [error_model] table (validated by the schema), its defaults filled in: IEEE's orders,
+    every operation correctly rounded, flushing everywhere where flush_to_zero is accepted."""
+    default_flush = FLUSH_PLACES if flush_to_zero == "accepted" else ()
+    orders = table.get("orders")
+    return ErrorModel(orders={o: tuple(p) for o, p in orders.items()} if orders else dict(IEEE.orders),
+                      ulp={op: table.get("ulp", {}).get(op, 0) for op in OPS},
+                      flush=tuple(table.get("flush", default_flush)))

@@ -1,0 +1,277 @@
+"""The error model (issue 23): honest DSP arithmetic passes its DSP profile, defects still fail.
+
+Small C libraries written the way DSP libraries and framework kernels compute, built here and
+certified through ctypes on full default runs (the long calls included): the FPU's DAZ and
+FTZ for the whole call, half precision flushed at every step, a Newton-Raphson reciprocal,
+Ascend's clamp-times-reciprocal order. Each must pass the profiles whose error model allows
+its arithmetic, and the flushing ones must fail ``ieee``. The defects beside them (an epsilon
+added to beta, a reciprocal cut to 12 bits, a toward-zero rounding mode) must still fail.
+Expected verdicts come from the arithmetic each library does, described beside it; the unit
+tests at the end check the reachable set against the independent numpy emulation of the
+models and against hand derivations.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+
+import numpy as np
+import pytest
+
+from sl1conf.adapters.cbuild import build_shared
+from sl1conf.conformance.cli import main
+from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+from sl1conf.reference import formats as F
+from sl1conf.reference import models as M
+from sl1conf.reference import reachable as R
+
+X86 = platform.machine() in ("x86_64", "AMD64")
+
+PRELUDE = """
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <fenv.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+static float fz(float v) { return fabsf(v) < 1.17549435e-38f ? copysignf(0.0f, v) : v; }
+"""
+FP32 = """
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta) { BODY }
+void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, float beta, int mask)
+{ if (mask) fp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta); }
+"""
+
+LIBS = {
+    # The FPU's DAZ and FTZ bits (MXCSR) set for the whole call, as a DSP runs: every subnormal
+    # operand is read as zero and every subnormal arithmetic result is flushed; the outer lines
+    # copy dy (a move: nothing flushes it).
+    "daz-ftz": ("unsigned csr = _mm_getcsr(); _mm_setcsr(csr | 0x8040);"
+                " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
+                "   dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; }"
+                " _mm_setcsr(csr);"),
+    # Inputs and results flushed in software, the arithmetic exact IEEE in between: at the
+    # normal/subnormal border its own result (one ULP under FLT_MIN) is flushed, where the
+    # correctly rounded one is FLT_MIN.
+    "flush-inputs-and-results": ("float bb = fz(beta); for (int i = 0; i < n; i++) { float d = fz(x1[i]) - fz(x2[i]);"
+                                 " float g = fz(dy[i]); dx1[i] = fz(d > bb ? g : d < -bb ? -g : d / bb * g); }"),
+    # No divider: 1/beta by Newton-Raphson from a bit-trick seed, four iterations in float (within
+    # an ULP, not always correctly rounded, from below), then diff * r * dy. Outside the seed's
+    # range the division is used.
+    "newton-raphson": ("float r; uint32_t u; memcpy(&u, &beta, 4); float ab = fabsf(beta);"
+                       " if (ab > 1e-37f && ab < 1e37f) { uint32_t s = 0x7EF311C7u - (u & 0x7fffffffu); memcpy(&r, &s, 4);"
+                       "   for (int k = 0; k < 4; k++) { float e = 2.0f - ab * r; r = r * e; } r = copysignf(r, beta); }"
+                       " else r = 1.0f / beta;"
+                       " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
+                       "   dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d * r * dy[i]; }"),
+    # Ascend CANN's order, in the data type: clamp(diff, -beta, beta) * (1 / beta) * dy (its outer
+    # region is beta * fl(1/beta) * dy, not exactly dy).
+    # The open inputs (beta <= 0, infinite or NaN: the manual's lines overlap or divide by zero)
+    # are answered by the manual's lines, as the oracle does: other answers there are the
+    # open-behaviour alternatives' business, not the error model's.
+    "ascend-clamp": ("float r = 1.0f / beta; int open = !(beta > 0) || isinf(beta);"
+                     " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
+                     "   if (open) { dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; continue; }"
+                     "   float t = d > beta ? beta : d < -beta ? -beta : d; float p = t * r; dx1[i] = p * dy[i]; }"),
+    # defects
+    "epsilon-beta": ("float b = beta + 1e-6f; for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
+                     " dx1[i] = d > b ? dy[i] : d < -b ? -dy[i] : d / b * dy[i]; }"),
+    "reciprocal-12-bits": ("float r = 1.0f / beta; uint32_t u; memcpy(&u, &r, 4); u &= ~0x7ffu; memcpy(&r, &u, 4);"
+                           " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
+                           "   dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d * r * dy[i]; }"),
+    "toward-zero": ("int mode = fegetround(); fesetround(FE_TOWARDZERO);"
+                    " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
+                    "   dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; } fesetround(mode);"),
+}
+
+HALF_FLUSHING = PRELUDE + """
+/* fp16 computed natively in half, every step rounded to half (standard excess precision) and
+   flushed where subnormal, inputs read as zero where subnormal: a half FPU with DAZ and FTZ */
+static _Float16 fz16(_Float16 v)
+{ float f = v; return fabsf(f) < 6.103515625e-05f ? (_Float16)copysignf(0.0f, f) : v; }
+void hp_smoothl1lossgrad_p(_Float16 *dy, _Float16 *dx1, _Float16 *x1, _Float16 *x2, int n, _Float16 beta)
+{ _Float16 b = fz16(beta);
+  for (int i = 0; i < n; i++) { _Float16 a = fz16(x1[i]), c = fz16(x2[i]), g = fz16(dy[i]);
+    _Float16 d = fz16(a - c);
+    if (d > b) dx1[i] = g; else if (d < -b) dx1[i] = -g;
+    else { _Float16 q = fz16(d / b); _Float16 r = fz16(q * g); dx1[i] = r; } } }
+void hp_smoothl1lossgrad_s(_Float16 *dy, _Float16 *dx1, _Float16 *x1, _Float16 *x2, int n, _Float16 beta, int mask)
+{ if (mask) hp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta); }
+"""
+
+
+def _lib(tmp_path, name: str) -> str:
+    src = tmp_path / f"{name}.c"
+    src.write_text(PRELUDE + FP32.replace("BODY", LIBS[name]))
+    return str(build_shared(f"errmodel-{name}", [src], flags=["-lm", "-frounding-math"]))
+
+
+def certify(tmp_path, lib: str, platform_: str, *extra) -> tuple:
+    out = tmp_path / f"report-{platform_}"
+    code = main(["certify", "--impl", f"ctypes:{lib}", "--platform", platform_, *extra, "--out", str(out)])
+    report = json.loads((out / "report.json").read_text())
+    failed = {r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"}
+    return code, failed, report
+
+
+def entry(report: dict, rid: str) -> dict:
+    return next(r for r in report["runs"][0]["requirements"] if r["id"] == rid)
+
+
+@pytest.mark.skipif(not X86, reason="the MXCSR's DAZ and FTZ bits are x86's")
+def test_daz_and_ftz_on_every_operation_pass_the_dsp_profiles_and_fail_ieee(tmp_path):
+    lib = _lib(tmp_path, "daz-ftz")
+    for p in ("ft78ne", "mt7004"):
+        code, failed, report = certify(tmp_path, lib, p, "--dtype", "fp32", "--variant", "p")
+        assert code == 0 and not failed, (p, failed)
+        assert "consistently" in entry(report, "R06")["observed"], entry(report, "R06")["observed"]
+        far = entry(report, "R01").get("accepted_far", {}).get("by", {})
+        assert any("flushed" in k or "read as zero" in k for k in far), far  # the report says what it took
+    code, failed, _ = certify(tmp_path, lib, "ieee", "--dtype", "fp32", "--variant", "p")
+    assert code == 1 and "R06" in failed, failed
+
+
+def test_fp16_in_half_flushing_every_step_passes_mt7004(tmp_path):
+    src = tmp_path / "half.c"
+    src.write_text(HALF_FLUSHING)
+    lib = str(build_shared("errmodel-half-flush", [src], flags=["-lm"]))
+    code, failed, report = certify(tmp_path, lib, "mt7004", "--dtype", "fp16", "--variant", "p")
+    assert code == 0 and not failed, failed
+    code, failed, _ = certify(tmp_path, lib, "ieee", "--dtype", "fp16", "--variant", "p", "--quick")
+    assert code == 1 and "R06" in failed, failed
+
+
+def test_flushing_inputs_and_results_passes_at_the_normal_subnormal_border(tmp_path):
+    lib = _lib(tmp_path, "flush-inputs-and-results")
+    code, failed, report = certify(tmp_path, lib, "ft78ne", "--dtype", "fp32", "--variant", "p")
+    assert code == 0 and not failed, failed
+
+
+@pytest.mark.parametrize("p", ["ft78ne", "mt7004"])
+def test_a_newton_raphson_reciprocal_passes_the_dsp_profiles(p, tmp_path):
+    lib = _lib(tmp_path, "newton-raphson")
+    code, failed, report = certify(tmp_path, lib, p, "--dtype", "fp32", "--variant", "p")
+    assert code == 0 and not failed, failed
+    far = entry(report, "R02").get("accepted_far", {}).get("by", {})
+    assert not far or any("1/beta within 2 ULP" in k for k in far), far
+
+
+def test_the_ascend_clamp_times_reciprocal_order_passes(tmp_path):
+    lib = _lib(tmp_path, "ascend-clamp")
+    for p in ("ieee", "mt7004"):
+        code, failed, report = certify(tmp_path, lib, p, "--dtype", "fp32", "--variant", "p", "--quick")
+        assert code == 0 and not failed, (p, failed)
+
+
+@pytest.mark.parametrize("name, platforms, requirement", [
+    ("epsilon-beta", ("ieee", "ft78ne"), "R01"),
+    ("reciprocal-12-bits", ("ft78ne", "mt7004"), "R01"),
+    ("toward-zero", ("ieee",), "R01"),
+])
+def test_defects_still_fail(name, platforms, requirement, tmp_path):
+    lib = _lib(tmp_path, name)
+    for p in platforms:
+        code, failed, _ = certify(tmp_path, lib, p, "--dtype", "fp32", "--variant", "p", "--quick")
+        assert code == 1 and requirement in failed, (p, failed)
+
+
+# ------------------------------------------------------------------ the reachable set itself
+
+def _bits(fmt, values):
+    return np.asarray(values, fmt.dtype).view(fmt.uint)
+
+
+@pytest.mark.parametrize("fmt", [F.FP16, F.FP32])
+def test_every_order_correctly_rounded_is_the_models_emulation_bit_for_bit(fmt):
+    """reachable.point (interval arithmetic, collapsed to a point) against reference.models (a
+    separate numpy emulation, itself tested against the kernel): the same bits for the
+    orders both have, subnormal betas and results included."""
+    rng = np.random.default_rng(7)
+    n = 20000
+    dy = rng.standard_normal(n).astype(fmt.dtype) * fmt.dtype.type(3)
+    x1 = rng.standard_normal(n).astype(fmt.dtype)
+    for beta in (0.1, 1.0, 3e-5, float(np.finfo(fmt.dtype).smallest_subnormal)):
+        b = fmt.dtype.type(beta)
+        x2 = (x1.astype(np.float64) - rng.uniform(-2, 2, n) * float(b)).astype(fmt.dtype)
+        for m in M.models_for(fmt):
+            with np.errstate(all="ignore"):
+                want = m(dy, x1, x2, b).view(fmt.uint)
+            got = R.point(fmt, m.order, m.compute, dy, x1, x2, b).view(fmt.uint)
+            assert F.same_result(fmt, got, want).all(), (m.name, beta)
+
+
+def test_clamp_orders_by_hand():
+    """clamp(diff, -beta, beta) * (1/beta) * dy where diff > beta is beta * fl(1/beta) * dy,
+    each product rounded: computed here with exact fractions, each step rounded once to
+    float32 (a float64 holding an exact fp32 product is exact; a quotient's float64 is rounded
+    once more, which is harmless for division since 53 >= 2 * 24 + 2)."""
+    from fractions import Fraction as Q
+    fmt = F.FP32
+    for beta in (3.0, 0.1, 0.7):
+        b = np.float32(beta)
+        r = np.float32(Q(1) / Q(float(b)))  # correctly rounded 1/beta (Fraction -> float64 -> float32:
+        # the float64 of an exact quotient can tie in float32 only if exact; none is here)
+        p = np.float32(Q(float(b)) * Q(float(r)))  # beta * r, exact product rounded once
+        want = np.float32(Q(float(p)) * Q(2))  # times dy = 2
+        got = R.point(fmt, "clamp-recipmul", "fp32", np.float32([2]), np.float32([5]), np.float32([0]), b)
+        assert got.view(fmt.uint)[0] == np.float32(want).view(fmt.uint), beta
+
+
+def _reach(profile, fmt, got, dy, x1, x2, beta):
+    from sl1conf.reference import fast_oracle
+    f = lambda v: np.asarray([v], fmt.dtype)  # noqa: E731
+    o = fast_oracle.smoothl1lossgrad(f(dy), f(x1), f(x2), fmt.dtype.type(beta))
+    p = load_profile(profile)
+    return R.reach(fmt, p.error_model, _bits(fmt, [got]), _bits(fmt, [dy]), _bits(fmt, [x1]), _bits(fmt, [x2]),
+                   _bits(fmt, [beta])[0], o.view(fmt.uint), strict_zero_sign=p.strict_zero_sign)
+
+
+def test_a_subnormal_beta_read_as_zero_gives_nan_only_where_flushing_is_allowed():
+    """beta = 2^-127 (subnormal; 1/beta = 2^127 does not overflow), x1 = x2 = 0, dy = 1: the exact
+    result is 0/beta = 0; a DSP reading beta as 0 computes 0/0 = NaN. Reachable on ft78ne (inputs
+    flush), not on ieee."""
+    fmt = F.FP32
+    tiny = 2.0 ** -127
+    r = _reach("ft78ne", fmt, np.nan, 1.0, 0.0, 0.0, tiny)
+    assert r.stage[0] == 3 and "beta (subnormal) read as zero" in r.how[0] and "NaN" in r.how[0], r.how
+    assert _reach("ieee", fmt, np.nan, 1.0, 0.0, 0.0, tiny).stage[0] == 0
+
+
+def test_a_result_flushed_that_was_subnormal_before_its_last_rounding():
+    """x1 - x2 = 0.5, beta = 1, dy = 2^-125 * (1 - 2^-23) (normal): the result 0.5 * dy is
+    2^-126 * (1 - 2^-23), just under FLT_MIN, subnormal. Flushing it gives 0: accepted on
+    ft78ne (the result may flush), not on ieee."""
+    fmt = F.FP32
+    dy = float(np.float32(2.0 ** -125 * (1 - 2.0 ** -23)))
+    assert _reach("ft78ne", fmt, 0.0, dy, 0.5, 0.0, 1.0).stage[0] == 3
+    assert _reach("ieee", fmt, 0.0, dy, 0.5, 0.0, 1.0).stage[0] == 0
+
+
+def test_an_approximate_reciprocal_is_reached_within_its_steps_and_no_further():
+    """recipmul-fp32 at diff = beta = 3, dy = 1: beta * r with r = fl(1/3) +- k steps. With r one
+    step low (0x3eaaaaaa), 3 * r = 1 - 2^-24 - 2^-25... each step of r moves the product by
+    3 * 2^-25: two steps of r reach 1 - 2 ULP at most. Accepted on the DSP profiles (recip 2
+    steps), not on ieee (correctly rounded: only 1, or divmul's 1)."""
+    fmt = F.FP32
+    one_low = float(np.nextafter(np.float32(1), np.float32(0)))
+    far = float(np.float32(1) - np.float32(2.0 ** -24) * 8)  # 8 ULP below 1: beyond 2 steps of r
+    assert _reach("ft78ne", fmt, one_low, 1.0, 3.0, 0.0, 3.0).stage[0] in (1, 2)
+    assert _reach("ft78ne", fmt, far, 1.0, 3.0, 0.0, 3.0).stage[0] == 0
+
+
+def test_a_profile_cannot_flush_where_flushing_is_forbidden(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text('dtypes = ["fp32"]\nvariants = ["p"]\ncores = 1\nflush_to_zero = "forbidden"\n'
+                    '[max_ulp]\nfp32 = 3\n[error_model]\nflush = ["inputs"]\n')
+    with pytest.raises(ProfileError, match="flush_to_zero"):
+        load_profile(str(path))
+    path.write_text('dtypes = ["fp32"]\nvariants = ["p"]\ncores = 1\n[max_ulp]\nfp32 = 3\n'
+                    '[error_model.ulp]\ndiv = 1.5\n')
+    with pytest.raises(ProfileError, match="whole number"):
+        load_profile(str(path))
+    path.write_text('dtypes = ["fp32"]\nvariants = ["p"]\ncores = 1\n[max_ulp]\nfp32 = 3\n'
+                    '[error_model.orders]\nsomething = ["fp32"]\n')
+    with pytest.raises(ProfileError):
+        load_profile(str(path))
