@@ -127,12 +127,13 @@ def _in(P, v):
 
 
 def _widen(lo, hi, k: int, P):
-    """The k representable values of P on either side (lo down, hi up)."""
+    """The k representable values of P on either side (lo down, hi up). A zero or an infinity
+    stays what it is: those are exact (0 / beta, 1 / 0), not roundings an approximation moves."""
     lo, hi = _in(P, lo), _in(P, hi)
     with np.errstate(all="ignore"):
         for _ in range(k):
-            lo = np.nextafter(lo, P(-np.inf))
-            hi = np.nextafter(hi, P(np.inf))
+            lo = np.where((lo == 0) | np.isinf(lo), lo, np.nextafter(lo, P(-np.inf)))
+            hi = np.where((hi == 0) | np.isinf(hi), hi, np.nextafter(hi, P(np.inf)))
     return lo.astype(np.float64), hi.astype(np.float64)
 
 
@@ -320,7 +321,9 @@ def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, stri
         if "inputs" in model.flush:
             present = [i for i in range(4) if subs[i].any()]
             combos = [t for r in range(len(present) + 1) for t in itertools.combinations(present, r)]
-        plans.append((3, model.ulp, model.flush, combos))
+        plans.append((3, exact, model.flush, combos))  # a flush alone first, then with the approximations
+        if model.approximate:
+            plans.append((3, model.ulp, model.flush, combos))
     todo = ok.copy()
     for st, ulp, flush, combos in plans:
         for combo in combos:
@@ -380,10 +383,11 @@ def _words(name: str, order: str, st: int, ulp: dict, combo: tuple, zcode: int, 
     if zcode:
         parts.append(_ZERO_WHY[zcode])
     if nan:
-        parts.append("0/0 or 0 * inf after a flush gives NaN" if st == 3 else "0 * inf gives NaN (1/beta overflows)")
+        parts.append("0/0 or 0 * inf after a flush gives NaN" if st == 3 else
+                     "0 * inf or inf / inf gives NaN (an intermediate overflows)")
     if copy and combo:
         parts.append("the outer line's dy")
-    return ": ".join(parts[:1]) + ("; " + "; ".join(parts[1:]) if len(parts) > 1 else "")
+    return parts[0] + (": " + ", ".join(parts[1:]) if len(parts) > 1 else "")
 
 
 def _uses(order: str, op: str) -> bool:

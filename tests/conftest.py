@@ -63,3 +63,22 @@ def _can_create(folder) -> bool:
         return False
     (folder / "probe").unlink()
     return True
+
+
+def certify_library(tmp_path, lib: str, platform: str, *extra, out: str = "report") -> tuple:
+    """``sl1conf certify`` of a C library through ctypes into ``tmp_path / out``: (exit code, the
+    ids of the failed requirements, report.json). Shared by the tests of small C libraries."""
+    import json
+
+    from sl1conf.conformance.cli import main
+
+    folder = tmp_path / out
+    code = main(["certify", "--impl", f"ctypes:{lib}", "--platform", platform, *extra, "--out", str(folder)])
+    report = json.loads((folder / "report.json").read_text())
+    failed = {r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"}
+    return code, failed, report
+
+
+def requirement_entry(report: dict, rid: str) -> dict:
+    """The first run's entry for requirement ``rid``."""
+    return next(r for r in report["runs"][0]["requirements"] if r["id"] == rid)

@@ -13,14 +13,13 @@ models and against hand derivations.
 
 from __future__ import annotations
 
-import json
 import platform
 
 import numpy as np
 import pytest
 
+from conftest import certify_library, requirement_entry as entry
 from sl1conf.adapters.cbuild import build_shared
-from sl1conf.conformance.cli import main
 from sl1conf.conformance.rules.profiles import ProfileError, load_profile
 from sl1conf.reference import formats as F
 from sl1conf.reference import models as M
@@ -109,15 +108,7 @@ def _lib(tmp_path, name: str) -> str:
 
 
 def certify(tmp_path, lib: str, platform_: str, *extra) -> tuple:
-    out = tmp_path / f"report-{platform_}"
-    code = main(["certify", "--impl", f"ctypes:{lib}", "--platform", platform_, *extra, "--out", str(out)])
-    report = json.loads((out / "report.json").read_text())
-    failed = {r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"}
-    return code, failed, report
-
-
-def entry(report: dict, rid: str) -> dict:
-    return next(r for r in report["runs"][0]["requirements"] if r["id"] == rid)
+    return certify_library(tmp_path, lib, platform_, *extra, out=f"report-{platform_}")
 
 
 @pytest.mark.skipif(not X86, reason="the MXCSR's DAZ and FTZ bits are x86's")

@@ -136,7 +136,7 @@ def test_a_bad_profile_is_one_line_naming_the_file_and_the_field(doc, field, tmp
 def test_an_unknown_key_is_named_with_the_keys_there_are(tmp_path):
     message = str(pytest.raises(ProfileError, load_profile, str(profile_file(tmp_path, changed(colour="blue")))).value)
     assert message == (f"{tmp_path / 'p.toml'}: colour: unknown key (the keys are name, title, description, dtypes, "
-                       "variants, cores, flush_to_zero, strict_zero_sign, max_ulp, assumptions)")
+                       "variants, cores, flush_to_zero, strict_zero_sign, max_ulp, error_model, assumptions)")
     message = str(pytest.raises(ProfileError, load_profile,
                                 str(profile_file(tmp_path, changed(colour="blue", size=3)))).value)
     assert "unknown keys colour, size (" in message

@@ -1,9 +1,10 @@
 """How far a run's results are from the correctly rounded ones: the data behind the plots.
 
 The largest errors (overall and per bin) leave out the elements accepted only as
-exceptions, bit for bit an accepted model's or an alternative's result beyond the ULP
-budget (an fp16 model that overflows, a documented alternative for beta <= 0): those are
-judged by identity, not by distance, and are counted apart as ``excepted``.
+exceptions beyond the ULP budget: reachable under the profile's error model (an
+underflowing quotient, a flushed intermediate, an approximate reciprocal) or a documented
+alternative for beta <= 0: those are judged by the model's bounds, not by the budget, and are
+counted apart as ``excepted``.
 
 A report must be re-renderable from ``report.json`` alone, so the distributions the
 plots show are stored in it, compactly: per family, a histogram of ULP distances
@@ -56,8 +57,8 @@ class ErrorStats:
             got=None, oracle=None, accepted_by=None, accepted=None) -> None:
         """``dist``: the distances of one case's written elements; ``x1``, ``x2`` its inputs
         (bit patterns) and ``beta`` its scalar; ``where`` identifies the case for :attr:`worst_at`.
-        ``excepted``: elements accepted only as an exception (an accepted model's or an
-        alternative's exact bits, beyond the ULP budget); they count in the histogram but
+        ``excepted``: elements accepted only as an exception (reachable under the error
+        model, or an alternative's bits, beyond the ULP budget); they count in the histogram but
         not in the largest errors, which would otherwise say nothing about accuracy: they are
         counted apart, with their own largest distance and (``accepted_by``: a name per
         element) what accepted them. ``got`` and ``oracle``: the results, so that infinities

@@ -230,7 +230,7 @@ def summary_lines(state: dict, note: str = "") -> list:
                      f"{outcome_text(e)}")
     if v["excepted"]["elements"]:
         e = v["excepted"]["worst"]
-        lines.append(f"accepted only as a model's, an alternative's or flushing's bits beyond the budget: "
+        lines.append(f"accepted beyond the budget (reachable under the error model, or an alternative's bits): "
                      f"{v['excepted']['elements']:,} elements, up to {e['ulp']} ULP (x1 {e['x1']}, x2 {e['x2']})")
     for question, answers in v["open_answers"].items():
         lines.append(f"open ({question}, R16): " + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))

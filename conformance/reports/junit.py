@@ -94,8 +94,8 @@ def render_junit(report: dict) -> str:
         for r in run["requirements"]:
             f = failures.get((d, var, r["id"]))
             far = r.get("accepted_far")
-            accepted = (f"accepted beyond the budget: {far['elements']} elements as "
-                        + ", ".join(f"{name} ({n})" for name, n in far["by"].items())
+            accepted = (f"accepted beyond the budget: {far['elements']} elements, each reachable under the "
+                        "error model or an alternative's: " + "; ".join(f"{name} ({n})" for name, n in far["by"].items())
                         + f", up to {far['max_ulp']} ULP") if far else ""
             out = "\n".join(t for t in (observed.get((d, var, r["id"]), ""), accepted,
                                         f"waived: {r['waiver']}" if r.get("waiver") else "") if t)

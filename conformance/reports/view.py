@@ -88,16 +88,15 @@ def accuracy_line(run: dict) -> str:
     far = err.get("excepted_far")
     if far and far["elements"]:
         by = sorted(far["by"].items(), key=lambda kv: -kv[1])
-        as_ = (f"{by[0][0]} bits" if len(by) == 1 else
-               "exact bits of " + ", ".join(f"{name} ({n:,})" for name, n in by))
+        as_ = (by[0][0] if len(by) == 1 else "; ".join(f"{name} ({n:,})" for name, n in by))
         worst = far.get("worst")
         why = _why_far(run["dtype"], worst) if worst else ""
-        parts.append(f"{far['elements']:,} more elements accepted beyond the budget as {as_}, up to "
+        parts.append(f"{far['elements']:,} more elements accepted beyond the budget, each with what it took ({as_}), up to "
                      f"{far['max_ulp']:,} ULP" + (f" (the worst at beta = {decimal(run['dtype'], worst['beta'])}"
                                                   f"{': ' + why if why else ''}; {where_text(worst)})" if worst else ""))
     for kind, seen in (err.get("not_a_distance") or {}).items():
         parts.append(f"{kind}: {seen['elements']:,} elements" + (
-            f" ({seen['accepted']:,} accepted as an accepted model's or alternative's exact bits)" if seen["accepted"]
+            f" ({seen['accepted']:,} accepted: reachable under the error model, or an alternative's bits)" if seen["accepted"]
             else " (none accepted)"))
     return "; ".join(parts)
 
@@ -315,7 +314,7 @@ def view(report: dict) -> View:
                 why = _why_far(d, w) if w else ""
                 far_rows.append([
                     f"{d} {v}", f"{r['id']} {r['title']}", f"{far['elements']:,}" if far else "0",
-                    ", ".join(f"{name} ({n:,})" for name, n in far["by"].items()) if far else "",
+                    "; ".join(f"{name} ({n:,})" for name, n in far["by"].items()) if far else "",
                     f"{far['max_ulp']:,} ULP" if far else "",
                     "; ".join(f"{kind}: {n:,}" for kind, n in nodist.items()),
                     (f"{where_text(w)}: dy {w['dy']}, x1 {w['x1']}, x2 {w['x2']}, beta {w['beta']}; expected "
@@ -390,7 +389,7 @@ def sections(v: View) -> list:
     if v.errors:
         out.append(("Largest error of each run",
                     "Finite results, accepted within the budget or rejected, in ULPs from the correctly rounded result; "
-                    "elements accepted beyond the budget (as exact bits) and infinities or NaNs against numbers are "
+                    "elements accepted beyond the budget (reachable under the error model, or an alternative) and infinities or NaNs against numbers are "
                     "counted apart, in the lines under the title.",
                     ["run", "max ULP", "NaN mismatches", "at input (dy, x1, x2, beta)", "expected", "got"],
                     [[f"{d} {var}", m, n, f"{w['dy']}, {w['x1']}, {w['x2']}, {w['beta']} (case {w['case']})"
@@ -398,10 +397,11 @@ def sections(v: View) -> list:
                      for d, var, m, n, w in v.errors]))
     if v.accepted_far:
         out.append((ACCEPTED_FAR, "Elements each requirement accepted although they are farther than the budget "
-                    "from the correctly rounded result, because they are bit for bit an accepted evaluation model's, "
-                    "an acceptable alternative's or (where the profile accepts flushing) the flush-to-zero oracle's "
-                    "result; and accepted results that are no distance at all. Not counted in the largest error.",
-                    ["run", "requirement", "elements", "accepted as", "up to", "infinity or NaN against a number",
+                    "from the correctly rounded result, because the profile's error model reaches them (the "
+                    "evaluation, and the approximate operation or the flush it took) or they are an acceptable "
+                    "alternative's result; and accepted results that are no distance at all. Not counted in the "
+                    "largest error.",
+                    ["run", "requirement", "elements", "what it took", "up to", "infinity or NaN against a number",
                      "farthest input", "explain it"], v.accepted_far))
     if v.observed:
         out.append(("Observed where the manual is silent", "", ["run", "id", "what", "observed"],

@@ -31,7 +31,7 @@ import numpy as np
 from sl1conf.adapters.base import fill_bits
 from sl1conf.conformance.rules import openbehaviour
 from sl1conf.conformance.rules.diagnosis import diagnose
-from sl1conf.reference.reachable import FLUSH_PLACES, reach
+from sl1conf.reference.reachable import FLUSH_PLACES, evaluations, point, reach
 from sl1conf.conformance.rules.judge import (
     ELEMENT_RULES, SPECIALS, ElementRule, expected_for, is_special, is_subnormal, judge, special_class,
 )
@@ -56,7 +56,7 @@ class Tally:
     def __init__(self, fmt):
         self.fmt, self.checked, self.failed, self.worst, self.examples = fmt, 0, 0, None, []
         self.seen = []  # (judgement, failing mask, checked mask) per call added: what the diagnosis reads
-        self.far, self.far_by, self.far_worst = 0, {}, None  # accepted beyond the budget, as exact bits
+        self.far, self.far_by, self.far_worst = 0, {}, None  # accepted beyond the budget: reachable under the error model, or an alternative
         self.far_special = {}  # accepted infinities or NaNs against numbers (no distance), by kind
 
     def add(self, j, bad: np.ndarray, among: "np.ndarray | None" = None):
@@ -77,8 +77,8 @@ class Tally:
             self.examples.append(ex)
 
     def _accepted_far(self, j, accepted: np.ndarray) -> None:
-        """Count the accepted elements that are beyond the budget (a model's, an alternative's
-        or the flush-to-zero oracle's exact bits): how many, as what, the farthest; those that
+        """Count the accepted elements that are beyond the budget (reachable under the error
+        model, or an alternative's bits): how many, with what it took, the farthest; those that
         are no distance at all (an infinity or NaN against a number) by kind."""
         far = accepted & j.excepted
         if not far.any():
@@ -295,7 +295,7 @@ def bias_findings(result: "dict | None") -> list:
     if not result:
         return []
     return [f"rounding bias: {d['count']} of {result['inexact_deviations']} ordinary results that differ from the "
-            f"correctly rounded one ({d['share']:.1%}) lie {d['direction']}; the accepted models allow at most "
+            f"correctly rounded one ({d['share']:.1%}) lie {d['direction']}; the enumerated models allow at most "
             f"{d['allowed_share']:.1%} ({d['allowed_by']}) plus {BIAS_SIGMAS:g} standard deviations"
             for d in result["directions"] if d["fails"]]
 
@@ -856,13 +856,40 @@ def model_identification(judged: list, fmt) -> dict:
     return out
 
 
+def other_orders(judged: list, fmt, profile) -> list:
+    """The error model's evaluations, correctly rounded and unflushed (``reachable.point``), that
+    the implementation matches bit for bit on every element they are defined on (a positive
+    beta, no NaN input): orders the enumerated models do not cover (the clamp orders, mulrecip,
+    the fp64 ones), named by R17 when no enumerated model matches."""
+    known = set(judged[0].models)
+    out = []
+    for name, order, P in evaluations(fmt, profile.error_model):
+        precision = np.dtype(P).name.replace("float", "fp")
+        if name in known:
+            continue
+        for j in judged:
+            dy, x1, x2, beta = (np.broadcast_to(np.asarray(a, fmt.uint), j.got.shape) for a in j.inputs)
+            with np.errstate(invalid="ignore"):  # signalling NaNs convert quietly
+                v = [F.from_bits(fmt, a).astype(np.float64) for a in (dy, x1, x2, beta)]
+            defined = ~np.isnan(v[0]) & ~np.isnan(v[1]) & ~np.isnan(v[2]) & (v[3] > 0)
+            if not defined.any():
+                continue
+            f = lambda a: F.from_bits(fmt, a[defined])  # noqa: E731
+            bits = F.to_bits(fmt, point(fmt, order, precision, f(dy), f(x1), f(x2), f(beta)))
+            if not F.same_result(fmt, j.got[defined], bits).all():
+                break
+        else:
+            out.append(name)
+    return out
+
+
 def model_text(found: dict) -> str:
     """R17's observation in words (the report's line)."""
     if found["matched"]:
         return ", ".join(found["matched"]) + " (bit for bit on every element)"
     shares = found.get("shares")
     if not shares:
-        return "none (no accepted model matches bit for bit)"
+        return "none (no enumerated model or other order of the error model matches bit for bit)"
     n = found["disputed_elements"]
     listed = ", ".join(f"{m} {s:.1%}" for m, s in shares.items())
     combo = found.get("combination")
@@ -870,7 +897,7 @@ def model_text(found: dict) -> str:
         parts = ", ".join(f"{p['model']} on {p['where']} ({p['share']:.1%})" for p in combo["parts"])
         return (f"no single model; {parts}: {combo['explained']:.1%} of the {n:,} elements where the models "
                 f"disagree (each alone: {listed})")
-    return f"none (no accepted model matches bit for bit; of the {n:,} elements where the models disagree: {listed})"
+    return f"none (no enumerated model or other order of the error model matches bit for bit; of the {n:,} elements where the models disagree: {listed})"
 
 
 def _model(ctx: RunContext, req: "Requirement") -> Check:
@@ -878,6 +905,8 @@ def _model(ctx: RunContext, req: "Requirement") -> Check:
     if not judged:
         return Check(applicable=False)
     found = model_identification(judged, ctx.fmt)
+    if not found["matched"]:
+        found["matched"] = other_orders(judged, ctx.fmt, ctx.profile)
     extra = {"observed": found["matched"] or model_text(found)}
     extra.update({k: v for k, v in found.items() if k in ("shares", "disputed_elements", "combination")})
     return Check(extra=extra)
@@ -931,19 +960,20 @@ class Requirement:
 
 CATALOG: tuple = (
     Requirement("R01", "accuracy",
-                "Every element is within the profile's ULP budget of the correctly rounded result, or is "
-                "bit for bit an accepted evaluation model, an acceptable alternative the vectors list, or "
-                "(where the profile accepts flushing) the flush-to-zero evaluation; judged per family. Over the "
-                "run, the results that differ from the correctly rounded ones do not lean one way (toward zero, "
-                "away from it, down or up) beyond what the accepted models do (rounding bias).",
+                "Every element is within the profile's ULP budget of the correctly rounded result, or reachable "
+                "under the profile's error model (its evaluation orders and precisions, each operation's "
+                "accuracy, flushing where it may happen), or an acceptable alternative the vectors list; judged "
+                "per family. Over the run, the results that differ from the correctly rounded ones do not lean "
+                "one way (toward zero, away from it, down or up) beyond what the enumerated models do (rounding "
+                "bias; an approximate operation's lean excepted where the profile allows one).",
                 _accuracy, families=("*",), per_family=True),
     Requirement("R02", "boundary",
-                "Where x1 - x2 equals +beta or -beta exactly the result is +dy or -dy exactly (or an "
-                "accepted evaluation model's bits), whatever family the element is in.",
+                "Where x1 - x2 equals +beta or -beta exactly the result is +dy or -dy exactly, or what the "
+                "error model reaches there (no budget), whatever family the element is in.",
                 families=("boundary-exact",)),
     Requirement("R03", "overflow",
                 "No infinity or NaN where the exact result is finite: intermediate overflow (x1 - x2, "
-                "diff * dy, 1 / beta) must not reach the result, beyond what an accepted model does.",
+                "diff * dy, 1 / beta) must not reach the result, beyond what the error model reaches.",
                 families=("fp16-overflow", "range-overflow")),
     Requirement("R04", "nan-and-infinity",
                 "NaN in any input gives NaN (any NaN); infinities follow the branches as the oracle does.",
@@ -952,8 +982,9 @@ CATALOG: tuple = (
                 "Zero results carry the sign IEEE 754 gives the formula (x - x = +0, -(+0) = -0, the "
                 "product of signs in the middle line).", families=("signed-zero",)),
     Requirement("R06", "subnormals",
-                "Subnormal inputs and results follow gradual underflow, or, where the profile accepts it, "
-                "flush to zero consistently; the report says which was observed.", _subnormals,
+                "Subnormal inputs and results follow gradual underflow, or, where the profile's error model "
+                "allows it, flush to zero (inputs, intermediates, the result) consistently; the report says "
+                "which was observed.", _subnormals,
                 families=("underflow",), observes=True),
     Requirement("R07", "lengths-and-tails",
                 "Every length, odd ones and those that leave a tail after the vector body included, gives "
@@ -989,7 +1020,8 @@ CATALOG: tuple = (
                 _open_behaviour, kind="recorded", families=("beta-special", "core-masks", "boundary-rounded-diff"),
                 observes=True),
     Requirement("R17", "evaluation-model",
-                "The evaluation model the implementation matches bit for bit, if any; else each model's share of the "
+                "The evaluation model the implementation matches bit for bit, if any (an enumerated model, or another "
+                "order of the error model: the clamp orders, mulrecip, fp64); else each model's share of the "
                 "elements where the models disagree, and the combination that explains them (one model on the vector "
                 "body and another on the tail, by call length, or by call order).", _model, kind="recorded",
                 families=("*",), observes=True, reports_model=True),

@@ -17,11 +17,11 @@ uninterrupted run.
 Elements are judged by the one judge (``rules.judge``) under the sweep's platform profile,
 exactly as certify judges them: every element rule of the catalog (R01 accuracy, R02 the
 boundary, R03 overflow, R04 NaN and infinity, R05 zero signs on strict profiles, R06
-subnormals), the accepted models, the flush-to-zero oracle where the profile accepts
-flushing, and the open-behaviour alternatives (beta <= 0, beta = +inf, a rounded diff)
-computed by the policy the vector families use. The tally counts rejected elements per
-requirement id, elements accepted only beyond the budget (as a model's, an alternative's
-or the flush-to-zero oracle's bits), the alternatives that accepted them (R16's record),
+subnormals), the profile's error model (what its arithmetic can reach), and the
+open-behaviour alternatives (beta <= 0, beta = +inf, a rounded diff) computed by the policy
+the vector families use. The tally counts rejected elements per requirement id, elements
+accepted only beyond the budget (reachable under the error model, or an alternative's
+bits), the alternatives that accepted them (R16's record),
 and the ULP histogram split by "which else does the element equal" (for information).
 """
 
@@ -254,7 +254,7 @@ class Tally:
         self.rejected = {}  # requirement id -> elements the judge rejects for it
         self.rejected_elements = 0  # elements some requirement rejects (each counted once)
         self.reject_worst = {}  # requirement id -> its worst (largest distance, then lowest pair)
-        self.excepted = 0  # accepted only as a model's, an alternative's or flushing's bits, beyond the budget
+        self.excepted = 0  # accepted beyond the budget: reachable under the error model, or an alternative
         self.excepted_worst = None
         self.open = {}  # alternative -> elements it accepted that the oracle's answer would not be (R16)
         self.bias = {}  # R01's rounding-bias counts (rules.catalog.bias_counts) of the blocks sampled for it
