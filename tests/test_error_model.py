@@ -266,3 +266,51 @@ def test_a_profile_cannot_flush_where_flushing_is_forbidden(tmp_path):
                     '[error_model.orders]\nsomething = ["fp32"]\n')
     with pytest.raises(ProfileError):
         load_profile(str(path))
+
+
+def _budget_classify():
+    """bench/accuracy_budget.py's classify: the ordinary elements its budget is about."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "bench" / "accuracy_budget.py"
+    spec = importlib.util.spec_from_file_location("accuracy_budget", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.classify
+
+
+@pytest.mark.parametrize("fmt", [F.FP16, F.FP32])
+def test_every_evaluation_the_builtin_profiles_allow_stays_within_the_budget_on_ordinary_elements(fmt):
+    """The budget is a consequence of the error model: every evaluation a built-in profile allows,
+    every operation correctly rounded (the new orders included: the clamp orders, mulrecip, fp64),
+    lands within max_ulp of the correctly rounded result on ordinary elements (bench's classify:
+    finite inputs, beta > 0, no intermediate or result outside the normal range; 1 / beta normal,
+    which clamp-recipmul computes on every element), on
+    boundary-weighted random batches and on the hard batches (ties and near-ties)."""
+    from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
+    from sl1conf.reference import fast_oracle
+
+    classify = _budget_classify()
+    rng = np.random.default_rng(23)
+    budget = min(load_profile(p).max_ulp.get(fmt.name, 99) for p in ("ieee", "ft78ne", "mt7004"))
+    evals = R.evaluations(fmt, load_profile("ieee").error_model)
+    assert {name for name, _, _ in evals} >= {f"clamp-recipmul-{'fp32'}", "mulrecip-fp64"}
+    worst = {name: 0 for name, _, _ in evals}
+    checked = 0
+    for k in range(60):
+        b = (random_batch if k % 3 else hard_batch)(fmt, 4000, rng)
+        f = lambda a: np.asarray(a, fmt.uint).view(fmt.dtype)  # noqa: E731
+        beta = f(np.array([b.beta], fmt.uint))[0]
+        ordinary = classify(fmt, f(b.dy), f(b.x1), f(b.x2), beta) == 0
+        # 1 / beta outside the normal range: clamp-recipmul's outer region is not ordinary there
+        if not ordinary.any() or not float(fmt.min_normal) <= 1 / float(beta) <= float(fmt.max_finite):
+            continue
+        dy, x1, x2 = (f(a)[ordinary] for a in (b.dy, b.x1, b.x2))
+        checked += dy.size
+        want = fast_oracle.smoothl1lossgrad(dy, x1, x2, beta).view(fmt.uint)
+        for name, order, P in evals:
+            got = R.point(fmt, order, np.dtype(P).name.replace("float", "fp"), dy, x1, x2, beta).view(fmt.uint)
+            d = F.ulp_distance(fmt, got, want)
+            worst[name] = max(worst[name], int(d.max()))
+    assert checked > 20_000 and max(worst.values()) <= budget, (checked, {k: v for k, v in worst.items() if v > budget})

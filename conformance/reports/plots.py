@@ -313,8 +313,8 @@ def ratio_caption(runs: list) -> str:
     nan = " and NaN against a number (x, in the strip above)" if _nan_bins(runs) else ""
     return ("Error against (x1 - x2) / beta: largest ULP error (steps; the p variant dashed), share of "
             f"inexact elements (dotted){nan} per bin of 0.1. Not shown: {outside} elements with the ratio "
-            "outside -4..4 or not a number (beta 0, inf, NaN inputs), and elements accepted only as a "
-            "model's or an alternative's exact bits.")
+            "outside -4..4 or not a number (beta 0, inf, NaN inputs), and elements accepted beyond the budget "
+            "(reachable under the error model, or an alternative's bits).")
 
 
 def all_plots(report: dict) -> list:
