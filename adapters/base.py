@@ -25,8 +25,8 @@ import numpy as np
 
 from sl1conf.reference.formats import Format, format_by_name
 
-__all__ = ["DTYPES", "VARIANTS", "ALIASES", "FILL_BYTE", "fill_bits", "Case", "Outcome", "Capabilities", "Adapter", "AdapterError",
-           "ArrayFunction", "one_line"]
+__all__ = ["DTYPES", "VARIANTS", "ALIASES", "FILL_BYTE", "fill_bits", "Case", "Outcome", "OBSERVATIONS", "Capabilities",
+           "Adapter", "AdapterError", "ArrayFunction", "one_line"]
 
 DTYPES = ("fp16", "fp32")
 VARIANTS = ("s", "p")  # shared storage with core_mask, private storage
@@ -153,15 +153,49 @@ class Outcome:
             raise ValueError(f"unknown outcome status {self.status!r}")
 
 
+OBSERVATIONS = ("writes-outside", "reads-outside", "inputs-changed")
+"""What an adapter may observe about a call's memory use: a write outside dx1 (R10), a read
+outside an input (R11), an input changed (R12)."""
+
+
 @dataclass(frozen=True)
 class Capabilities:
-    """What an adapter claims; claims are tested, never trusted."""
+    """What an adapter claims; claims are tested, never trusted.
+
+    Memory: ``memory_checked`` means guard pages (in both guard layouts), canaries and input
+    checksums are in place, so every one of :data:`OBSERVATIONS` is made (the ctypes
+    adapter). Without it, ``observes`` names the observations the adapter makes all the same
+    (a simulator harness's memory report: writes outside, inputs changed), and ``notes`` says,
+    per observation, how it is made or why it is not ((observation, text) pairs; the report
+    prints the text in the requirement's entry)."""
 
     in_place: bool = False  # dx1 may alias dy, x1 or x2
     core_masks: Optional[int] = 0xFF  # mask of cores the shared variant may use (None: any)
     alignment: int = 1  # bytes each array's start must be aligned to
     isolated: bool = False  # runs in a separate process: crashes and hangs are survivable
     memory_checked: bool = False  # guard pages, canaries and input checksums are in place
+    observes: tuple = ()  # OBSERVATIONS made without guard pages (memory_checked implies them all)
+    notes: tuple = ()  # (observation, how it is made or why not) pairs, for the report
+
+    def __post_init__(self):
+        unknown = [o for o in (*self.observes, *(k for k, _ in self.notes)) if o not in OBSERVATIONS]
+        if unknown:
+            raise ValueError(f"unknown memory observation(s) {unknown}; known: {OBSERVATIONS}")
+
+    def observed(self) -> frozenset:
+        """The OBSERVATIONS this adapter makes."""
+        return frozenset(OBSERVATIONS) if self.memory_checked else frozenset(self.observes)
+
+    def note(self, observation: str) -> str:
+        """How ``observation`` is made, or why it is not: the adapter's note, else, for one it
+        does not make, "not observed by this adapter" with the reason."""
+        for key, text in self.notes:
+            if key == observation:
+                return text
+        if observation in self.observed():
+            return ""
+        return ("not observed by this adapter: it puts no guard pages, canaries or memory report "
+                "around the implementation's arrays")
 
 
 class Adapter(abc.ABC):

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from .base import AdapterError, Case, Outcome
-from .guard import GuardedArray, set_access
+from .guard import CANARY, PAGE, GuardedArray, set_access
 
 __all__ = ["SYMBOLS", "Worker"]
 
@@ -213,10 +213,32 @@ def _call(req: dict, staged: dict, stage: Stage, lib, symbols: dict, shim_lib):
                          *([ctypes.c_int] * len(extra)))(fn)(*args, beta, *extra)
     seconds = time.perf_counter() - t0
     stage.protect(True)
-    wrote_outside = not all(b.canaries_intact() for b in buffers.values())
+    sides = _canaries_hit(buffers)
+    wrote_outside = bool(sides)
     changed = tuple(name for name in ("dy", "x1", "x2") if name != alias and not np.array_equal(staged[name], arrays[name]))
     staged["initial_out"][:] = arrays["dx1"]
-    return wrote_outside, changed, seconds
+    fault = " and ".join(sides) + " (canary changed)" if sides else None
+    return wrote_outside, changed, seconds, fault
+
+
+def _canaries_hit(buffers: dict) -> list:
+    """Where a call wrote into the canaries of its guarded buffers, each named by its array and
+    side ("wrote past the end of dx1"); dx1 first, an aliased input under dx1's name only."""
+    out, seen = [], set()
+    for name in ("dx1", "dy", "x1", "x2"):
+        b = buffers.get(name)
+        if b is None or id(b) in seen:
+            continue
+        seen.add(id(b))
+        if b.canaries_intact():
+            continue
+        before = b._map[PAGE:b.offset]
+        after = b._map[b.offset + b.nbytes:PAGE + b.body]
+        if before.count(CANARY) != len(before):
+            out.append(f"wrote before the start of {name}")
+        if after.count(CANARY) != len(after):
+            out.append(f"wrote past the end of {name}")
+    return out
 
 
 _SPARE: dict = {}  # (array name, mapping size) -> a guarded mapping kept for later calls
@@ -381,9 +403,9 @@ class Worker:
                 self._kill()
                 return Outcome("crash", detail="the worker answered out of turn (did the library fork?)")
             if message[0] == "done":
-                _, _, wrote_outside, changed, seconds = message
+                _, _, wrote_outside, changed, seconds, fault = message
                 return Outcome("ok", out=self._stage.view(layout["initial_out"]).copy(), wrote_outside=wrote_outside,
-                               inputs_changed=changed, seconds=seconds)
+                               inputs_changed=changed, fault=fault, seconds=seconds)
 
     def log_tail(self, lines: int = 5) -> str:
         try:

@@ -40,7 +40,7 @@ from .base import Adapter, AdapterError, Capabilities, Case, Outcome
 
 __all__ = [
     "PROTOCOL_VERSION", "BATCH_VERSION", "CASE_MAGIC", "RESULT_MAGIC", "MEMORY_MAGIC", "BATCH_MAGIC", "STREAM_MAGIC",
-    "STATUS", "MEMORY_FLAGS", "encode_case", "encode_batch", "decode_results", "decode_records", "ResultsError",
+    "STATUS", "MEMORY_FLAGS", "MEMORY_NOTES", "encode_case", "encode_batch", "decode_results", "decode_records", "ResultsError",
     "SimulatorAdapter", "host_template",
 ]
 
@@ -68,13 +68,41 @@ STATUS = {
 _UNSUPPORTED_STATUSES = (1, 2)
 
 MEMORY_FLAGS = {
-    1: "wrote before dx1",
+    1: "wrote before the start of dx1",
     2: "wrote past the end of dx1",
     4: "dy",
     8: "x1",
     16: "x2",
+    32: "wrote before the start of dy",
+    64: "wrote past the end of dy",
+    128: "wrote before the start of x1",
+    256: "wrote past the end of x1",
+    512: "wrote before the start of x2",
+    1024: "wrote past the end of x2",
 }
-"""Bits of the optional memory report: writes into the guard zones around dx1 and inputs changed."""
+"""Bits of the optional memory report: writes into the guard zones around dx1 (1, 2) and
+around each input (32 to 1024, newer harnesses), and inputs changed (4, 8, 16)."""
+_WRITE_FLAGS = (1, 2, 32, 64, 128, 256, 512, 1024)
+_INPUT_FLAGS = (4, 8, 16)
+
+GUARD_BYTES = 64  # the bundled harness's guard zones, before and after every array
+MEMORY_NOTES = (
+    ("writes-outside",
+     "observed by the harness's memory report (SL1M): 64-byte guard zones before and after dx1 (filled with 0xA5 "
+     "bytes) and before and after dy, x1 and x2 (filled with signalling NaNs), compared after every call; a write "
+     "farther away, or of the fill's own bytes, is not seen"),
+    ("reads-outside",
+     "not observed by this harness: a harness has no guard pages (portable C on a simulator or a board), and a "
+     "read outside an array changes nothing the harness can compare; the guard zones around dy, x1 and x2 hold "
+     "signalling NaNs, so a read that reaches a result shows there, as a wrong result (R01, R04), not here; "
+     "reads are observed by the ctypes adapter's guard pages"),
+    ("inputs-changed",
+     "observed by the harness's memory report (SL1M): copies of dy, x1 and x2 taken before every call are "
+     "compared with them after it"),
+)
+"""What the memory report of a harness observes, and what it does not (the report prints these)."""
+NO_REPORT_NOTE = ("not observed by this harness: it sent no memory report (SL1M) with its results, so writes "
+                  "outside dx1 and changed inputs are not seen")
 
 _ELEMENT = {"fp16": np.dtype("<u2"), "fp32": np.dtype("<u4")}
 _DTYPE_CODE = {"fp16": 16, "fp32": 32}
@@ -285,7 +313,11 @@ class SimulatorAdapter(Adapter):
     appear. ``timeout`` is in seconds per case.
     """
 
-    capabilities = Capabilities(isolated=True)
+    capabilities = Capabilities(isolated=True, observes=("writes-outside", "inputs-changed"), notes=MEMORY_NOTES)
+    """Writes outside and changed inputs are observed through the harness's memory report, in the
+    calls whose results carry one (a harness that sends none observes nothing: the requirements
+    say so); reads outside are never observed (:data:`MEMORY_NOTES`)."""
+    unreported_note = NO_REPORT_NOTE  # the memory requirements' entry when no result carried a report
 
     def __init__(self, template: str, timeout: float = 30.0, *, batch: int = BATCH_CASES,
                  batch_mib: float = BATCH_MIB, protocol: "int | None" = None):
@@ -324,11 +356,19 @@ class SimulatorAdapter(Adapter):
                 case_path, result_path = os.path.join(workdir, "batch.sl1b"), os.path.join(workdir, "result.sl1s")
                 _write_atomic(case_path, encode_batch([]))
                 try:
-                    done = subprocess.run(self.command(case_path, result_path), stdin=subprocess.DEVNULL,
-                                          capture_output=True, timeout=self.timeout)
+                    # its own process group, killed whole on a timeout (a board script's ssh and
+                    # children too), as every batch's run is
+                    proc = subprocess.Popen(self.command(case_path, result_path), stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                            start_new_session=(sys.platform != "win32"))
+                    try:
+                        code = proc.wait(timeout=self.timeout)
+                    except subprocess.TimeoutExpired:
+                        _kill_group(proc)
+                        proc.wait()
+                        raise
                     with open(result_path, "rb") as f:
-                        speaks = done.returncode == 0 and f.read() == _BATCH_HEADER.pack(
-                            STREAM_MAGIC, BATCH_VERSION, 0, 0, 0)
+                        speaks = code == 0 and f.read() == _BATCH_HEADER.pack(STREAM_MAGIC, BATCH_VERSION, 0, 0, 0)
                 except (OSError, subprocess.SubprocessError):
                     speaks = False
                 self._protocol = BATCH_VERSION if speaks else PROTOCOL_VERSION
@@ -553,9 +593,9 @@ def _outcome(case: Case, status: int, out, mem, seconds: float) -> Outcome:
                        detail=f"harness status {status}: {what}", seconds=seconds)
     outcome = Outcome("ok", out=out.astype(case.format.uint), seconds=seconds)
     if mem is not None:
-        outcome.wrote_outside = bool(mem & 3)
-        outcome.inputs_changed = tuple(MEMORY_FLAGS[b] for b in (4, 8, 16) if mem & b)
-        faults = [MEMORY_FLAGS[b] for b in (1, 2) if mem & b]
+        outcome.wrote_outside = any(mem & b for b in _WRITE_FLAGS)
+        outcome.inputs_changed = tuple(MEMORY_FLAGS[b] for b in _INPUT_FLAGS if mem & b)
+        faults = [MEMORY_FLAGS[b] for b in _WRITE_FLAGS if mem & b]
         if faults:
             outcome.fault = " and ".join(faults) + " (the harness's guard zone changed)"
     return outcome

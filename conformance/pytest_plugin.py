@@ -45,6 +45,17 @@ Design (docs/ci-examples.md says it for users):
   reproducer. ``--sl1-fuzz-examples N`` (default 200), ``--sl1-hypothesis-db DIR`` (the
   example database, shared safely by pytest-xdist workers, and used even with a seed) and
   hypothesis' own ``--hypothesis-seed`` make runs reproducible. ``-k fuzz`` runs the property alone.
+* ``--sl1-report DIR`` writes the report folder ``sl1conf certify --out DIR`` writes (report.json,
+  report.md, report.html, junit.xml, through ``reports.write.write_report``) after the session,
+  from the runs certified in it, so ``sl1conf gate DIR --baseline OLD`` needs no second
+  certification. It is written once, by the process that is not an xdist worker: without xdist
+  the one process; under ``-n`` the controller, after every worker has finished. Each worker
+  hands the per-run reports it certified (and the runs whose certification failed) to the
+  controller through xdist's ``workeroutput`` (JSON text), which ``pytest_testnodedown``
+  collects. The folder is checked (created, writable) at configure time, before anything runs.
+  The report holds every run certified in the session, whole (requirements deselected with
+  ``-k`` included); a run none of whose items ran is absent; a run whose certification failed
+  is a failed run with no requirement, saying why. The property items are not in it.
 """
 
 from __future__ import annotations
@@ -58,8 +69,9 @@ __all__ = ["pytest_addoption", "pytest_configure", "pytest_unconfigure"]
 PLUGIN_NAME = "sl1conf-conformance"
 ROOT = "sl1conf"  # the collector's name, first part of every node id
 _OPTIONS = ("sl1_impl", "sl1_platform", "sl1_profile", "sl1_dtype", "sl1_variant", "sl1_vectors",
-            "sl1_quick", "sl1_waivers", "sl1_fuzz", "sl1_fuzz_examples", "sl1_hypothesis_db")
+            "sl1_quick", "sl1_waivers", "sl1_fuzz", "sl1_fuzz_examples", "sl1_hypothesis_db", "sl1_report")
 FUZZ_EXAMPLES = 200
+WORKEROUTPUT_KEY = "sl1conf_report_parts"  # a worker's certified runs, for the controller's --sl1-report
 
 
 def pytest_addoption(parser):
@@ -84,6 +96,9 @@ def pytest_addoption(parser):
                 help=f"examples per property item (default {FUZZ_EXAMPLES})")
     g.addoption("--sl1-hypothesis-db", metavar="DIR",
                 help="hypothesis example database folder for the property (default: hypothesis' setting)")
+    g.addoption("--sl1-report", metavar="DIR",
+                help="also write the report folder sl1conf certify --out DIR writes (report.json, report.md, "
+                     "report.html, junit.xml) for the runs certified, once, after the session (for sl1conf gate)")
 
 
 def pytest_configure(config):
@@ -150,6 +165,20 @@ class _Conformance:
             except WaiverError as exc:
                 raise pytest.UsageError(f"--sl1-waivers: {exc}") from None
         self.vectors = self._vector_sets(opt.sl1_vectors or [])
+        self.worker = hasattr(config, "workerinput")
+        self.report_dir = None  # where --sl1-report writes: never in an xdist worker
+        if opt.sl1_report and not self.worker:
+            from pathlib import Path
+
+            from sl1conf.conformance.common.files import writable_folder
+
+            self.report_dir = writable_folder(Path(config.invocation_params.dir, opt.sl1_report), pytest.UsageError)
+        self.parts = {}  # (dtype, variant) -> the one-run report certify gave (for --sl1-report)
+        self.errors = {}  # (dtype, variant) -> why its certification failed (for --sl1-report)
+        self.report_note = None  # the terminal summary's line about --sl1-report
+        from datetime import datetime, timezone
+
+        self.started = datetime.now(timezone.utc)
 
         self.adapter = None
         try:
@@ -159,6 +188,7 @@ class _Conformance:
         except Exception as exc:  # a third-party adapter's own failure: still one line
             raise pytest.UsageError(f"--sl1-impl {self.spec}: {type(exc).__name__}: {exc}") from None
         try:
+            self.implementation = self.adapter.describe()  # the report's, should no run be certified
             asked = list(dict.fromkeys(opt.sl1_dtype)) if opt.sl1_dtype else None  # None: the profile's
             if self.vectors is not None:
                 missing = [d for d in opt.sl1_dtype or [] if d not in self.vectors]
@@ -198,7 +228,7 @@ class _Conformance:
         self.hypothesis_db = opt.sl1_hypothesis_db
         self.results = {}  # (dtype, variant) -> run dict or _CertifyError
 
-        controller = getattr(opt, "dist", "no") != "no" and not hasattr(config, "workerinput")
+        controller = getattr(opt, "dist", "no") != "no" and not self.worker
         if controller:
             # An xdist controller only hands out items: it never runs the implementation.
             if opt.dist != "loadgroup":
@@ -279,6 +309,7 @@ class _Conformance:
                 head = (f"certifying {self.spec} ({dtype}, variant {variant}) on {self.profile.name} failed: "
                         f"{type(exc).__name__}: {exc}\nreproduce: {self.certify_command(dtype, variant)}")
                 self.results[key] = _CertifyError(f"{head}\n(traceback: under {nodeid})")
+                self.errors[key] = f"{type(exc).__name__}: {exc}".splitlines()[0]
                 # The traceback from here down (the engine and the adapter), not pytest's frames.
                 raise _CertifyError(f"{head}\n\n" + "".join(traceback.format_exception(exc)).rstrip()) from None
         got = self.results[key]
@@ -301,7 +332,109 @@ class _Conformance:
 
             apply_waivers(report, self.waivers)
         [run] = report["runs"]
+        if self.config.option.sl1_report:
+            self.parts[(dtype, variant)] = report
         return run
+
+    # --- --sl1-report: one report folder for the whole session ---------------------------
+
+    def pytest_sessionfinish(self, session):
+        if not self.config.option.sl1_report:
+            return
+        if self.worker:  # handed to the controller with xdist's workerfinished event (sent after this hook)
+            import json
+
+            self.config.workeroutput[WORKEROUTPUT_KEY] = json.dumps(
+                {"parts": [[list(k), v] for k, v in self.parts.items()],
+                 "errors": [[list(k), v] for k, v in self.errors.items()]})
+            return
+        from sl1conf.conformance.reports.write import ReportError, write_report
+
+        report = self.report()
+        if report is None:
+            self.report_note = (f"sl1conf: no run was certified in this session (its items deselected or not run); "
+                                f"--sl1-report {self.report_dir}: nothing written")
+            return
+        try:
+            write_report(report, self.report_dir, replace_all=True)
+        except ReportError as exc:
+            self.report_note = f"sl1conf: --sl1-report: the report could not be written: {exc}"
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        runs = ", ".join(f"{r['dtype']}-{r['variant']}" for r in report["runs"])
+        self.report_note = (f"sl1conf: verdict {report['verdict'].upper()} for {self.spec} on {self.profile.name} "
+                            f"({runs}); report: "
+                            f"{self.report_dir / 'report.json'} (and report.md, report.html, junit.xml)")
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error):
+        """An xdist worker finished (the controller): keep the runs it certified."""
+        text = getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY)
+        if not text or self.worker:
+            return
+        import json
+
+        got = json.loads(text)
+        for k, part in got["parts"]:
+            self.parts.setdefault(tuple(k), part)  # --dist load may certify a run on two workers
+        for k, why in got["errors"]:
+            self.errors.setdefault(tuple(k), why)
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if self.report_note:
+            terminalreporter.write_line(self.report_note)
+
+    def report(self):
+        """The session's report, as certify would write it for the same options, from the
+        runs certified (None when none was): the runs in certify's order, the top-level
+        verdict, missing runs and waiver counts recomputed over them all."""
+        from datetime import datetime, timezone
+        from pathlib import Path
+
+        from sl1conf import __version__
+        from sl1conf.conformance.rules.catalog import report_verdict
+
+        keys = [k for k in self.runs if k in self.parts or k in self.errors]
+        if not keys:
+            return None
+        opt, here = self.config.option, self.config.invocation_params.dir
+        first = next((self.parts[k] for k in keys if k in self.parts), None)
+        runs, vectors = [], {}
+        matched = [0] * len(self.waivers or [])
+        for k in keys:
+            part = self.parts.get(k)
+            if part is None:  # certifying it failed: a failed run that judged nothing, saying why
+                runs.append({"dtype": k[0], "variant": k[1], "verdict": "fail", "cases": 0, "elements": 0,
+                             "requirements": [], "incomplete": [f"the certification failed: {self.errors[k]}"]})
+                continue
+            runs.append(part["runs"][0])
+            for d, vs in part["vectors"].items():
+                vectors.setdefault(d, vs)
+            for i, w in enumerate(part.get("waivers", [])):
+                matched[i] += w["matched"]
+        if first is None:
+            from sl1conf.conformance.common.hostinfo import describe_host
+
+            host, implementation = describe_host(), self.implementation
+        else:
+            host, implementation = first["host"], first["implementation"]
+        narrowed = [f"--{n}" for n, a in (("dtype", opt.sl1_dtype), ("variant", opt.sl1_variant)) if a]
+        if self.vectors is not None and not opt.sl1_dtype and set(self.profile.dtypes) - set(self.vectors):
+            narrowed.append("--vectors")
+        invocation = {"impl": self.spec, "platform": opt.sl1_platform,
+                      "profile": str(Path(here, opt.sl1_profile).resolve()) if opt.sl1_profile else None,
+                      "vectors": [str(Path(here, p).resolve()) for p in opt.sl1_vectors] if opt.sl1_vectors else None}
+        return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,
+                "created": self.started.isoformat(timespec="seconds"),
+                "duration_s": round((datetime.now(timezone.utc) - self.started).total_seconds(), 3),
+                "verdict": report_verdict(runs, self.missing),
+                "implementation": implementation, "profile": self.profile.summary(), "invocation": invocation,
+                "only": [], "host": host, "vectors": vectors, "quick": self.quick, "runs": runs,
+                **({"waivers": [{**w, "matched": n} for w, n in zip(self.waivers, matched)]}
+                   if self.waivers is not None else {}),
+                **({"missing_runs": list(self.missing)} if self.missing else {}),
+                **({"narrowed": narrowed} if narrowed else {})}
 
 
 # --------------------------------------------------------------------------

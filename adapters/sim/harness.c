@@ -25,8 +25,12 @@
  * call has returned.
  *
  * Memory observations: dx1 sits between two guard zones of GUARD bytes filled with
- * GUARD_BYTE, and copies of dy, x1, x2 are compared after the call; the results file
- * ends with a memory report ("SL1M", u32 flags) saying what changed.
+ * GUARD_BYTE; dy, x1 and x2 each sit between two guard zones of GUARD bytes filled with a
+ * signalling NaN (fp32 0x7FA5A5A5, fp16 0x7DA5, element by element); copies of dy, x1, x2
+ * are compared after the call; the results file ends with a memory report ("SL1M", u32
+ * flags) saying which guard zone or input changed. Reads outside the arrays are not
+ * observed: portable C has no guard pages, and a read changes nothing. The signalling NaNs
+ * only make a read that reaches a result visible there, as a wrong result.
  */
 #include "smoothl1lossgrad.h"
 
@@ -40,6 +44,8 @@
 #define RECORD_BYTES 24u
 #define GUARD 64u
 #define GUARD_BYTE 0xA5u
+#define GUARD_SNAN32 0x7FA5A5A5ul /* a signalling NaN: quiet bit clear, payload nonzero */
+#define GUARD_SNAN16 0x7DA5u
 
 /* results status values */
 #define STATUS_OK 0u
@@ -53,6 +59,12 @@
 #define MEM_DY_CHANGED 4u
 #define MEM_X1_CHANGED 8u
 #define MEM_X2_CHANGED 16u
+#define MEM_BEFORE_DY 32u
+#define MEM_AFTER_DY 64u
+#define MEM_BEFORE_X1 128u
+#define MEM_AFTER_X1 256u
+#define MEM_BEFORE_X2 512u
+#define MEM_AFTER_X2 1024u
 
 static const char *prog = "harness";
 
@@ -162,6 +174,29 @@ static int parse_header(const unsigned char *h, unsigned long want_version, stru
     return 0;
 }
 
+/* Fill a guard zone of an input (GUARD bytes) with signalling NaNs of element size es. */
+static void fill_nan_zone(unsigned char *zone, size_t es)
+{
+    size_t i;
+    for (i = 0; i < GUARD; i += es) {
+        if (es == 2) {
+            const uint16_t v = (uint16_t)GUARD_SNAN16;
+            memcpy(zone + i, &v, 2);
+        } else {
+            const uint32_t v = (uint32_t)GUARD_SNAN32;
+            memcpy(zone + i, &v, 4);
+        }
+    }
+}
+
+/* 1 when a guard zone of an input still holds the signalling NaNs fill_nan_zone wrote. */
+static int nan_zone_intact(const unsigned char *zone, size_t es)
+{
+    unsigned char want[GUARD];
+    fill_nan_zone(want, es);
+    return memcmp(zone, want, GUARD) == 0;
+}
+
 /* Make the call of one case whose four arrays are at ``payload`` (4 * bytes, little-endian):
  * *status, dx1's bits (the host's representation, caller frees *dx1_block) and the memory
  * flags. 0, or the exit code after one line on stderr. */
@@ -169,19 +204,28 @@ static int call_case(const struct header *c, const unsigned char *payload, unsig
                      unsigned char **dx1_block, unsigned long *mem, const char *where)
 {
     const size_t n = c->n, es = c->es, bytes = c->bytes;
-    unsigned char *dy, *x1, *x2, *block, *dx1, *saved;
+    unsigned char *dy_block, *x1_block, *x2_block, *dy, *x1, *x2, *block, *dx1, *saved;
     size_t i;
     *status = STATUS_OK;
     *mem = 0;
-    dy = (unsigned char *)malloc(bytes + es);
-    x1 = (unsigned char *)malloc(bytes + es);
-    x2 = (unsigned char *)malloc(bytes + es);
+    dy_block = (unsigned char *)malloc(bytes + 2u * GUARD);
+    x1_block = (unsigned char *)malloc(bytes + 2u * GUARD);
+    x2_block = (unsigned char *)malloc(bytes + 2u * GUARD);
     block = (unsigned char *)malloc(bytes + 2u * GUARD);
     saved = (unsigned char *)malloc(3u * bytes + 1u);
-    if (!dy || !x1 || !x2 || !block || !saved) {
-        free(dy); free(x1); free(x2); free(block); free(saved);
+    if (!dy_block || !x1_block || !x2_block || !block || !saved) {
+        free(dy_block); free(x1_block); free(x2_block); free(block); free(saved);
         return fail(2, "case file arrays do not fit in memory", where);
     }
+    dy = dy_block + GUARD;
+    x1 = x1_block + GUARD;
+    x2 = x2_block + GUARD;
+    fill_nan_zone(dy_block, es);
+    fill_nan_zone(dy + bytes, es);
+    fill_nan_zone(x1_block, es);
+    fill_nan_zone(x1 + bytes, es);
+    fill_nan_zone(x2_block, es);
+    fill_nan_zone(x2 + bytes, es);
     dx1 = block + GUARD;
     decode_elements(dy, payload, n, es);
     decode_elements(x1, payload + bytes, n, es);
@@ -252,8 +296,20 @@ static int call_case(const struct header *c, const unsigned char *payload, unsig
             *mem |= MEM_X1_CHANGED;
         if (memcmp(saved + 2u * bytes, x2, bytes) != 0)
             *mem |= MEM_X2_CHANGED;
+        if (!nan_zone_intact(dy_block, es))
+            *mem |= MEM_BEFORE_DY;
+        if (!nan_zone_intact(dy + bytes, es))
+            *mem |= MEM_AFTER_DY;
+        if (!nan_zone_intact(x1_block, es))
+            *mem |= MEM_BEFORE_X1;
+        if (!nan_zone_intact(x1 + bytes, es))
+            *mem |= MEM_AFTER_X1;
+        if (!nan_zone_intact(x2_block, es))
+            *mem |= MEM_BEFORE_X2;
+        if (!nan_zone_intact(x2 + bytes, es))
+            *mem |= MEM_AFTER_X2;
     }
-    free(dy); free(x1); free(x2); free(saved);
+    free(dy_block); free(x1_block); free(x2_block); free(saved);
     *dx1_block = block;
     return 0;
 }

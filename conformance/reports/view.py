@@ -230,6 +230,7 @@ class View:
     scope: str  # "" for a full run
     accuracy: list = field(default_factory=list)  # accuracy_line per run
     accepted_far: list = field(default_factory=list)  # a row per requirement that accepted elements beyond the budget
+    unobserved: list = field(default_factory=list)  # (dtype, variant, id, title, why) per not-applicable entry that says why
 
 
 def _headline(report: dict) -> str:
@@ -296,7 +297,7 @@ def view(report: dict) -> View:
     inv = report.get("invocation") or {}
     name = inv.get("impl") or impl["adapter"]
     title = f"{name} on {report['profile']['name']}"
-    failures, rows, observed, errors, far_rows = [], [], [], [], []
+    failures, rows, observed, errors, far_rows, unobserved = [], [], [], [], [], []
     for run in report["runs"]:
         d, v = run["dtype"], run["variant"]
         err = run.get("errors")
@@ -323,6 +324,8 @@ def view(report: dict) -> View:
             req = CATALOG_BY_ID.get(r["id"])
             if req is not None and req.observes and r.get("observed") is not None:
                 observed.append((d, v, r["id"], r["title"], _observation(r)))
+            elif r["status"] == "not-applicable" and r.get("observed"):  # R10 to R12: "not observed by this harness"
+                unobserved.append((d, v, r["id"], r["title"], _observation(r)))
             if r["status"] != "fail":
                 continue
             run_wide = [e["detail"] for e in r.get("examples") or [] if "case" not in e]
@@ -364,7 +367,7 @@ def view(report: dict) -> View:
     if report.get("only"):
         identity.append(("scope", "--only " + ",".join(report["only"])))
     return View(report, title, report["verdict"], failures, rows, observed, identity, errors, _headline(report),
-                _scope(report), [line for line in map(accuracy_line, report["runs"]) if line], far_rows)
+                _scope(report), [line for line in map(accuracy_line, report["runs"]) if line], far_rows, unobserved)
 
 
 def all_held(v: View) -> str:
@@ -406,6 +409,11 @@ def sections(v: View) -> list:
     if v.observed:
         out.append(("Observed where the manual is silent", "", ["run", "id", "what", "observed"],
                     [[f"{d} {var}", rid, title, text] for d, var, rid, title, text in v.observed]))
+    if v.unobserved:
+        out.append(("Not observed", "Requirements not applicable because the adapter or the harness cannot observe "
+                    "what they are about: nothing was checked, and the verdict does not rest on them.",
+                    ["run", "id", "what", "why"],
+                    [[f"{d} {var}", rid, title, text] for d, var, rid, title, text in v.unobserved]))
     if v.report.get("waivers"):
         out.append(("Waivers", "", ["waiver", "matched", "reason"],
                     [[w["id"], w["matched"], w["reason"]] for w in v.report["waivers"]]))
