@@ -82,3 +82,15 @@ def certify_library(tmp_path, lib: str, platform: str, *extra, out: str = "repor
 def requirement_entry(report: dict, rid: str) -> dict:
     """The first run's entry for requirement ``rid``."""
     return next(r for r in report["runs"][0]["requirements"] if r["id"] == rid)
+
+
+@pytest.fixture(scope="module")
+def cc() -> list:
+    """The C compiler the suite builds with (adapters.cbuild.find_compiler); skips without one."""
+    from sl1conf.adapters import AdapterError
+    from sl1conf.adapters.cbuild import find_compiler
+
+    try:
+        return find_compiler()
+    except AdapterError as exc:
+        pytest.skip(str(exc))

@@ -28,12 +28,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sl1conf.adapters import AdapterError
 from sl1conf.adapters import sample as S
-from sl1conf.adapters.cbuild import find_compiler
 from sl1conf.conformance.vectors import export as E
 from sl1conf.conformance.vectors import store as V
 from sl1conf.conformance.vectors.cases import Family, VectorCase
+from sl1conf.reference import exact as X
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 from sl1conf.reference.models import evaluate
@@ -42,14 +41,6 @@ DTYPES = ("fp16", "fp32")
 GUARD = 16  # the self-test's default SL1_GUARD
 STRICT = ["-std=c11", "-Wall", "-Wextra", "-Wpedantic", "-Werror"]
 LIB_FLAGS = list(S.HARNESS_FLAGS)
-
-
-@pytest.fixture(scope="module")
-def cc() -> list[str]:
-    try:
-        return find_compiler()
-    except AdapterError as exc:
-        pytest.skip(str(exc))
 
 
 # ---- a small hand-made vector set ---------------------------------------------------------
@@ -164,10 +155,16 @@ def run(prog: Path) -> tuple[int, list[str], dict]:
     return proc.returncode, report, got
 
 
-def predict(vs: V.VectorSet, got: dict, *, max_ulp=2, ftz=False, strict=False, oracle=None, alternatives=None,
-            models=True):
-    """The report the documented rules give for these results (independent of the C code)."""
+DEFAULT_ULP = {"fp16": 2, "fp32": 3}  # the ieee profile's: the header's defaults
+
+
+def predict(vs: V.VectorSet, got: dict, *, max_ulp=None, ftz=False, strict=True, oracle=None, alternatives=None,
+            models=True, boundary=True):
+    """The report the documented rules give for these results (independent of the C code).
+    Defaults: the header's without a profile (ieee's budget, strict zero sign, no flushing),
+    no budget on the boundary (the exact x1 - x2 is +-beta)."""
     fmt = vs.format
+    max_ulp = DEFAULT_ULP[fmt.name] if max_ulp is None else max_ulp
     fill = int.from_bytes(b"\x5a" * fmt.dtype.itemsize, "little")
     oracle = vs.arrays["expected-oracle"] if oracle is None else oracle
     alternatives = vs.arrays["alternatives"] if alternatives is None else alternatives
@@ -188,6 +185,11 @@ def predict(vs: V.VectorSet, got: dict, *, max_ulp=2, ftz=False, strict=False, o
             if strict:
                 zero = ((x & ~sign) == 0) | ((want & ~sign) == 0)
                 ok = same | (ok & ~(zero & ((x ^ want) & sign != 0)))
+            if boundary and n:
+                on = np.zeros(n + GUARD, bool)
+                on[:n] = X.at_boundary(fmt, vs.arrays["x1"][off:off + n], vs.arrays["x2"][off:off + n],
+                                       int(row["beta"], 16))
+                ok &= same | ~on
             w = slice(0, written)
             for alt in row["alternatives"]:
                 hit = ~ok[w] & F.same_result(fmt, x[w], alternatives[alt["offset"]:alt["offset"] + written])
@@ -401,8 +403,10 @@ def test_flush_to_zero_accepted_only_with_the_macro(vset, tmp_path, cc):
 def test_zero_sign_strict_only_with_the_macro(vset, tmp_path, cc):
     out = export_to(vset, tmp_path)
     impl = [wrong_impl(tmp_path, cc, "POS_ZERO")]
-    rc, report = check(vset, build(cc, out, impl, ["-DSL1_DUMP"], name="lax"))
+    rc, report = check(vset, build(cc, out, impl, ["-DSL1_DUMP", "-DSL1_LAX_ZERO_SIGN"], name="lax"), strict=False)
     assert rc == 0
+    rc, report = check(vset, build(cc, out, impl, ["-DSL1_DUMP"], name="default"), strict=True)
+    assert rc == 1  # the defaults are the ieee profile's: strict
     rc, report = check(vset, build(cc, out, impl, ["-DSL1_DUMP", "-DSL1_STRICT_ZERO_SIGN"], name="strict"),
                        strict=True)
     assert rc == 1 and "FAIL 3 specials" in [ln.split(":")[0] for ln in report]
@@ -538,3 +542,78 @@ def test_selftest_on_aarch64_under_qemu(vset, tmp_path):
     wrapper.chmod(0o755)
     rc, report = check(vset, wrapper)
     assert rc == 0 and report[-1] == "ALL PASS"
+
+
+# ---- the profile in the header (issue 24) --------------------------------------------------------
+
+def _macros(header: Path) -> dict:
+    return dict(re.findall(r"^#define (SL1_PROFILE_\w+) (\S+)", header.read_text(), re.M))
+
+
+def test_header_carries_the_profile_or_says_it_uses_the_defaults(vset, tmp_path, capsys):
+    from sl1conf.conformance.cli import main
+    from sl1conf.conformance.rules.profiles import PROFILE_DIR, load_profile
+
+    fmt = vset.format
+    plain = _macros(E.export_c_header(vset, tmp_path / "plain")[0])
+    assert plain == {"SL1_PROFILE_NAME": '"ieee"', "SL1_PROFILE_GIVEN": "0",
+                     "SL1_PROFILE_MAX_ULP": f"{DEFAULT_ULP[fmt.name]}u", "SL1_PROFILE_STRICT_ZERO_SIGN": "1",
+                     "SL1_PROFILE_ACCEPT_FTZ": "0"}
+    platform = "mt7004" if fmt.name in load_profile("mt7004").dtypes else "ieee"
+    prof = load_profile(platform)
+    toml = tmp_path / "mine.toml"
+    toml.write_bytes((PROFILE_DIR / f"{platform}.toml").read_bytes())
+    for args, name in ((["--platform", platform], "by-name"), (["--profile", str(toml)], "by-file"),
+                       (["--profile", str(toml)], "by-file-again")):
+        assert main(["vectors", "export", str(vset.path), "--format", "c-header", "--out", str(tmp_path / name),
+                     *args]) == 0
+        got = _macros(tmp_path / name / E.HEADER_NAME)
+        assert got == {"SL1_PROFILE_NAME": f'"{prof.name}"', "SL1_PROFILE_GIVEN": "1",
+                       "SL1_PROFILE_MAX_ULP": f"{prof.max_ulp[fmt.name]}u",
+                       "SL1_PROFILE_STRICT_ZERO_SIGN": str(int(prof.strict_zero_sign)),
+                       "SL1_PROFILE_ACCEPT_FTZ": str(int(prof.flush_to_zero == "accepted"))}
+    a, b = (tmp_path / n / E.HEADER_NAME for n in ("by-file", "by-file-again"))
+    assert a.read_bytes() == b.read_bytes() and str(tmp_path) not in a.read_text()
+    capsys.readouterr()
+    # usage: one profile at most, and only for the C header; a profile without the set's dtype
+    assert main(["vectors", "export", str(vset.path), "--format", "hex", "--out", str(tmp_path / "v.hex"),
+                 "--platform", "ieee"]) == 2
+    assert main(["vectors", "export", str(vset.path), "--format", "c-header", "--out", str(tmp_path / "x"),
+                 "--platform", "ieee", "--profile", str(toml)]) == 2
+    if fmt.name == "fp16":
+        assert main(["vectors", "export", str(vset.path), "--format", "c-header", "--out", str(tmp_path / "y"),
+                     "--platform", "ft78ne"]) == 2
+        assert "ft78ne has no fp16" in capsys.readouterr().err
+
+
+def test_boundary_elements_are_judged_without_budget(vset, tmp_path, cc):
+    """A result 1 ULP off on a boundary element fails (certify's R02), 1 ULP off elsewhere passes."""
+    fmt = vset.format
+    one, two, half = (_bits(fmt, v)[0] for v in (1.0, 2.0, 0.5))
+    arr = lambda *v: np.array(v, fmt.uint)  # noqa: E731
+    # x1 - x2 == beta on elements 0 and 2, == -beta on element 3; element 1 is inside
+    edge = Family(1, "edge", "on the boundary", cases=[
+        _case(fmt, arr(one, two, two, half), arr(one, half, two, one), arr(0, 0, one, two), 1.0)])
+    root = tmp_path / "set"
+    V.write(root, fmt.name, [edge], seed=1)
+    vs = V.load(root)
+    first, index = E.boundary_elements(vs)
+    assert list(first) == [0, 3] and list(index) == [0, 2, 3]
+    out = export_to(vs, tmp_path)
+    assert "#define SL1_VEC_BOUNDARY 3u" in (out / E.HEADER_NAME).read_text()
+    for j, fails in ((2, True), (1, False)):  # the header's oracle 1 ULP off the sample's exact result
+        oracle = vs.arrays["expected-oracle"].copy()
+        oracle[j] += 1
+        E.export_c_header(vs, out, force=True)
+        _mutate(out / E.HEADER_NAME, "sl1_oracle", j, int(oracle[j]), fmt.bits // 4)
+        rc, report = check(vs, build(cc, out, SAMPLE, ["-DSL1_DUMP", "-DSL1_NO_MODELS"], name=f"b{j}"), oracle=oracle,
+                           models=False)
+        assert rc == (1 if fails else 0), report
+        if fails:
+            assert report[0] == (f"FAIL 1 edge: 1 of 4 elements, worst 1 ulp at case 1.0 element 2 "
+                                 f"(got 0x{int(vs.arrays['expected-oracle'][2]):0{fmt.bits // 4}x}, "
+                                 f"expected 0x{int(oracle[2]):0{fmt.bits // 4}x})")
+            # without the boundary rule the same element is within the budget
+            rc, _ = check(vs, build(cc, out, SAMPLE, ["-DSL1_DUMP", "-DSL1_NO_MODELS", "-DSL1_NO_BOUNDARY"],
+                                    name="nb"), oracle=oracle, models=False, boundary=False)
+            assert rc == 0

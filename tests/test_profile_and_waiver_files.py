@@ -422,3 +422,10 @@ def test_a_mutated_profile_loads_with_the_documented_types_or_is_a_profile_error
         assert len(str(exc).splitlines()) == 1 and str(exc).startswith(f"{path}: "), str(exc)
         return
     _check_types(profile)
+
+
+def test_the_same_number_twice_is_named_once_in_json_schema_terms(tmp_path):
+    """uniqueItems compares as JSON Schema does: 0 and 0.0 are one number (found by hypothesis:
+    the message builder looked for two equal TOML spellings and found none)."""
+    message = str(pytest.raises(ProfileError, load_profile, str(profile_file(tmp_path, changed(dtypes=[0, 0.0])))).value)
+    assert message.endswith("dtypes: lists 0.0 more than once (0 and 0.0 are the same number)"), message

@@ -89,13 +89,22 @@ def show(path, key: str, echo=print, limit: int = 8) -> int:
     return 0
 
 
-def export(path, fmt_name: str, out, *, force: bool, echo=print) -> int:
+def export(path, fmt_name: str, out, *, force: bool, platform=None, profile_file=None, echo=print) -> int:
     from sl1conf.conformance.vectors import export as E
 
+    if platform and profile_file:
+        raise UsageError("give at most one of --platform NAME and --profile FILE")
+    if (platform or profile_file) and fmt_name != "c-header":
+        raise UsageError("--platform and --profile apply to --format c-header only")
+    profile = None
+    if platform or profile_file:
+        from sl1conf.conformance.rules.profiles import load_profile
+
+        profile = load_profile(platform or profile_file)
     vs = V.load(path)
     try:
         written = E.export(vs, fmt_name, out or ("sl1_vectors_c" if fmt_name == "c-header" else "sl1_vectors.txt"),
-                           force=force)
+                           force=force, profile=profile)
     except OSError as exc:
         raise UsageError(f"{out}: cannot write the export ({exc.strerror or exc})") from None
     for p in written:
@@ -113,7 +122,8 @@ def _run(args) -> int:
         return list_set(args.dir)
     if args.action == "show":
         return show(args.dir, args.id)
-    return export(args.dir, args.format, args.out, force=args.force)
+    return export(args.dir, args.format, args.out, force=args.force, platform=args.platform,
+                  profile_file=args.profile)
 
 
 def register(sub) -> None:
@@ -154,4 +164,8 @@ def register(sub) -> None:
     v.add_argument("--out", type=out_arg, metavar="PATH",
                    help="output folder (c-header; default sl1_vectors_c) or file (hex; default sl1_vectors.txt)")
     v.add_argument("--force", action="store_true", help="replace output this command wrote before")
+    v.add_argument("--platform", metavar="NAME",
+                   help="c-header: the built-in profile (ieee, ft78ne or mt7004) whose budget the self-test applies "
+                        "(max_ulp for the set's dtype, zero sign, flushing); default: ieee's")
+    v.add_argument("--profile", type=out_arg, metavar="FILE", help="c-header: a profile TOML file instead of --platform")
     p.set_defaults(run=_run)

@@ -100,9 +100,12 @@ def schema_problem(doc, schema_name: str) -> "tuple[list, str] | None":
     if kind == "minItems":
         return where, "must not be empty" if want == 1 else f"must list at least {want}, not {toml_value(got)}"
     if kind == "uniqueItems":
-        seen = [toml_value(v) for v in got]
-        twice = next(v for k, v in enumerate(seen) if v in seen[:k])
-        return where, f"lists {twice} more than once"
+        # JSON Schema's equality: 0 and 0.0 are the same number, true and 1 are not
+        same = lambda a, b: (type(a) is type(b) if bool in (type(a), type(b)) else True) and a == b  # noqa: E731
+        twice = next(k for k in range(len(got)) if any(same(got[k], v) for v in got[:k]))
+        return where, f"lists {toml_value(got[twice])} more than once" + (
+            f" ({' and '.join(toml_value(v) for v in got if same(v, got[twice]))} are the same number)"
+            if len({toml_value(v) for v in got if same(v, got[twice])}) > 1 else "")
     if kind == "minLength":
         return where, "must not be empty"
     if kind == "not" and "pattern" in want:

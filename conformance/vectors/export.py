@@ -8,7 +8,10 @@ Two forms (docs/vector-format.md, "Exports"):
     values), a case table and a family table; and ``sl1_selftest.c``: a C99 program (plus
     ``_Float16`` for fp16 sets) that calls the library under test through the documented
     API for every case, judges every element and prints one line per family, with no
-    file I/O, for running on the target itself. The program is a fixed C source,
+    file I/O, for running on the target itself. It judges as certify does under the profile
+    the header carries (``profile``: name, max_ulp for the set's dtype, strict zero sign,
+    flushing accepted; the ieee profile's by default), with no budget on the boundary
+    elements the header lists (the exact x1 - x2 is +-beta). The program is a fixed C source,
     ``selftest.c`` beside this module, copied unchanged: everything that differs from one
     set to another is in the header it includes, so the file compiles as it stands.
 
@@ -33,6 +36,7 @@ import numpy as np
 
 from sl1conf import __version__
 from sl1conf.adapters.base import FILL_BYTE, fill_bits
+from sl1conf.reference import exact as X
 from sl1conf.reference import formats as F
 from sl1conf.reference.models import accepted_models
 
@@ -40,7 +44,7 @@ from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.vectors.store import VectorSet, VectorSetError
 
 __all__ = ["HEADER_NAME", "SELFTEST_NAME", "EXPORT_FORMATS", "export_c_header", "export_hex", "export",
-           "written_elements", "parse_hex_line"]
+           "written_elements", "parse_hex_line", "boundary_elements", "DEFAULT_PROFILE"]
 
 HEADER_NAME = "sl1_vectors.h"
 SELFTEST_NAME = "sl1_selftest.c"
@@ -122,6 +126,43 @@ def _source_line(vs: VectorSet) -> str:
 
 # ---- C header and self-test -------------------------------------------------------------
 
+DEFAULT_PROFILE = "ieee"
+"""The profile whose budget the header carries when the export names none."""
+
+
+def _profile_facts(vs: VectorSet, profile) -> dict:
+    """What the self-test takes from the profile: its name, the ULP budget for the set's dtype,
+    whether the sign of zero is checked, whether flushing is accepted (``profile``: a
+    rules.profiles.Profile, or None for the defaults, ieee's)."""
+    from sl1conf.conformance.rules.profiles import load_profile
+
+    given = profile is not None
+    p = profile if given else load_profile(DEFAULT_PROFILE)
+    fmt = vs.format
+    if fmt.name not in p.max_ulp:
+        raise VectorSetError(f"profile {p.name} has no {fmt.name} (it documents {', '.join(p.dtypes)}): "
+                             f"it gives no budget for the {fmt.name} vectors of {vs.path}")
+    return {"name": p.name, "given": given, "sha256": p.sha256 if given else "", "max_ulp": int(p.max_ulp[fmt.name]),
+            "strict_zero_sign": bool(p.strict_zero_sign), "accept_ftz": p.flush_to_zero == "accepted"}
+
+
+def boundary_elements(vs: VectorSet) -> tuple[np.ndarray, np.ndarray]:
+    """(first, index): the elements on the boundary (the exact x1 - x2 is +beta or -beta,
+    reference.exact.at_boundary), as sorted element indices of the set's arrays; case k's are
+    index[first[k]:first[k + 1]] (first has one entry more than there are cases)."""
+    fmt = vs.format
+    rows = vs.manifest["cases"]
+    first = np.zeros(len(rows) + 1, np.int64)
+    found = []
+    with np.errstate(all="ignore"):
+        for k, row in enumerate(rows):
+            off, n = row["offset"], row["n"]
+            hit = np.flatnonzero(X.at_boundary(fmt, vs.arrays["x1"][off:off + n], vs.arrays["x2"][off:off + n],
+                                               int(row["beta"], 16))) if n else np.zeros(0, np.int64)
+            found.append(hit + off)
+            first[k + 1] = first[k] + hit.size
+    return first, (np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64))
+
 def _c_array(name: str, ctype: str, fmt: F.Format, arr) -> Iterator[str]:
     arr = np.asarray(arr)
     size = max(int(arr.size), 1)
@@ -136,8 +177,10 @@ def _c_array(name: str, ctype: str, fmt: F.Format, arr) -> Iterator[str]:
     yield "};\n\n"
 
 
-def _header_chunks(vs: VectorSet) -> Iterator[str]:
+def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
     fmt = vs.format
+    prof = _profile_facts(vs, profile)
+    b_first, b_index = boundary_elements(vs)
     m = vs.manifest
     rows = m["cases"]
     alt_offsets: list[int] = []
@@ -189,7 +232,17 @@ def _header_chunks(vs: VectorSet) -> Iterator[str]:
            f"#define SL1_VEC_FAMILIES {len(m['families'])}u\n"
            f"#define SL1_VEC_ALT_ELEMENTS {int(vs.arrays['alternatives'].size)}u\n"
            f"#define SL1_VEC_MODELS {len(_models(vs))}u /* accepted evaluation models, bit for bit */\n"
-           f"#define SL1_VEC_BUF {buf}u /* elements of the largest call (n or length), at least 1 */\n\n")
+           f"#define SL1_VEC_BUF {buf}u /* elements of the largest call (n or length), at least 1 */\n"
+           f"#define SL1_VEC_BOUNDARY {int(b_index.size)}u /* elements on the boundary (exact x1 - x2 == +-beta) */\n\n")
+    source = ("given to the export" + (f", sha256 {prof['sha256']}" if prof["sha256"] else "") if prof["given"]
+              else "the defaults: no --platform or --profile was given to the export")
+    yield (f"/* The profile judged by (certify's budget; -D options of sl1_selftest.c override): {prof['name']}, "
+           f"{_comment_safe(source)}. */\n"
+           f"#define SL1_PROFILE_NAME {_c_string(prof['name'])}\n"
+           f"#define SL1_PROFILE_GIVEN {int(prof['given'])} /* 0: the defaults ({DEFAULT_PROFILE}'s) */\n"
+           f"#define SL1_PROFILE_MAX_ULP {prof['max_ulp']}u /* ULPs from the oracle accepted off the boundary */\n"
+           f"#define SL1_PROFILE_STRICT_ZERO_SIGN {int(prof['strict_zero_sign'])}\n"
+           f"#define SL1_PROFILE_ACCEPT_FTZ {int(prof['accept_ftz'])} /* the oracle-ftz column is acceptable */\n\n")
     yield f"typedef uint{fmt.bits}_t sl1_bits_t;\n\n"
     yield ("struct sl1_case {\n"
            "    const char *id;      /* \"<family>.<index>\", stable */\n"
@@ -223,6 +276,11 @@ def _header_chunks(vs: VectorSet) -> Iterator[str]:
                         np.concatenate([vs.arrays[f"expected-model-{name}"] for name in models])
                         if models else np.zeros(0, fmt.uint))
     yield from _c_array("sl1_alt_offsets", "uint32_t", fmt, np.array(alt_offsets, np.int64))
+    yield ("/* The boundary: case k's elements whose exact x1 - x2 is +beta or -beta are\n"
+           " * sl1_boundary[sl1_boundary_first[k] ... sl1_boundary_first[k + 1]) (element indices of the\n"
+           " * input arrays, ascending). There no budget applies (certify's R02). */\n")
+    yield from _c_array("sl1_boundary_first", "uint32_t", fmt, b_first)
+    yield from _c_array("sl1_boundary", "uint32_t", fmt, b_index)
     yield f"static const struct sl1_case sl1_cases[{max(len(rows), 1)}] = {{\n"
     yield from case_lines if case_lines else ["    {\"\", 0, 0u, 0u, 0, 0u, 0, 'p', 0u, 0u, 0u}, /* none */\n"]
     yield "};\n\n"
@@ -235,11 +293,13 @@ def _header_chunks(vs: VectorSet) -> Iterator[str]:
     yield "};\n\n#endif /* SL1_VECTORS_H */\n"
 
 
-def export_c_header(vs: VectorSet, out_dir, *, force: bool = False) -> list[Path]:
+def export_c_header(vs: VectorSet, out_dir, *, force: bool = False, profile=None) -> list[Path]:
     """Write ``sl1_vectors.h`` and ``sl1_selftest.c`` into ``out_dir``; their paths.
 
-    Each file is written atomically; existing files are replaced only with ``force``
-    (VectorSetError otherwise, before anything is written).
+    ``profile`` (a rules.profiles.Profile): the budget the header carries for the self-test
+    (its name, max_ulp for the set's dtype, strict zero sign, flushing accepted); None: the
+    defaults, the ieee profile's. Each file is written atomically; existing files are
+    replaced only with ``force`` (VectorSetError otherwise, before anything is written).
     """
     _check_columns(vs)
     out = Path(out_dir)
@@ -247,7 +307,7 @@ def export_c_header(vs: VectorSet, out_dir, *, force: bool = False) -> list[Path
         raise VectorSetError(f"{out} exists and is not a folder: choose another output folder")
     header, selftest = out / HEADER_NAME, out / SELFTEST_NAME
     _refuse_existing((header, selftest), force)
-    header_text = "".join(_header_chunks(vs))  # build first: a bad set writes nothing
+    header_text = "".join(_header_chunks(vs, profile))  # build first: a bad set writes nothing
     program = SELFTEST_SOURCE.read_bytes()
     write_atomic(header, header_text, encoding="ascii")
     write_atomic(selftest, program)
@@ -338,12 +398,13 @@ def export_hex(vs: VectorSet, out_path, *, force: bool = False) -> Path:
 
 # ---- one entry point ----------------------------------------------------------------------
 
-def export(vs: VectorSet, fmt: str, out, *, force: bool = False) -> list[Path]:
-    """Export in ``fmt`` (``"c-header"``: ``out`` is a folder; ``"hex"``: ``out`` is a file); the paths written."""
+def export(vs: VectorSet, fmt: str, out, *, force: bool = False, profile=None) -> list[Path]:
+    """Export in ``fmt`` (``"c-header"``: ``out`` is a folder; ``"hex"``: ``out`` is a file); the paths
+    written. ``profile``: for the c-header, the profile whose budget the header carries."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; known: {', '.join(EXPORT_FORMATS)}")
     if fmt == "c-header":
-        return export_c_header(vs, out, force=force)
+        return export_c_header(vs, out, force=force, profile=profile)
     return [export_hex(vs, out, force=force)]
 
 
