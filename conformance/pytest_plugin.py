@@ -389,11 +389,9 @@ class _Conformance:
         """The session's report, as certify would write it for the same options, from the
         runs certified (None when none was): the runs in certify's order, the top-level
         verdict, missing runs and waiver counts recomputed over them all."""
-        from datetime import datetime, timezone
         from pathlib import Path
 
-        from sl1conf import __version__
-        from sl1conf.conformance.rules.catalog import report_verdict
+        from sl1conf.conformance.certify.engine import narrowed_by, report_of
 
         keys = [k for k in self.runs if k in self.parts or k in self.errors]
         if not keys:
@@ -419,22 +417,16 @@ class _Conformance:
             host, implementation = describe_host(), self.implementation
         else:
             host, implementation = first["host"], first["implementation"]
-        narrowed = [f"--{n}" for n, a in (("dtype", opt.sl1_dtype), ("variant", opt.sl1_variant)) if a]
-        if self.vectors is not None and not opt.sl1_dtype and set(self.profile.dtypes) - set(self.vectors):
-            narrowed.append("--vectors")
+        narrowed = narrowed_by(self.profile, opt.sl1_dtype, opt.sl1_variant,
+                               set(self.vectors) if self.vectors is not None and not opt.sl1_dtype else None)
         invocation = {"impl": self.spec, "platform": opt.sl1_platform,
                       "profile": str(Path(here, opt.sl1_profile).resolve()) if opt.sl1_profile else None,
                       "vectors": [str(Path(here, p).resolve()) for p in opt.sl1_vectors] if opt.sl1_vectors else None}
-        return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,
-                "created": self.started.isoformat(timespec="seconds"),
-                "duration_s": round((datetime.now(timezone.utc) - self.started).total_seconds(), 3),
-                "verdict": report_verdict(runs, self.missing),
-                "implementation": implementation, "profile": self.profile.summary(), "invocation": invocation,
-                "only": [], "host": host, "vectors": vectors, "quick": self.quick, "runs": runs,
-                **({"waivers": [{**w, "matched": n} for w, n in zip(self.waivers, matched)]}
-                   if self.waivers is not None else {}),
-                **({"missing_runs": list(self.missing)} if self.missing else {}),
-                **({"narrowed": narrowed} if narrowed else {})}
+        waivers = ({"waivers": [{**w, "matched": n} for w, n in zip(self.waivers, matched)]}
+                   if self.waivers is not None else {})
+        return report_of(runs, started=self.started, implementation=implementation, profile=self.profile,
+                         invocation=invocation, only=(), host=host, vectors=vectors, quick=self.quick,
+                         missing=self.missing, narrowed=narrowed, **waivers)
 
 
 # --------------------------------------------------------------------------

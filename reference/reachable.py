@@ -126,6 +126,12 @@ def _in(P, v):
     return np.asarray(v, np.float64).astype(P)
 
 
+def _near_zero(lo, hi, has, tiny: float):
+    """Where the hull holds a subnormal, or a value that was subnormal before its rounding (an
+    endpoint at the smallest normal): where a flush may give zero. Not an exact zero alone."""
+    return has & (lo <= tiny) & (hi >= -tiny) & ~((lo == 0) & (hi == 0))
+
+
 def _widen(lo, hi, k: int, P):
     """The k representable values of P on either side (lo down, hi up). A zero or an infinity
     stays what it is: those are exact (0 / beta, 1 / 0), not roundings an approximation moves."""
@@ -147,17 +153,18 @@ class _Arith:
     def _done(self, lo, hi, has, z, nan, op, code=2) -> _Iv:
         lo, hi = _widen(lo, hi, self.ulp.get(op, 0), self.P)
         z = z.copy()
-        if self.flush_mid:  # subnormal, or subnormal before rounding (an endpoint at the smallest normal)
-            sub = has & (lo <= self.tiny) & (hi >= -self.tiny) & ~((lo == 0) & (hi == 0))
-            z[sub & (z == 0)] = code
+        if self.flush_mid:
+            z[_near_zero(lo, hi, has, self.tiny) & (z == 0)] = code
         return _Iv(lo, hi, has, z, nan)
+
+    def _point(self, v, op, code=2) -> _Iv:
+        one = _Iv.point(v)
+        return self._done(one.lo, one.hi, one.has, one.z, one.nan, op, code)
 
     def sub(self, a, c) -> _Iv:
         P = self.P
         with np.errstate(all="ignore"):
-            d = (_in(P, a) - _in(P, c)).astype(np.float64)
-        one = _Iv.point(d)
-        return self._done(one.lo, one.hi, one.has, one.z, one.nan, "sub", code=1)
+            return self._point((_in(P, a) - _in(P, c)).astype(np.float64), "sub", code=1)
 
     def mul(self, A: _Iv, B: _Iv, op="mul") -> _Iv:
         P = self.P
@@ -196,9 +203,7 @@ class _Arith:
     def recip(self, b) -> _Iv:
         P = self.P
         with np.errstate(all="ignore"):
-            r = (P(1) / _in(P, b)).astype(np.float64)
-        one = _Iv.point(r)
-        return self._done(one.lo, one.hi, one.has, one.z, one.nan, "recip")
+            return self._point((P(1) / _in(P, b)).astype(np.float64), "recip")
 
     @staticmethod
     def clip(A: _Iv, lo, hi) -> _Iv:
@@ -241,18 +246,17 @@ def _evaluate(fmt: Format, order: str, P, ulp: dict, flush: tuple, y, a, c, b):
                   _in(P, out.hi).astype(fmt.dtype).astype(np.float64))
     z = out.z.copy()
     if "result" in flush:
-        tiny = float(fmt.min_normal)
-        sub = out.has & (out.lo <= tiny) & (out.hi >= -tiny) & ~((out.lo == 0) & (out.hi == 0))
-        z[sub & (z == 0)] = 3
+        z[_near_zero(out.lo, out.hi, out.has, float(fmt.min_normal)) & (z == 0)] = 3
     return _Iv(lo, hi, out.has, z, out.nan), up, down
 
 
-def point(fmt: Format, order: str, precision: str, dy, x1, x2, beta) -> np.ndarray:
+def point(fmt: Format, order: str, precision, dy, x1, x2, beta) -> np.ndarray:
     """The bits of one evaluation with every operation correctly rounded and nothing flushed
     (beta: one value or one per element; float arrays of the data format): what an
     implementation of that order gives, bit for bit. The C-order branches as in
-    reference.models (NaN falls to the middle line)."""
-    P = _DTYPE[fmt.name if precision == "data" else precision]
+    reference.models (NaN falls to the middle line). ``precision``: a name of PRECISIONS or
+    fp16, or the numpy type :func:`evaluations` gives."""
+    P = _DTYPE[fmt.name if precision == "data" else precision] if isinstance(precision, str) else precision
     f = lambda v: np.asarray(v, fmt.dtype).astype(np.float64)  # noqa: E731
     y, a, c = f(dy), f(x1), f(x2)
     b = np.broadcast_to(f(beta), y.shape).astype(np.float64)

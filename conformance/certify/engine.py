@@ -24,7 +24,8 @@ from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store as V
 from sl1conf.reference.models import accepted_models
 
-__all__ = ["quick_families", "default_families", "SelectionError", "vectors_for", "dtypes_to_run", "judge_run", "certify"]
+__all__ = ["quick_families", "default_families", "SelectionError", "vectors_for", "dtypes_to_run", "judge_run", "certify",
+           "narrowed_by", "report_of"]
 
 
 def quick_families() -> tuple:
@@ -284,16 +285,35 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             run["requirements"] = [r for r in run["requirements"] if r["id"] in only_reqs]
             run["verdict"] = run_verdict(run["requirements"], run.get("incomplete", ()))
     listed = [f"{d} {v}" for d in profile.dtypes for v in profile.variants]
-    narrowed = [f"--{n}" for n, a in (("dtype", dtypes_asked), ("variant", variants_asked)) if a]
-    if by_vectors and set(profile.dtypes) - set(vectors):
-        narrowed.append("--vectors")
+    narrowed = narrowed_by(profile, dtypes_asked, variants_asked, set(vectors) if by_vectors else None)
     missing = [] if narrowed else [r for r in listed if r not in {f"{run['dtype']} {run['variant']}" for run in runs}]
-    verdict = report_verdict(runs, missing)
+    return report_of(runs, started=started, implementation=adapter.describe(), profile=profile,
+                     invocation=invocation, only=only, host=describe_host(), vectors=sets, quick=quick,
+                     missing=missing, narrowed=narrowed)
+
+
+def narrowed_by(profile: Profile, dtypes_asked, variants_asked, vector_dtypes=None) -> list:
+    """The options that narrowed a run below the profile's runs (its report's ``narrowed``):
+    --dtype, --variant, or vector sets (``vector_dtypes``, where they chose the dtypes) that
+    leave out a dtype the profile lists."""
+    out = [f"--{n}" for n, a in (("dtype", dtypes_asked), ("variant", variants_asked)) if a]
+    if vector_dtypes is not None and set(profile.dtypes) - set(vector_dtypes):
+        out.append("--vectors")
+    return out
+
+
+def report_of(runs: list, *, started, implementation: dict, profile: Profile, invocation, only, host: dict,
+              vectors: dict, quick: bool, missing=(), narrowed=(), **extra) -> dict:
+    """The report of ``runs``: its envelope and verdict (certify's, and the pytest plugin's
+    --sl1-report, which assembles the runs of a session); ``extra``: more top-level fields."""
+    from datetime import datetime, timezone
+
     return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,
             "created": started.isoformat(timespec="seconds"),
-            "duration_s": round((datetime.now(timezone.utc) - started).total_seconds(), 3), "verdict": verdict,
-            "implementation": adapter.describe(), "profile": profile.summary(),
-            "invocation": dict(invocation or {}), "only": sorted(only),
-            "host": describe_host(), "vectors": sets, "quick": quick, "runs": runs,
-            **({"missing_runs": missing} if missing else {}),
-            **({"narrowed": narrowed} if narrowed else {})}
+            "duration_s": round((datetime.now(timezone.utc) - started).total_seconds(), 3),
+            "verdict": report_verdict(runs, missing),
+            "implementation": implementation, "profile": profile.summary(),
+            "invocation": dict(invocation or {}), "only": sorted(only or ()),
+            "host": host, "vectors": vectors, "quick": quick, "runs": runs, **extra,
+            **({"missing_runs": list(missing)} if missing else {}),
+            **({"narrowed": list(narrowed)} if narrowed else {})}

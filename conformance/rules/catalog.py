@@ -895,25 +895,16 @@ def other_orders(judged: list, fmt, profile) -> list:
     beta, no NaN input): orders the enumerated models do not cover (the clamp orders, mulrecip,
     the fp64 ones), named by R17 when no enumerated model matches."""
     known = set(judged[0].models)
-    out = []
-    for name, order, P in evaluations(fmt, profile.error_model):
-        precision = np.dtype(P).name.replace("float", "fp")
-        if name in known:
-            continue
-        for j in judged:
-            dy, x1, x2, beta = (np.broadcast_to(np.asarray(a, fmt.uint), j.got.shape) for a in j.inputs)
-            with np.errstate(invalid="ignore"):  # signalling NaNs convert quietly
-                v = [F.from_bits(fmt, a).astype(np.float64) for a in (dy, x1, x2, beta)]
-            defined = ~np.isnan(v[0]) & ~np.isnan(v[1]) & ~np.isnan(v[2]) & (v[3] > 0)
-            if not defined.any():
-                continue
-            f = lambda a: F.from_bits(fmt, a[defined])  # noqa: E731
-            bits = F.to_bits(fmt, point(fmt, order, precision, f(dy), f(x1), f(x2), f(beta)))
-            if not F.same_result(fmt, j.got[defined], bits).all():
-                break
-        else:
-            out.append(name)
-    return out
+    calls = []  # per judgement: its defined elements' inputs (floats) and results (bits)
+    for j in judged:
+        bits = [np.broadcast_to(np.asarray(a, fmt.uint), j.got.shape) for a in j.inputs]
+        with np.errstate(invalid="ignore"):  # signalling NaNs convert quietly
+            v = [F.from_bits(fmt, a).astype(np.float64) for a in bits]
+        defined = ~np.isnan(v[0]) & ~np.isnan(v[1]) & ~np.isnan(v[2]) & (v[3] > 0)
+        if defined.any():
+            calls.append(([F.from_bits(fmt, a[defined]) for a in bits], j.got[defined]))
+    return [name for name, order, P in evaluations(fmt, profile.error_model) if name not in known and all(
+        F.same_result(fmt, got, F.to_bits(fmt, point(fmt, order, P, *inputs))).all() for inputs, got in calls)]
 
 
 def model_text(found: dict) -> str:

@@ -85,11 +85,11 @@ def _flushed_oracle(fmt: F.Format, args, b, beta: int, oracle: np.ndarray) -> np
     """The flush-to-zero oracle's bits: computed where flushing can change the element (a
     subnormal input or a subnormal correctly rounded result), the oracle's bits elsewhere,
     which is what flushing nothing gives (all of it computed when beta is subnormal)."""
-    if _is_subnormal(fmt, np.array([beta], fmt.uint))[0]:
+    if is_subnormal(fmt, np.array([beta], fmt.uint))[0]:
         return np.ascontiguousarray(fast_oracle.smoothl1lossgrad(*args, b, flush_subnormals=True)).view(fmt.uint)
     bits = [a.view(fmt.uint) for a in args]
-    idx = np.flatnonzero(_is_subnormal(fmt, oracle) | _is_subnormal(fmt, bits[0]) | _is_subnormal(fmt, bits[1])
-                         | _is_subnormal(fmt, bits[2]))
+    idx = np.flatnonzero(is_subnormal(fmt, oracle) | is_subnormal(fmt, bits[0]) | is_subnormal(fmt, bits[1])
+                         | is_subnormal(fmt, bits[2]))
     out = oracle.copy()
     if idx.size:
         out[idx] = np.ascontiguousarray(fast_oracle.smoothl1lossgrad(*(a[idx] for a in args), b,
@@ -131,10 +131,6 @@ def is_zero(fmt: F.Format, bits) -> np.ndarray:
 
 def is_subnormal(fmt: F.Format, bits) -> np.ndarray:
     """A nonzero subnormal."""
-    return _is_subnormal(fmt, bits)
-
-
-def _is_subnormal(fmt: F.Format, bits) -> np.ndarray:
     b = np.asarray(bits)
     return ((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0)
 
@@ -303,7 +299,7 @@ def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> 
         top = X.beta_value(fmt, fmt.inf_bits - 1)
         b = np.abs(X.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), got.shape)))
         prone = (np.abs(s) > top) | (np.abs(s * X.as_f64(fmt, dy)) > top) | (1.0 / b > top)
-    sub = _is_subnormal(fmt, dy) | _is_subnormal(fmt, x1) | _is_subnormal(fmt, x2) | _is_subnormal(fmt, beta)
+    sub = is_subnormal(fmt, dy) | is_subnormal(fmt, x1) | is_subnormal(fmt, x2) | is_subnormal(fmt, beta)
     alt = {name: F.same_result(fmt, got, bits) for name, bits in expected.alternatives.items()}
     boundary = X.at_boundary(fmt, x1, x2, beta, diff=(s, e))
     # the error model's set, where nothing cheaper accepts the element (the budget does not on the
