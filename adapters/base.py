@@ -167,7 +167,8 @@ class Capabilities:
     adapter). Without it, ``observes`` names the observations the adapter makes all the same
     (a simulator harness's memory report: writes outside, inputs changed), and ``notes`` says,
     per observation, how it is made or why it is not ((observation, text) pairs; the report
-    prints the text in the requirement's entry)."""
+    prints the text in the requirement's entry). ``recorded``: the adapter replays results
+    recorded elsewhere and can make no call of its own (the requirements that need one say so)."""
 
     in_place: bool = False  # dx1 may alias dy, x1 or x2
     core_masks: Optional[int] = 0xFF  # mask of cores the shared variant may use (None: any)
@@ -176,6 +177,7 @@ class Capabilities:
     memory_checked: bool = False  # guard pages, canaries and input checksums are in place
     observes: tuple = ()  # OBSERVATIONS made without guard pages (memory_checked implies them all)
     notes: tuple = ()  # (observation, how it is made or why not) pairs, for the report
+    recorded: bool = False  # answers from results recorded elsewhere (a board's self-test): makes no new call
 
     def __post_init__(self):
         unknown = [o for o in (*self.observes, *(k for k, _ in self.notes)) if o not in OBSERVATIONS]
@@ -209,6 +211,12 @@ class Adapter(abc.ABC):
     def supports(self, case: Case) -> bool:
         return case.dtype in self.dtypes and case.variant in self.variants and (
             case.out_alias is None or self.capabilities.in_place)
+
+    def holds(self, case: Case) -> bool:
+        """Whether this call is in the adapter's reach at all: always, except for a recorded run
+        (``capabilities.recorded``), which holds only the calls that were made; the engine leaves
+        the others out of the run (they are outside it, not unsupported)."""
+        return True
 
     calls_made: int = 0  # supported calls run since the adapter was made or last restarted
     observer = None

@@ -142,16 +142,26 @@ def build(cc, out_dir: Path, impl: "list[str | Path]", flags=(), name="selftest"
 
 
 def run(prog: Path) -> tuple[int, list[str], dict]:
-    """(exit status, report lines, {case id: dx1 bits (n + GUARD)} from the SL1_DUMP lines)."""
+    """(exit status, report lines, {case id: dx1 bits (n + GUARD)} from the SL1_DUMP lines; the
+    guard zone before dx1 (negative indices) must hold the fill, and every case ends with its
+    'end' line)."""
     proc = subprocess.run([str(prog)], capture_output=True, text=True, timeout=300)
-    report, dumps = [], {}
+    report, dumps, ended = [], {}, set()
+    fill = {4: 0x5A5A, 8: 0x5A5A5A5A}
     for line in proc.stdout.splitlines():
         if line.startswith("= "):
             _, cid, i, bits = line.split()
-            dumps.setdefault(cid, []).append((int(i), int(bits, 16)))
+            if i == "end":
+                assert bits == "-", line  # no test implementation here changes its inputs
+                ended.add(cid)
+            elif int(i) < 0:
+                assert int(bits, 16) == fill[len(bits)], line
+            else:
+                dumps.setdefault(cid, []).append((int(i), int(bits, 16)))
         elif not line.startswith("#"):
             report.append(line)
     got = {cid: np.array([b for _, b in sorted(v)], dtype=np.uint64) for cid, v in dumps.items()}
+    assert ended == set(got), "a case's results without its end line"
     return proc.returncode, report, got
 
 

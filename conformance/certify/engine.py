@@ -172,7 +172,8 @@ def judge_run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str,
 
 def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None, progress=None) -> dict:
     fmt = vs.format
-    calls = _calls(vs, variant, profile, cases)
+    every = _calls(vs, variant, profile, cases)
+    calls = [c for c in every if adapter.holds(c[2])]  # a recorded run holds only the calls that were made
     ctx = RunContext(fmt, profile, variant, adapter, [], [], calls)
     for req in CATALOG:  # what a requirement must see before anything else runs (R14: a fresh worker)
         if req.prepare is not None:
@@ -219,6 +220,9 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
     run = {"dtype": fmt.name, "variant": variant, "cases": len(calls),
            "elements": int(sum(c.n for _, _, c in calls)), "requirements": requirements,
            "errors": stats.entry(worst, describe)}
+    if len(calls) < len(every):
+        run["recorded"] = (f"judged from a results file: {len(calls):,} of the {len(every):,} calls certify makes "
+                           "(the board made each case's call once, in the case's own variant and core mask)")
     reasons = incomplete_reasons(requirements, len(calls), unsupported)
     if reasons:
         run["incomplete"] = reasons
@@ -263,7 +267,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
         manifest_sha = vs.manifest_sha256
         sets[dtype] = {"source": (str(vs.path) if vs.path else "given in memory") if given is not None
                        else "generated (canonical families)",
-                       "id": f"{dtype}-seed{vs.manifest['seed']}-{manifest_sha[:12]}",
+                       "id": vs.set_id,
                        "seed": vs.manifest["seed"], "elements": vs.manifest["elements"],
                        "families": [f["name"] for f in vs.manifest["families"]],
                        "manifest_sha256": manifest_sha}

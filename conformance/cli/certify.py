@@ -36,6 +36,20 @@ def _vector_sets(paths, dtypes, profile) -> dict:
     return sets
 
 
+def _recorded(args, sets):
+    """The adapter replaying a board self-test's results file (``--results``), read against the
+    one --vectors set it was exported from."""
+    from sl1conf.adapters.recorded import Recorded
+    from sl1conf.conformance.vectors.results import read_results
+
+    if args.quick:
+        raise UsageError("--results judges the calls the board made; --quick does not apply")
+    if not sets or len(args.vectors) != 1:
+        raise UsageError("--results FILE needs one --vectors DIR: the vector set the self-test was exported from")
+    vs = next(iter(sets.values()))
+    return Recorded(read_results(args.results, vs), vs)
+
+
 def _run(args) -> int:
     from pathlib import Path
 
@@ -56,10 +70,16 @@ def _run(args) -> int:
     from sl1conf.conformance.common.files import writable_folder
 
     waivers = load_waivers(args.waivers) if args.waivers else None
-    try:
-        impl = load(args.impl)
-    except AdapterError as exc:
-        raise UsageError(f"--impl {args.impl}: {exc}") from None
+    if bool(args.impl) == bool(args.results):
+        raise UsageError("give exactly one of --impl SPEC (run an implementation) and --results FILE (judge a board "
+                         "self-test's output)")
+    if args.results:
+        impl = _recorded(args, sets)
+    else:
+        try:
+            impl = load(args.impl)
+        except AdapterError as exc:
+            raise UsageError(f"--impl {args.impl}: {exc}") from None
     with impl:
         profile.select(impl, dtypes_to_run(profile, dtypes, sets), args.variant)  # before the run: nothing to certify is bad usage
         if sets is not None and dtypes is None:
@@ -69,6 +89,7 @@ def _run(args) -> int:
         out = writable_folder(args.out, UsageError)  # after every check of the input, before the run
         only = [o for part in (args.only or []) for o in part]
         invocation = {"impl": args.impl, "platform": args.platform,
+                      **({"results": str(Path(args.results).resolve())} if args.results else {}),
                       "profile": str(Path(args.profile).resolve()) if args.profile else None,
                       "vectors": [str(Path(p).resolve()) for p in args.vectors] if args.vectors else None}
         report = certify(impl, profile, dtypes=dtypes, variants=args.variant, vectors=sets,
@@ -100,8 +121,11 @@ def register(sub) -> None:
                                    "(report.json, report.md, report.html, junit.xml). On a terminal a progress "
                                    "bar shows each run's calls, elements per second, the time left and the "
                                    "failures so far.", epilog=EPILOG)
-    p.add_argument("--impl", required=True, metavar="SPEC",
+    p.add_argument("--impl", metavar="SPEC",
                    help="builtin:kernel, ctypes:lib.so, sim:'cmd {case} {result}', torch:cpu, ...")
+    p.add_argument("--results", type=out_arg, metavar="FILE",
+                   help="instead of --impl: judge what the exported self-test (built with -DSL1_DUMP) printed on "
+                        "the board, against the one --vectors set it was exported from")
     p.add_argument("--platform", metavar="NAME", help="ieee, ft78ne or mt7004")
     p.add_argument("--profile", type=out_arg, metavar="FILE", help="a profile TOML file instead of a built-in platform")
     p.add_argument("--dtype", type=dtype_arg, action="append",

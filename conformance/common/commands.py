@@ -18,10 +18,11 @@ def explain_command(dtype: str, dy, x1, x2, beta) -> str:
     return f"sl1conf explain --dtype {dtype} --dy {dy} --x1 {x1} --x2 {x2} --beta {beta}"
 
 
-def certify_command(impl: str, *, platform=None, profile=None, dtype=None, variant=None, vectors=None,
-                    quick: bool = False, waivers=None, only=(), out=None) -> str:
-    """``sl1conf certify`` with exactly these options (``platform`` or ``profile``; the rest as given)."""
-    parts = ["sl1conf", "certify", "--impl", impl]
+def certify_command(impl: "str | None", *, platform=None, profile=None, dtype=None, variant=None, vectors=None,
+                    quick: bool = False, waivers=None, only=(), out=None, results=None) -> str:
+    """``sl1conf certify`` with exactly these options (``platform`` or ``profile``; ``results``, a
+    board's results file, instead of ``impl``; the rest as given)."""
+    parts = ["sl1conf", "certify", *(["--results", str(results)] if results else ["--impl", impl])]
     parts += ["--platform", platform] if platform else ["--profile", str(profile)]
     for opt, value in (("--dtype", dtype), ("--variant", variant), ("--vectors", vectors), ("--waivers", waivers)):
         if value:

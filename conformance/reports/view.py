@@ -161,7 +161,7 @@ def _rerun_command(report: dict, dtype: str, variant: str, only: list) -> str:
     return _home_expanded(certify_command(inv.get("impl") or report["implementation"]["adapter"], platform=inv.get("platform"),
                            profile=inv.get("profile") or report["profile"]["path"], dtype=dtype, variant=variant,
                            vectors=vectors if inv.get("vectors") and not vectors.startswith("generated") else None,
-                           quick=bool(report.get("quick")), only=only,
+                           quick=bool(report.get("quick")), only=only, results=inv.get("results"),
                            out=f"/tmp/sl1conf-{dtype}-{variant}-{'-'.join(only)}"))
 
 
@@ -265,7 +265,8 @@ def _scope(report: dict) -> str:
     """What part of the suite ran, when not all of it."""
     return "; ".join((["--quick: edge families only"] if report.get("quick") else []) + (
         ["--only " + ",".join(report["only"]) + ": only these requirements and cases"] if report.get("only") else [])
-        + ([" and ".join(report["narrowed"]) + ": only the runs asked for"] if report.get("narrowed") else []))
+        + ([" and ".join(report["narrowed"]) + ": only the runs asked for"] if report.get("narrowed") else [])
+        + [f"{run['dtype']} {run['variant']}: {run['recorded']}" for run in report["runs"] if run.get("recorded")])
 
 
 def _with_decimals(dtype: str, element: dict) -> dict:
@@ -350,7 +351,9 @@ def view(report: dict) -> View:
     host = report.get("host") or {}
     identity = [("implementation", name)]
     for key, label in (("library", "library"), ("sha256", "library SHA-256"), ("symbols", "symbols"),
-                       ("model", "model"), ("isa", "ISA"), ("device", "device"), ("torch", "torch")):
+                       ("model", "model"), ("isa", "ISA"), ("device", "device"), ("torch", "torch"),
+                       ("results", "results file"), ("results_sha256", "results SHA-256"), ("program", "self-test"),
+                       ("program_verdict", "the self-test's own verdict")):
         if key in impl:
             value = impl[key]
             identity.append((label, ", ".join(value) if isinstance(value, list) else str(value)))

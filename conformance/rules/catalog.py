@@ -211,6 +211,18 @@ def start_layout(ctx: RunContext) -> list:
     return ctx.memo["start-layout"][0]
 
 
+RECORDED_NOTE = ("not observed from a results file: the board made each case's call once, and this requirement "
+                 "needs calls of its own ({}); certify the library through sim: with the bundled harness for it")
+
+
+def _recorded(ctx: RunContext, needs: str) -> "Check | None":
+    """Not applicable, and why, where the adapter replays recorded results and so can make none
+    of the calls ``needs`` names; None where it can."""
+    if getattr(ctx.adapter.capabilities, "recorded", False):
+        return Check(applicable=False, extra={"observed": RECORDED_NOTE.format(needs)})
+    return None
+
+
 def _element_check(ctx: RunContext, req: "Requirement") -> Check:
     """A run check counting the requirement's element rule's rejections over every judged call."""
     t = Tally(ctx.fmt)
@@ -534,6 +546,8 @@ def _history_sample(ctx: RunContext) -> list:
 
 def _history_first(ctx: RunContext, req: "Requirement") -> None:
     """Before anything else: the sample in a fresh worker (its first calls)."""
+    if _recorded(ctx, ""):
+        return
     sample = _history_sample(ctx)
     fresh = ctx.adapter.restart()
     base = ctx.adapter.calls_made  # 0 after a restart; calls are numbered from this run's first
@@ -546,6 +560,9 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
     result (in a fresh worker where the adapter can start one): the same bits (NaN as a class).
     Every call is numbered in the adapter's history, so the report says where a change was
     first seen."""
+    recorded = _recorded(ctx, "repeats in a fresh worker, after the run and in reverse order")
+    if recorded:
+        return recorded
     fmt, t = ctx.fmt, Tally(ctx.fmt)
     h = ctx.memo.get("history") or {"sample": [], "fresh": False, "first": [], "base": 0}
     sample, main, base = h["sample"], {id(j.case): j for j in ctx.judged}, h["base"]
@@ -674,6 +691,9 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
     of a long call): the same bits as in their first call (NaN as a class)."""
     from dataclasses import replace
 
+    recorded = _recorded(ctx, "the sampled elements again at other positions and in other call lengths")
+    if recorded:
+        return recorded
     fmt, t = ctx.fmt, Tally(ctx.fmt)
     one = np.array(fmt.emax << fmt.frac_bits, fmt.uint)  # dy = 1 for the filler elements (x1 = x2 = 0)
     changed, moves = [], []  # (original position, new position) of every changed and every compared element
@@ -732,6 +752,9 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
 def _in_place(ctx: RunContext, req: "Requirement") -> Check:
     from dataclasses import replace
 
+    recorded = _recorded(ctx, "calls with dx1 over dy, x1 and x2")
+    if recorded:
+        return recorded
     t = Tally(ctx.fmt)
     if not ctx.adapter.capabilities.in_place:
         return Check(t, applicable=False)
@@ -1021,8 +1044,8 @@ CATALOG: tuple = (
                 "private versions agree.", _core_masks, families=("core-masks",)),
     Requirement("R10", "no-write-outside",
                 "Nothing is written outside dx1[0, length) (guard pages and canaries, in both guard layouts; "
-                "through a simulator, the harness's guard zones around every array); a failure names the "
-                "array and the side.", _memory),
+                "through a simulator, the harness's guard zones around every array; in a board self-test's "
+                "results, its guard zones around dx1); a failure names the array and the side.", _memory),
     Requirement("R11", "no-read-outside",
                 "No input is read past its end or before its start (guard pages: each call with every array's "
                 "end at a guard page, and again with every array's start right after one; a simulator harness "

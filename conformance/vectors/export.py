@@ -224,6 +224,7 @@ def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
     yield (f"#define SL1_VEC_DTYPE {_c_string(fmt.name)}\n"
            f"#define SL1_VEC_BITS {fmt.bits}\n"
            f"#define SL1_VEC_SEED {int(m['seed'])}\n"
+           f"#define SL1_VEC_SET {_c_string(vs.set_id)} /* the set's name in reports (dtype, seed, manifest sha256) */\n"
            f"#define SL1_VEC_GENERATOR {_c_string(m['generator']['name'] + ' ' + m['generator']['version'])}\n"
            f"#define SL1_VEC_FILL_BYTE {_fill_byte(vs):#04x}\n"
            f"#define SL1_VEC_FILL {F.hex_bits(fmt, _fill_bits(vs))}u\n"

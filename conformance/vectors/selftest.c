@@ -19,7 +19,7 @@
  * strict zero sign, no flushing), judged as `sl1conf certify` judges (conformance/rules/judge.py).
  *
  * For every case it copies the inputs into static buffers, fills dx1 (and SL1_GUARD more
- * elements after it) with the byte 0x5a, calls hp_/fp_smoothl1lossgrad_s/_p per the case's
+ * elements before and after it) with the byte 0x5a, calls hp_/fp_smoothl1lossgrad_s/_p per the case's
  * dtype and variant, and judges each element of dx1:
  *   - index < written, on the boundary (the exact x1 - x2 is +beta or -beta; the header lists
  *     these elements, sl1_boundary): no budget (certify's R02): pass only when bit-equal to
@@ -32,7 +32,8 @@
  *   - the acceptable columns (bits, or both NaN): the case's alternatives; the oracle-ftz
  *     column where flushing is accepted; the accepted evaluation models (below);
  *   - index >= written (nothing to compute: length <= 0, core_mask 0, past length) and the
- *     SL1_GUARD elements after the case's n: must still hold the fill pattern exactly.
+ *     SL1_GUARD elements before dx1 and after the case's n: must still hold the fill pattern
+ *     exactly (reported at indices -SL1_GUARD .. -1 and n .. n + SL1_GUARD - 1).
  * It also checks that dy, x1 and x2 are unchanged after the call.
  *
  * What it cannot judge as certify does, and says so in its second output line: results the
@@ -62,9 +63,11 @@
  * SL1_STRICT_ZERO_SIGN or SL1_LAX_ZERO_SIGN (default SL1_PROFILE_STRICT_ZERO_SIGN),
  * SL1_NO_BOUNDARY (judge the boundary like any element: not certify's rule); and
  * SL1_NO_MODELS, SL1_GUARD (elements checked past each case's end, default 16),
- * SL1_SELFTEST_NO_MAIN (no main; call int sl1_selftest(void) yourself), SL1_PRINTF, SL1_DUMP
- * (also print every element of dx1 after its call, guard included, as "= <case id> <i> <hex>",
- * for comparing the results elsewhere; the lines come before their family's line).
+ * SL1_SELFTEST_NO_MAIN (no main; call int sl1_selftest(void) yourself), SL1_PRINTF, SL1_FLUSH (called
+ * after each case's results under SL1_DUMP; default fflush(stdout); -D'SL1_FLUSH()=' for none), SL1_DUMP
+ * (also print every element of dx1 after its call, both guard zones included, as
+ * "= <case id> <i> <hex>", then "= <case id> end <inputs changed: dy,x1,x2 or ->", before the
+ * family's line: the results file `sl1conf certify --results FILE` judges as certify does).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -97,6 +100,9 @@
 #ifndef SL1_PRINTF
 #define SL1_PRINTF printf
 #endif
+#ifndef SL1_FLUSH /* after each case's results (-DSL1_DUMP): what was printed survives a crash in the next call */
+#define SL1_FLUSH() fflush(stdout)
+#endif
 
 #if SL1_VEC_BITS == 16
 typedef half sl1_value;
@@ -122,7 +128,8 @@ typedef char sl1_check_value_size[sizeof(sl1_value) == sizeof(sl1_bits_t) ? 1 : 
 static sl1_value sl1_w_dy[SL1_VEC_BUF];
 static sl1_value sl1_w_x1[SL1_VEC_BUF];
 static sl1_value sl1_w_x2[SL1_VEC_BUF];
-static sl1_value sl1_w_dx1[SL1_VEC_BUF + SL1_GUARD];
+static sl1_value sl1_w_zone[SL1_GUARD + SL1_VEC_BUF + SL1_GUARD]; /* dx1 between two guard zones */
+#define sl1_w_dx1 (sl1_w_zone + (SL1_GUARD))
 
 static int sl1_is_nan(unsigned long b)
 {
@@ -203,7 +210,7 @@ static int sl1_judge(const struct sl1_case *c, uint32_t i, unsigned long got, in
 struct sl1_tally {
     unsigned long bad, worst_pass, worst_fail;
     const struct sl1_case *fail_case;          /* the worst failing element: */
-    uint32_t fail_index;
+    long fail_index;                           /* negative: in the guard zone before dx1 */
     unsigned long fail_got, fail_want;
     const struct sl1_case *input_case;         /* the first changed input: */
     const char *input_name;
@@ -229,22 +236,38 @@ static void sl1_call(const struct sl1_case *c)
 #endif
 }
 
-static void sl1_check_input(struct sl1_tally *t, const struct sl1_case *c, const char *name,
-                            const sl1_value *work, const sl1_bits_t *golden)
+/* 1 when the call changed input `name` (the first change is kept in the tally). */
+static int sl1_check_input(struct sl1_tally *t, const struct sl1_case *c, const char *name,
+                           const sl1_value *work, const sl1_bits_t *golden)
 {
     uint32_t i;
-    if (t->input_case)
-        return;
     for (i = 0; i < c->n; i++) {
         const unsigned long got = sl1_bits_at(work, i), was = golden[c->offset + i];
         if (got != was) {
+            if (t->input_case)
+                return 1;
             t->input_case = c;
             t->input_name = name;
             t->input_index = i;
             t->input_got = got;
             t->input_was = was;
-            return;
+            return 1;
         }
+    }
+    return 0;
+}
+
+/* A failing element (index i of case c; negative: before dx1) into the tally. */
+static void sl1_fail(struct sl1_tally *t, const struct sl1_case *c, long i, unsigned long got, unsigned long want,
+                     unsigned long dist)
+{
+    t->bad++;
+    if (!t->fail_case || dist > t->worst_fail) {
+        t->worst_fail = dist;
+        t->fail_case = c;
+        t->fail_index = i;
+        t->fail_got = got;
+        t->fail_want = want;
     }
 }
 
@@ -257,8 +280,18 @@ static void sl1_run_case(struct sl1_tally *t, const struct sl1_case *c)
     memcpy(sl1_w_dy, sl1_dy + c->offset, bytes);
     memcpy(sl1_w_x1, sl1_x1 + c->offset, bytes);
     memcpy(sl1_w_x2, sl1_x2 + c->offset, bytes);
-    memset(sl1_w_dx1, SL1_VEC_FILL_BYTE, bytes + (size_t)(SL1_GUARD) * sizeof(sl1_bits_t));
+    int changed;
+    memset(sl1_w_zone, SL1_VEC_FILL_BYTE, bytes + 2 * (size_t)(SL1_GUARD) * sizeof(sl1_bits_t));
     sl1_call(c);
+    for (i = 0; i < (uint32_t)(SL1_GUARD); i++) { /* the guard zone before dx1: the fill, exactly */
+        const unsigned long got = sl1_bits_at(sl1_w_zone, i);
+        const long at = (long)i - (long)(SL1_GUARD);
+#ifdef SL1_DUMP
+        SL1_PRINTF("= %s %ld %0*lx\n", c->id, at, SL1_HEX_DIGITS, got);
+#endif
+        if (got != SL1_VEC_FILL)
+            sl1_fail(t, c, at, got, SL1_VEC_FILL, sl1_ulps(got, SL1_VEC_FILL));
+    }
     for (i = 0; i < c->n + (uint32_t)(SL1_GUARD); i++) {
         const unsigned long got = sl1_bits_at(sl1_w_dx1, i);
         unsigned long want, dist;
@@ -273,18 +306,19 @@ static void sl1_run_case(struct sl1_tally *t, const struct sl1_case *c)
                 t->worst_pass = dist;
             continue;
         }
-        t->bad++;
-        if (!t->fail_case || dist > t->worst_fail) {
-            t->worst_fail = dist;
-            t->fail_case = c;
-            t->fail_index = i;
-            t->fail_got = got;
-            t->fail_want = want;
-        }
+        sl1_fail(t, c, (long)i, got, want, dist);
     }
-    sl1_check_input(t, c, "dy", sl1_w_dy, sl1_dy);
-    sl1_check_input(t, c, "x1", sl1_w_x1, sl1_x1);
-    sl1_check_input(t, c, "x2", sl1_w_x2, sl1_x2);
+    changed = sl1_check_input(t, c, "dy", sl1_w_dy, sl1_dy);
+    changed |= sl1_check_input(t, c, "x1", sl1_w_x1, sl1_x1) << 1;
+    changed |= sl1_check_input(t, c, "x2", sl1_w_x2, sl1_x2) << 2;
+#ifdef SL1_DUMP
+    SL1_PRINTF("= %s end %s%s%s%s%s%s\n", c->id, changed & 1 ? "dy" : "", changed & 1 && changed & 6 ? "," : "",
+               changed & 2 ? "x1" : "", changed & 2 && changed & 4 ? "," : "", changed & 4 ? "x2" : "",
+               changed ? "" : "-");
+    SL1_FLUSH();
+#else
+    (void)changed;
+#endif
 }
 
 static void sl1_print_ulps(unsigned long d)
@@ -301,15 +335,16 @@ int sl1_selftest(void)
     uint32_t f, k;
     unsigned failed = 0;
     SL1_PRINTF("# sl1_selftest %s: %lu families, %lu cases, %lu elements; profile %s%s: SL1_MAX_ULP %lu, ftz %s, "
-               "zero sign %s, boundary %s (%lu elements), guard %lu\n", SL1_VEC_DTYPE, (unsigned long)SL1_VEC_FAMILIES,
+               "zero sign %s, boundary %s (%lu elements), guard %lu; vectors %s\n", SL1_VEC_DTYPE, (unsigned long)SL1_VEC_FAMILIES,
                (unsigned long)SL1_VEC_CASES, (unsigned long)SL1_VEC_ELEMENTS, SL1_PROFILE_NAME,
                SL1_PROFILE_GIVEN ? "" : " (defaults)", (unsigned long)(SL1_MAX_ULP),
                SL1_FTZ ? "accepted" : "not accepted", SL1_STRICT ? "strict" : "not strict",
                SL1_BOUNDARY_RULE ? "exact" : "not checked", (unsigned long)SL1_VEC_BOUNDARY,
-               (unsigned long)(SL1_GUARD));
+               (unsigned long)(SL1_GUARD), SL1_VEC_SET);
     SL1_PRINTF("# not judged here as certify judges: results the error model reaches beyond the budget other "
                "than the exported columns, rounding bias, position and core invariance, call history; for the "
-               "full verdict run sl1conf certify --impl sim:... with the bundled harness\n");
+               "full verdict run sl1conf certify --impl sim:... with the bundled harness, or judge this program's "
+               "-DSL1_DUMP output with sl1conf certify --results FILE\n");
     for (f = 0; f != SL1_VEC_FAMILIES; f++) { /* != : no warning when there are none */
         const struct sl1_family *fam = &sl1_families[f];
         struct sl1_tally t;
@@ -327,8 +362,8 @@ int sl1_selftest(void)
                    (unsigned long)fam->elements);
         if (t.bad) {
             sl1_print_ulps(t.worst_fail);
-            SL1_PRINTF(" ulp at case %s element %lu (got 0x%0*lx, expected 0x%0*lx)", t.fail_case->id,
-                       (unsigned long)t.fail_index, SL1_HEX_DIGITS, t.fail_got, SL1_HEX_DIGITS, t.fail_want);
+            SL1_PRINTF(" ulp at case %s element %ld (got 0x%0*lx, expected 0x%0*lx)", t.fail_case->id,
+                       t.fail_index, SL1_HEX_DIGITS, t.fail_got, SL1_HEX_DIGITS, t.fail_want);
         } else {
             SL1_PRINTF("%lu ulp", t.worst_pass);
         }

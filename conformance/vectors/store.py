@@ -332,6 +332,12 @@ class VectorSet:
     def format(self) -> F.Format:
         return F.format_by_name(self.manifest["dtype"])
 
+    @property
+    def set_id(self) -> str:
+        """The set's name in reports and in its exported self-test's output: dtype, seed and the
+        manifest's sha256 (its first 12 hex digits)."""
+        return f"{self.manifest['dtype']}-seed{self.manifest['seed']}-{self.manifest_sha256[:12]}"
+
     def family(self, key) -> dict:
         for fam in self.manifest["families"]:
             if str(fam["id"]) == str(key) or fam["name"] == key:

@@ -1,0 +1,167 @@
+"""What an exported self-test printed on the board, read back so certify can judge it.
+
+Why: the self-test (``sl1_selftest.c``) judges what a C program on a target can; the rest
+(the error model, rounding bias, the memory report, the open inputs) needs the suite. Built
+with ``-DSL1_DUMP`` it prints every element of every call, so its output is a *results file*
+that ``sl1conf certify --results FILE --vectors DIR`` judges with the one judge, as if the
+suite had made the calls itself (docs/vector-format.md, "Judging the board's output").
+
+The lines read (anything else, a login banner, the program's own PASS/FAIL lines, is
+skipped; a ``\\r`` from a serial console is dropped):
+
+    # sl1_selftest <dtype>: ...; vectors <set id>         once, first: which set, which guard
+    = <case id> <i> <hex>                                  every element, i from -guard to n + guard - 1
+    = <case id> end <dy,x1,x2 or ->                        the call returned; the inputs it changed
+    ALL PASS | FAILED <n> families                         the program's own verdict (kept for the report)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from sl1conf.conformance.common.errors import SuiteError
+
+__all__ = ["ResultsError", "CaseResult", "SelftestResults", "read_results"]
+
+_HEADER = re.compile(r"^# sl1_selftest (\w+): .*\bguard (\d+); vectors (\S+)\s*$")
+_ELEMENT = re.compile(r"^= (\S+) (-?\d+) ([0-9a-fA-F]+)\s*$")
+_END = re.compile(r"^= (\S+) end (\S+)\s*$")
+_VERDICT = re.compile(r"^(ALL PASS|FAILED \d+ famil(?:y|ies))\s*$")
+INPUTS = ("dy", "x1", "x2")
+
+
+class ResultsError(SuiteError):
+    """A results file that cannot be judged: not the self-test's output, another vector set, damaged."""
+
+
+@dataclass
+class CaseResult:
+    """One call as the self-test saw it: dx1 (``n`` elements), the guard zones before and after
+    it, and the inputs the call changed (``ended`` False: the output stops inside this case)."""
+
+    id: str
+    dx1: np.ndarray
+    before: np.ndarray
+    after: np.ndarray
+    ended: bool
+    inputs_changed: tuple = ()
+
+
+@dataclass
+class SelftestResults:
+    """A self-test's output: its configuration line, its verdict line (None when the output
+    stops before it), the guard zone's size, and one CaseResult per case it printed, in the
+    order the program ran them."""
+
+    path: Path
+    sha256: str
+    dtype: str
+    set_id: str
+    guard: int
+    config: str
+    verdict: "str | None"
+    cases: dict = field(default_factory=dict)  # case id -> CaseResult, in run order
+
+    def stopped_at(self, order: list) -> "str | None":
+        """The first case id of ``order`` (the set's cases in the program's order) with no
+        complete result: where the program died, hung or its output was cut; None if none."""
+        return next((cid for cid in order if cid not in self.cases or not self.cases[cid].ended), None)
+
+
+def read_results(path, vs) -> SelftestResults:
+    """The results file at ``path``, checked against the vector set ``vs`` it must come from
+    (the same set id, every case id known, every case's element count its n plus the guard
+    zones). ResultsError, one line, for anything else."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ResultsError(f"--results {path}: cannot read it ({exc.strerror or exc})") from None
+    text = data.decode("ascii", errors="replace")
+    fmt = vs.format
+    digits = fmt.bits // 4
+    header, verdict, values, ends, order = None, None, {}, {}, []
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip("\r")
+        m = _HEADER.match(line)
+        if m:
+            if header is not None:
+                raise ResultsError(f"--results {path}: line {no}: a second '# sl1_selftest' line: the file holds "
+                                   "more than one run of the self-test; give the output of one")
+            header = m
+            continue
+        if line.startswith("# sl1_selftest "):
+            raise ResultsError(f"--results {path}: line {no}: the self-test's first line names no vector set: it "
+                               "was exported by an older sl1conf; export the set again and rebuild the program")
+        m = _VERDICT.match(line)
+        if m:
+            verdict = m.group(1)
+            continue
+        if not line.startswith("= "):
+            continue
+        if header is None:
+            raise ResultsError(f"--results {path}: line {no}: a result before the '# sl1_selftest' line")
+        m = _END.match(line)
+        if m:
+            cid, changed = m.groups()
+            names = () if changed == "-" else tuple(changed.split(","))
+            if any(n not in INPUTS for n in names):
+                raise ResultsError(f"--results {path}: line {no}: unknown input in {changed!r} (expected dy, x1, x2 or -)")
+            if cid in ends:
+                raise ResultsError(f"--results {path}: line {no}: case {cid} ends twice")
+            ends[cid] = names
+            continue
+        m = _ELEMENT.match(line)
+        if not m or len(m.group(3)) != digits:
+            raise ResultsError(f"--results {path}: line {no}: not '= <case id> <index> <{digits} hex digits>' "
+                               f"nor '= <case id> end <inputs>': {line[:60]!r}")
+        cid, index, bits = m.group(1), int(m.group(2)), int(m.group(3), 16)
+        if cid not in values:
+            if cid in ends:
+                raise ResultsError(f"--results {path}: line {no}: case {cid} appears again after its end")
+            values[cid] = {}
+            order.append(cid)
+        if index in values[cid]:
+            raise ResultsError(f"--results {path}: line {no}: case {cid} element {index} appears twice")
+        values[cid][index] = bits
+    if header is None:
+        raise ResultsError(f"--results {path}: no '# sl1_selftest' line: not the output of the self-test that "
+                           "sl1conf vectors export --format c-header writes")
+    dtype, guard, set_id = header.group(1), int(header.group(2)), header.group(3)
+    if dtype != fmt.name or set_id != vs.set_id:
+        raise ResultsError(f"--results {path}: the self-test ran vector set {set_id}, and --vectors "
+                           f"{vs.path or '(generated)'} is {vs.set_id}: judge the results against the set they "
+                           "were exported from")
+    if not values:
+        raise ResultsError(f"--results {path}: no element results ('= <case id> <index> <hex>' lines): build the "
+                           "self-test with -DSL1_DUMP")
+    rows = {row["id"]: row for row in vs.manifest["cases"]}
+    out = SelftestResults(path, hashlib.sha256(data).hexdigest(), dtype, set_id, guard, header.group(0), verdict)
+    for cid in order:
+        if cid not in rows:
+            raise ResultsError(f"--results {path}: case {cid} is not in vector set {vs.set_id}")
+        n = rows[cid]["n"]
+        got = values[cid]
+        ended = cid in ends
+        want = range(-guard, n + guard)
+        if ended and sorted(got) != list(want):
+            missing = [i for i in want if i not in got]
+            extra = [i for i in got if i not in set(want)]
+            raise ResultsError(f"--results {path}: case {cid}: " + (
+                f"element {missing[0]} missing ({len(missing)} missing)" if missing else
+                f"element {extra[0]} is outside -{guard} .. {n + guard - 1}") + ": the output is damaged")
+        arr = np.full(n + 2 * guard, 0, fmt.uint)
+        for i, b in got.items():
+            if -guard <= i < n + guard:
+                arr[i + guard] = b
+        out.cases[cid] = CaseResult(cid, arr[guard:guard + n], arr[:guard], arr[guard + n:], ended,
+                                    ends.get(cid, ()))
+    for cid in ends:
+        if cid not in values:
+            raise ResultsError(f"--results {path}: case {cid} ends without any element")
+    return out
