@@ -111,8 +111,16 @@ def test_elements_accepted_beyond_the_budget_are_shown_with_what_accepted_them(r
     largest distance among them, what accepted them, the worst input, and a headline line."""
     report = load(reports, "pass")
     budget = report["profile"]["max_ulp"]
+    seen = set()
     for run in report["runs"]:
         e = run["errors"]
+        # a normal result whose quotient underflowed to zero is no distance: named, not counted (issue 25)
+        assert e["not_a_distance"]["zero where the result is normal"]["accepted"] > 0
+        if "excepted_far" not in e:
+            accepted = sum(k["accepted"] for k in e["not_a_distance"].values())
+            assert accepted == e["excepted"], e
+            continue
+        seen.add(run["dtype"])
         far = e["excepted_far"]
         # every excepted element is either a distance (counted here) or an accepted infinity/NaN
         # against a number (counted by kind, never as ULPs)
@@ -122,6 +130,7 @@ def test_elements_accepted_beyond_the_budget_are_shown_with_what_accepted_them(r
         fmt = F.format_by_name(run["dtype"])
         w = far["worst"]
         assert int(F.ulp_distance(fmt, np.array(int(w["expected"], 16)), np.array(int(w["got"], 16)))) == far["max_ulp"]
+    assert "fp16" in seen  # divmul-fp16's far (but nonzero) quotients
     md = (reports / "pass" / "report.md").read_text()
     assert "more elements accepted beyond the budget, each with what it took (divmul-fp16" in md.split("## ")[0]
 
@@ -151,6 +160,15 @@ def test_special_classes_by_hand():
     assert names == ["infinity where the result is finite", "NaN where the result is a number",
                      "finite where the result is infinite", "a number where the result is NaN", "the other infinity",
                      None, None, None]  # NaN against NaN is a class; inf against inf, and numbers, are distances
+    # no distance either (issue 25: MindSpore's "2,139,095,023 ULP"): the other sign where either is normal,
+    # zero for a normal result, a normal number for a zero. Still distances: a subnormal of the other sign
+    # against a subnormal (0x8001 against 0x0001: 2 steps), zero for a subnormal, the other zero.
+    got = np.array([0xBC00, 0x8001, 0x0000, 0x8000, 0x3C00, 0x0000, 0x8000, 0x0400, 0x8001], np.uint16)
+    want = np.array([0x3C00, 0x3C00, 0x3C00, 0x0400, 0x0000, 0x0001, 0x0000, 0x8000, 0x0001], np.uint16)
+    names = [SPECIALS[c] if c >= 0 else None for c in special_class(fmt, got, want)]
+    assert names == ["the other sign", "the other sign", "zero where the result is normal",
+                     "zero where the result is normal", "a normal number where the result is zero", None, None,
+                     "a normal number where the result is zero", None]
 
 
 def test_error_buckets_by_hand():

@@ -20,7 +20,7 @@ from sl1conf.reference import formats as F
 
 from sl1conf.conformance.common.commands import explain_command
 from sl1conf.conformance.common.progress import Progress
-from sl1conf.conformance.reports.view import outcome_text
+from sl1conf.conformance.reports.view import distance_text, outcome_text
 from sl1conf.conformance.search import sweep as S
 
 HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
@@ -218,7 +218,7 @@ def summary_lines(state: dict, note: str = "") -> list:
         lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["excepted"]["elements"]
                      else "worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
     else:
-        lines.append(f"worst: {w['ulp']} ULP at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
+        lines.append(f"worst: {distance_text(w)} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
                      f"{w['expected']}, got {w['got']}")
         lines.append("  " + explain_command("fp16", c["dy"], w["x1"], w["x2"], c["beta"]))
     lines.append(f"judged as certify judges on {v['platform']} (fp16 budget {v['budget_ulp']} ULP): "
@@ -231,7 +231,7 @@ def summary_lines(state: dict, note: str = "") -> list:
     if v["excepted"]["elements"]:
         e = v["excepted"]["worst"]
         lines.append(f"accepted beyond the budget (reachable under the error model, or an alternative's bits): "
-                     f"{v['excepted']['elements']:,} elements, up to {e['ulp']} ULP (x1 {e['x1']}, x2 {e['x2']})")
+                     f"{v['excepted']['elements']:,} elements, up to {distance_text(e)} (x1 {e['x1']}, x2 {e['x2']})")
     for question, answers in v["open_answers"].items():
         lines.append(f"open ({question}, R16): " + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
     for line in v.get("rounding_bias", {}).get("findings", []):

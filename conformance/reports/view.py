@@ -34,6 +34,8 @@ def decimal(dtype: str, hex_bits: str) -> str:
 def distance_text(e: dict) -> str:
     """An element's distance as a report says it: ``3 ULP``, ``NaN against a number``, or the
     kind of result that is no distance at all (``infinity where the result is finite``)."""
+    if e.get("kind"):  # a sweep's example: its distance, and the kind that says it better
+        return e["kind"]
     if e["ulp"] == "nan-mismatch":  # older reports: which side was the NaN, from the bits
         return {True: "NaN where the result is a number", False: "a number where the result is NaN"}.get(
             _is_nan(e.get("got", "")), "NaN against a number")

@@ -769,10 +769,12 @@ def _in_place(ctx: RunContext, req: "Requirement") -> Check:
 
 def open_answers(judgements) -> dict:
     """R16's record: per open question, how many open elements there were and how many of
-    them each acceptable answer explains (the oracle's, or any alternative of the call: an
-    element can be open for one question and answered by another's rule); ``other``: none
-    (the element was accepted within the budget, as a model's bits, or not at all). An
-    element is open for a question where one of its alternatives differs from the oracle."""
+    them each acceptable answer explains: the oracle's, any alternative of the call (an element
+    can be open for one question and answered by another's rule), "other (within bounds)" (an
+    open input's answer that meets its bounds, ``openbehaviour.within_bounds``), ``other``: none
+    of these (accepted within the budget or the error model, or not at all). An element is open
+    for a question where its input raises it (``Judgement.open_q``: beta <= 0, a NaN beta,
+    beta = +inf with an infinite diff) or one of its alternatives differs from the oracle."""
     counts: dict = {}
     for j in judgements:
         opened = {}
@@ -781,14 +783,21 @@ def open_answers(judgements) -> dict:
             if open_.any():
                 q = openbehaviour.QUESTION_OF[name]
                 opened[q] = opened.get(q, np.zeros(open_.shape, bool)) | open_
+        if j.open_q is not None:
+            for k in np.unique(j.open_q[j.open_q >= 0]).tolist():
+                q = openbehaviour.BOUNDED[k]
+                opened[q] = opened.get(q, np.zeros(j.open_q.shape, bool)) | (j.open_q == k)
         for question, open_ in opened.items():
             c = counts.setdefault(question, {"elements": 0, "answers": {}})
             c["elements"] += int(open_.sum())
             explained = open_ & j.exact
             hits = {"oracle": explained}
             for name, alt in j.alt.items():
-                hits[name] = open_ & alt
+                hits[name] = open_ & alt & ~j.exact  # (an element several alternatives give counts for each)
                 explained = explained | hits[name]
+            if j.bounded is not None:
+                hits[openbehaviour.WITHIN_BOUNDS] = open_ & ~explained & j.bounded
+                explained = explained | hits[openbehaviour.WITHIN_BOUNDS]
             hits["other"] = open_ & ~explained
             for name, hit in hits.items():
                 c["answers"][name] = c["answers"].get(name, 0) + int(hit.sum())
@@ -1064,9 +1073,10 @@ CATALOG: tuple = (
                 "When the implementation claims in-place use, dx1 over dy, x1 or x2 gives the same bits "
                 "as separate buffers.", _in_place),
     Requirement("R16", "open-behaviour",
-                "Where the manual leaves the answer open (beta <= 0, beta = 0 with diff = 0, beta = inf "
-                "with an infinite diff, diff rounded across the boundary, core_mask = 0), which acceptable "
-                "answer the implementation gives, element by element.",
+                "Where the manual leaves the answer open (beta <= 0, a NaN beta, beta = inf with an infinite "
+                "diff, diff rounded across the boundary, core_mask = 0), which acceptable answer the "
+                "implementation gives, element by element: a named alternative, or another within the "
+                "stated bounds (NaN for a NaN input, else no larger than |dy|).",
                 _open_behaviour, kind="recorded", families=("beta-special", "core-masks", "boundary-rounded-diff"),
                 observes=True),
     Requirement("R17", "evaluation-model",

@@ -71,6 +71,60 @@ def _masks(j):
     yield "gt", "diff > beta (the result is dy)", gt & ~j.boundary
     yield "lt", "diff < -beta (the result is -dy)", lt & ~j.boundary
     yield "mid", "|diff| < beta (the middle line, diff / beta * dy)", ~gt & ~lt & ~j.boundary & ~np.isnan(s)
+    # the intermediates' classes: where an honest evaluation leaves the normal range
+    with np.errstate(all="ignore"):
+        tiny = float(2.0 ** fmt.emin)
+        rounded = X.rounded_diff(fmt, case.x1[:m], case.x2[:m]).astype(np.float64)
+        yield "diff-subnormal", "x1 - x2 subnormal in the data format", (np.abs(s) < tiny) & (s != 0)
+        yield "diff-overflow", "x1 - x2 overflows the data format (its rounding is infinite)", \
+            np.isinf(rounded) & np.isfinite(s)
+        ratio = np.abs(s / beta) if beta else np.full(m, np.nan)
+        yield "quotient-underflow", "diff / beta underflows (below the smallest normal)", (ratio < tiny) & (ratio > 0)
+    # the call's parameters: the same for every element of the call, so a pattern that holds every
+    # failure and few of the elements checked names the kind of call that fails
+    for key, text in _beta_classes(fmt, case.beta):
+        yield key, text, np.full(m, True)
+    yield f"variant-{case.variant}", {"s": "the shared variant (_s, core_mask)", "p": "the private variant (_p)"}[
+        case.variant], np.full(m, True)
+    if case.variant == "s" and case.core_mask:
+        mask = int(case.core_mask)
+        cores = bin(mask).count("1")
+        if cores == 1:
+            yield "one-core", "core_mask naming a single core", np.full(m, True)
+        elif (mask >> ((mask & -mask).bit_length() - 1)) & ((mask >> ((mask & -mask).bit_length() - 1)) + 1):
+            yield "mask-holes", "core_mask with holes (cores not contiguous)", np.full(m, True)
+    if getattr(j, "family", ""):
+        yield f"family-{j.family}", f"family {j.family}", np.full(m, True)
+
+
+def _beta_classes(fmt, beta: int):
+    """(key, text) of every class the call's beta is in (docs/vector-format.md names them)."""
+    cls, sign = F.classify(fmt, int(beta))
+    if cls.is_nan:
+        yield "beta-nan", "beta is NaN"
+        return
+    if cls is F.FloatClass.ZERO:
+        yield "beta-zero", "beta = 0"
+        return
+    if sign:
+        yield "beta-negative", "beta < 0"
+        return
+    if cls is F.FloatClass.INF:
+        yield "beta-inf", "beta = +inf"
+        return
+    if cls is F.FloatClass.SUBNORMAL:
+        yield "beta-subnormal", "beta subnormal"
+        return
+    value = float(X.beta_value(fmt, beta))
+    frac = int(beta) & fmt.frac_mask
+    yield ("beta-pow2", "beta a power of two (its reciprocal exact)") if frac == 0 else (
+        "beta-not-pow2", "beta not a power of two (its reciprocal rounded)")
+    if 0.1 <= value <= 1.0:
+        yield "beta-usual", "beta in the manual's usual range, 0.1 to 1.0"
+    if value > 2.0 ** -fmt.emin:
+        yield "beta-huge", "beta huge (1 / beta below the smallest normal)"
+    elif value < 2.0 ** (fmt.emin // 2):
+        yield "beta-tiny", f"beta tiny (a normal below 2^{fmt.emin // 2})"
 
 
 def diagnose(seen: list, element) -> list:

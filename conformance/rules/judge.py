@@ -98,23 +98,34 @@ def _flushed_oracle(fmt: F.Format, args, b, beta: int, oracle: np.ndarray) -> np
 
 
 SPECIALS = ("infinity where the result is finite", "NaN where the result is a number",
-            "finite where the result is infinite", "a number where the result is NaN", "the other infinity")
+            "finite where the result is infinite", "a number where the result is NaN", "the other infinity",
+            "the other sign", "zero where the result is normal", "a normal number where the result is zero")
 """Results that are not a distance from the correctly rounded one: named and counted apart,
-never folded into the largest ULP error (an overflow to infinity is not "1 ULP past the
-largest finite value")."""
+never folded into the largest ULP error. An overflow to infinity is not "1 ULP past the
+largest finite value"; nor is a result of the other sign (where either is normal: the ULP
+count would run through every smaller value of both signs), a normal result flushed to zero,
+or a normal number where the result is zero (counting the format's whole range, about 2**31
+steps for fp32). Between subnormals of either sign, or a subnormal and zero, the steps are
+few and the distance means what it says."""
 
 
 def special_class(fmt: F.Format, got: np.ndarray, want: np.ndarray) -> np.ndarray:
-    """Index into SPECIALS per element (-1: both finite, or both the same special value, NaN as a class)."""
+    """Index into SPECIALS per element (-1: a distance: both finite and not one of the classes
+    above, or the same special value, NaN as a class)."""
     def kind(b):
         b = np.asarray(b)
         special = (b & fmt.exp_mask) == fmt.exp_mask
         nan = special & ((b & fmt.frac_mask) != 0)
-        return special & ~nan, nan, (b & fmt.sign_mask) != 0
-    gi, gn, gs = kind(got)
-    wi, wn, ws = kind(want)
+        exp = b & fmt.exp_mask
+        return (special & ~nan, nan, (b & fmt.sign_mask) != 0, ~special & (exp != 0),
+                (b & ~np.array(fmt.sign_mask, fmt.uint)) == 0)
+    gi, gn, gs, g_normal, g_zero = kind(got)
+    wi, wn, ws, w_normal, w_zero = kind(want)
+    finite = ~gi & ~gn & ~wi & ~wn
     out = np.full(np.shape(got), -1, np.int64)
-    for k, mask in enumerate((gi & ~wi & ~wn, gn & ~wn, ~gi & ~gn & wi, ~gn & wn, gi & wi & (gs != ws))):
+    for k, mask in enumerate((gi & ~wi & ~wn, gn & ~wn, ~gi & ~gn & wi, ~gn & wn, gi & wi & (gs != ws),
+                              finite & ~g_zero & ~w_zero & (gs != ws) & (g_normal | w_normal),
+                              finite & g_zero & w_normal, finite & g_normal & w_zero)):
         out[mask & (out < 0)] = k
     return out
 
@@ -162,6 +173,8 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     boundary: np.ndarray
     subnormal_inputs: np.ndarray
     overflow_prone: np.ndarray  # an intermediate (x1 - x2, diff * dy, 1 / beta) overflows the format
+    open_q: np.ndarray = None  # the open question the element's input raises (openbehaviour.BOUNDED index, -1: none)
+    bounded: np.ndarray = None  # an open input's answer within its bounds (openbehaviour.within_bounds)
     inputs: tuple = ()  # (dy, x1, x2, beta) bits of the judged elements (beta: one, or one per element)
     ok: np.ndarray = None
     rejected: dict = field(default_factory=dict)
@@ -182,15 +195,15 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         return Judgement(self.fmt, self.got[s], self.expected.at(s), self.exact[s], self.dist[s], self.within[s],
                          self.ftz[s], RE.Reach(self.reach.stage[s], self.reach.how[s]), cut(self.models), cut(self.alt),
                          self.boundary[s],
-                         self.subnormal_inputs[s], self.overflow_prone[s],
+                         self.subnormal_inputs[s], self.overflow_prone[s], self.open_q[s], self.bounded[s],
                          tuple(a if np.ndim(a) == 0 else a[s] for a in self.inputs), self.ok[s], cut(self.rejected),
                          cut(self.breaks), cut(self.checked))
 
     @functools.cached_property
     def excused(self) -> np.ndarray:
-        """Reachable under the error model, or an open alternative's bits (whatever the distance);
-        computed once per judgement (every rule reads it)."""
-        return np.logical_or.reduce([*self.alt.values(), self.reach.stage > 0, np.zeros(self.exact.shape, bool)])
+        """Reachable under the error model, an open alternative's bits, or an open input's answer
+        within its bounds (whatever the distance); computed once per judgement (every rule reads it)."""
+        return np.logical_or.reduce([*self.alt.values(), self.reach.stage > 0, self.bounded])
 
     @property
     def flushed(self) -> np.ndarray:
@@ -222,6 +235,9 @@ same for the rules that decide under the profile (a strict-only rule is recorded
             take = todo & hit
             out[take] = name
             todo &= ~take
+        take = todo & self.bounded
+        for q in np.unique(self.open_q[take]).tolist():
+            out[take & (self.open_q == q)] = f"{openbehaviour.BOUNDED[q]}: {openbehaviour.WITHIN_BOUNDS}"
         return out
 
 
@@ -302,10 +318,13 @@ def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> 
     sub = is_subnormal(fmt, dy) | is_subnormal(fmt, x1) | is_subnormal(fmt, x2) | is_subnormal(fmt, beta)
     alt = {name: F.same_result(fmt, got, bits) for name, bits in expected.alternatives.items()}
     boundary = X.at_boundary(fmt, x1, x2, beta, diff=(s, e))
+    open_q = openbehaviour.open_question(fmt, x1, x2, beta, diff=(s, e))
+    bounded = openbehaviour.within_bounds(fmt, got, dy, x1, x2, np.where(exact, -1, open_q), oracle, budget,
+                                          diff=(s, e))
     # the error model's set, where nothing cheaper accepts the element (the budget does not on the
     # boundary, nor for an infinity or NaN: one step past the largest finite value is no rounding)
     idx = np.flatnonzero(~exact & (~within | boundary | is_special(fmt, got) | is_special(fmt, oracle))
-                         & ~np.logical_or.reduce([*alt.values(), np.zeros(got.shape, bool)]))
+                         & ~np.logical_or.reduce([*alt.values(), bounded]))
     stage, how = np.zeros(got.shape, np.int8), np.full(got.shape, "", object)
     if idx.size:
         pick = lambda a: np.broadcast_to(np.asarray(a, fmt.uint), got.shape)[idx]  # noqa: E731
@@ -314,7 +333,7 @@ def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> 
         stage[idx], how[idx] = r.stage, r.how
     j = Judgement(fmt, got, expected, exact, dist, within, F.same_result(fmt, got, expected.oracle_ftz), RE.Reach(stage, how),
                   {name: F.same_result(fmt, got, bits) for name, bits in expected.models.items()}, alt,
-                  boundary, np.broadcast_to(sub, got.shape), prone,
+                  boundary, np.broadcast_to(sub, got.shape), prone, open_q, bounded,
                   tuple(np.asarray(a, fmt.uint) for a in (dy, x1, x2)) + (beta if np.ndim(beta) == 0 else np.asarray(beta, fmt.uint),))
     ok = np.ones(got.shape, bool)
     for rule in ELEMENT_RULES:

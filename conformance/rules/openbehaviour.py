@@ -39,6 +39,23 @@ judged the same in a vector case, a fuzz batch and a sweep block (the judge's pr
 
 No ``ftz`` alternative: the flush-to-zero oracle is accepted by the judge where the profile
 accepts flushing, and only there; an alternative would accept it everywhere.
+
+**Open inputs are judged by stated bounds** (:func:`open_question` and :func:`within_bounds`),
+not by the list above alone: the named alternatives are the answers R16 reports by name, and
+any other answer that meets the bounds is accepted too, recorded as "other (within bounds)".
+Where the manual leaves the input open (a call with ``beta <= 0`` or a NaN ``beta``; an element
+with ``beta = +inf`` and an infinite diff, exact or rounded to the data format), every answer
+must:
+
+* be NaN where an input (dy, x1, x2, beta) is NaN, or the exact diff is (``inf - inf``);
+* elsewhere, be no larger in magnitude than ``|dy|`` plus the profile's ULP budget (any answer
+  the formula's lines or a clamp of ``diff / beta`` to [-1, 1] gives is, up to rounding), of
+  either sign; NaN only where something undefined happens there: ``dy`` or the diff infinite,
+  or the correctly rounded answer itself NaN (``0/0``, ``inf/inf``).
+
+Deterministic, and the same in every position and under every core mask: R14, R18 and R09
+check that for every element, open ones included. Elsewhere the manual defines the answer
+and it stays exact (the oracle, within the budget or the error model).
 """
 
 from __future__ import annotations
@@ -50,7 +67,8 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference.formats import Format
 
-__all__ = ["NOTES", "QUESTION_OF", "QUESTIONS", "alternatives", "CORE_MASK_ZERO", "BETA_NAN", "open_input"]
+__all__ = ["NOTES", "QUESTION_OF", "QUESTIONS", "alternatives", "CORE_MASK_ZERO", "BETA_NAN", "open_input",
+           "open_question", "within_bounds", "WITHIN_BOUNDS"]
 
 NOTES = {
     "zero": "beta = +-0, diff = 0: 0/0 is invalid (the oracle: NaN); a library that guards "
@@ -104,6 +122,56 @@ def open_input(fmt: Format, beta: int, variant: str = "p", core_mask: int = 0xFF
     if cls is F.FloatClass.ZERO:
         return "beta = 0"
     return "beta < 0" if sign else None
+
+
+WITHIN_BOUNDS = "other (within bounds)"
+"""R16's name for an answer to an open input that is no named alternative but meets the bounds."""
+BOUNDED = ("beta = 0", "beta < 0", "beta = +inf", BETA_NAN)
+"""The open questions whose elements are judged by the bounds (index: :func:`open_question`'s code)."""
+
+
+def open_question(fmt: Format, x1, x2, beta, diff=None) -> np.ndarray:
+    """Per element, the index in BOUNDED of the open question its input raises, -1 where the
+    manual defines the answer. ``beta``: the call's bits, or one per element; ``diff``:
+    ``exact_diff(x1, x2)`` where the caller has it."""
+    x1, x2 = np.asarray(x1, fmt.uint), np.asarray(x2, fmt.uint)
+    b = np.broadcast_to(np.asarray(beta, fmt.uint), x1.shape)
+    mag = b & np.array(~fmt.sign_mask & ((1 << fmt.bits) - 1), fmt.uint)
+    nan = mag > fmt.exp_mask
+    out = np.full(x1.shape, -1, np.int8)
+    out[(mag == 0)] = 0
+    out[((b & fmt.sign_mask) != 0) & (mag != 0) & ~nan] = 1
+    plus_inf = b == fmt.exp_mask
+    if plus_inf.any():
+        s = (diff if diff is not None else X.exact_diff(fmt, x1, x2))[0]
+        with np.errstate(all="ignore"):
+            infinite = np.isinf(s) | np.isinf(X.rounded_diff(fmt, x1, x2).astype(np.float64))
+        out[plus_inf & infinite] = 2
+    out[nan] = 3
+    return out
+
+
+def within_bounds(fmt: Format, got, dy, x1, x2, question: np.ndarray, oracle, budget: int, diff=None) -> np.ndarray:
+    """Where ``question`` (:func:`open_question`) names an open input, whether ``got`` meets its
+    bounds (the module's docstring); False where the input is not open, and for the fill pattern
+    dx1 held before the call (an element left unwritten is no answer, whatever its value)."""
+    from sl1conf.adapters.base import fill_bits
+
+    out = np.zeros(np.shape(got), bool)
+    idx = np.flatnonzero(question >= 0)
+    if not idx.size:
+        return out
+    pick = lambda a: np.asarray(a, fmt.uint)[idx]  # noqa: E731
+    got, dy, x1, x2, oracle = (pick(a) for a in (got, dy, x1, x2, oracle))
+    mag_mask = np.array(~fmt.sign_mask & ((1 << fmt.bits) - 1), fmt.uint)
+    mag = lambda b: (b & mag_mask).astype(np.int64)  # noqa: E731  on the ordered line of magnitudes
+    is_nan = lambda b: mag(b) > fmt.exp_mask  # noqa: E731
+    s = (diff[0][idx] if diff is not None else X.exact_diff(fmt, x1, x2)[0])
+    must_nan = is_nan(dy) | is_nan(x1) | is_nan(x2) | (question[idx] == BOUNDED.index(BETA_NAN)) | np.isnan(s)
+    may_nan = must_nan | (mag(dy) == fmt.exp_mask) | np.isinf(s) | is_nan(oracle)
+    bounded = ~is_nan(got) & ((mag(got) <= mag(dy) + budget) | (mag(dy) == fmt.exp_mask)) & (got != fill_bits(fmt))
+    out[idx] = np.where(must_nan, is_nan(got), bounded | (is_nan(got) & may_nan))
+    return out
 
 
 def _oracle(fmt: Format, dy, x1, x2, beta: int) -> np.ndarray:

@@ -187,9 +187,15 @@ def parse_subset(text: str, beta_bits: int) -> Subset:
 
 
 def _example(index, x1, x2, want, got, ulp) -> dict:
+    """One element; its ``ulp`` the distance (the order the worst is picked by), and ``kind`` the
+    name of a result that is no distance (``judge.SPECIALS``: an infinity against a number, the
+    other sign, a normal result flushed ...), which reports say in its place."""
+    from sl1conf.conformance.rules.judge import SPECIALS, special_class
+
     h = lambda b: F.hex_bits(FP16, b)  # noqa: E731
+    cls = int(special_class(FP16, np.array([got], np.uint16), np.array([want], np.uint16))[0])
     return {"index": int(index), "x1": h(x1), "x2": h(x2), "expected": h(want), "got": h(got),
-            "ulp": "nan" if ulp == F.NAN_MISMATCH else int(ulp)}
+            "ulp": "nan" if ulp == F.NAN_MISMATCH else int(ulp), **({"kind": SPECIALS[cls]} if cls >= 0 else {})}
 
 
 def _pick(a, b, key):
