@@ -274,8 +274,131 @@ def _describe_fault(record: bytes, regions: dict) -> "str | None":
     return f"{verb} at {address:#x}, outside every buffer"
 
 
+# ---------------------------------------------------------------------------- the fork server
+
+_FORK, _POLL, _WAIT = b"F", b"P", b"W"
+_FORKS = sys.platform.startswith("linux") and hasattr(__import__("socket"), "send_fds") and hasattr(os, "fork")
+_ANSWER = struct.Struct("<qq")  # pid (0: still running / unknown), raw wait status
+
+
+def _zygote(sock_fd: int) -> None:
+    """The fork server: an interpreter that has imported everything a worker needs and forks a
+    fresh worker on request, so replacing a crashed one costs a fork (milliseconds), not an
+    interpreter start. It never loads the library: each worker loads it after the fork, so its
+    constructors run in every worker, as in a fresh process. Requests on the socket: fork (with
+    the worker's two pipe ends and its arguments; answers its pid), poll and wait (a worker's
+    exit status: workers are the server's children, so only it can reap them)."""
+    import socket
+
+    sock = socket.socket(fileno=sock_fd)
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 4096, 2)
+        except OSError:
+            return
+        if not msg:
+            return
+        kind, rest = msg[:1], msg[1:]
+        if kind == _FORK:
+            args = rest.decode().split("\0")
+            pid = os.fork()
+            if pid == 0:  # the worker
+                try:
+                    sock.close()
+                    os.setsid()  # its own group: the parent kills the worker and what it forks together
+                    _serve(Connection(fds[0], writable=False), Connection(fds[1], readable=False), args[0],
+                           args[1] or None, args[2], args[3], int(args[4]))
+                except BaseException:
+                    os._exit(70)
+                os._exit(0)
+            for fd in fds:
+                os.close(fd)
+            sock.sendall(_ANSWER.pack(pid, 0))
+        elif kind in (_POLL, _WAIT):
+            pid = int(rest.decode())
+            try:
+                got, status = os.waitpid(pid, 0 if kind == _WAIT else os.WNOHANG)
+            except ChildProcessError:
+                got, status = -1, 0
+            sock.sendall(_ANSWER.pack(got, status))
+
+
+class _ForkServer:
+    """The parent's side of :func:`_zygote`: one per Worker, started once."""
+
+    def __init__(self, stage_fd: int, start_timeout: float):
+        import socket
+
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")  # one thread: safe to fork
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-m", "sl1conf.adapters.isolation", "--fork-server",
+                                          str(theirs.fileno())], pass_fds=(theirs.fileno(), stage_fd), env=env,
+                                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                         stderr=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            theirs.close()
+        self.sock = mine
+        self.sock.settimeout(start_timeout)
+
+    def _ask(self, msg: bytes, fds=()) -> tuple:
+        import socket
+
+        socket.send_fds(self.sock, [msg], list(fds))
+        return _ANSWER.unpack(self.sock.recv(_ANSWER.size))
+
+    def fork(self, req_r: int, resp_w: int, args: list) -> int:
+        pid, _ = self._ask(_FORK + "\0".join(args).encode(), (req_r, resp_w))
+        return pid
+
+    def status(self, pid: int, block: bool) -> "int | None":
+        """The worker's exit code as ``Popen.returncode`` says it (negative: killed by that
+        signal), None while it runs."""
+        try:
+            got, status = self._ask((_WAIT if block else _POLL) + str(pid).encode())
+        except OSError:  # the server is gone, and its workers with it (killed with its group, or orphaned)
+            return -signal.SIGKILL
+        if got == 0:
+            return None
+        return os.waitstatus_to_exitcode(status) if got > 0 else -signal.SIGKILL
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        finally:
+            try:
+                self.proc.kill()
+                self.proc.wait(5)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+
+
+class _Forked:
+    """A worker forked by the fork server, with the part of ``Popen``'s interface Worker uses."""
+
+    def __init__(self, server: _ForkServer, pid: int):
+        self.server, self.pid, self.returncode = server, pid, None
+
+    def poll(self) -> "int | None":
+        if self.returncode is None:
+            self.returncode = self.server.status(self.pid, block=False)
+        return self.returncode
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while self.poll() is None:
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired("worker", timeout)
+            time.sleep(0.002)
+        return self.returncode
+
+
 class Worker:
-    """One worker process for one library; restarted after every crash or hang."""
+    """One worker process for one library; restarted after every crash or hang (forked by a fork
+    server where the system can pass file descriptors over a socket, else a fresh interpreter)."""
 
     def __init__(self, library: str, shim: "str | None", timeout: float, align: int,
                  start_timeout: float = _START_TIMEOUT):
@@ -289,19 +412,31 @@ class Worker:
         self.symbols: list[str] = []
         self.restarts = 0
         self._stage = Stage.create()
+        self._server = None
+        try:
+            self._server = _ForkServer(self._stage.fd, start_timeout) if _FORKS else None
+        except OSError:
+            self._server = None
         self._start()
 
     def _start(self) -> None:
         req_r, req_w = os.pipe()
         resp_r, resp_w = os.pipe()
-        cmd = [sys.executable, "-m", "sl1conf.adapters.isolation", str(req_r), str(resp_w),
-               self.library, self.shim or "", self.report_path, self.log_path, str(self._stage.fd)]
+        args = [self.library, self.shim or "", self.report_path, self.log_path, str(self._stage.fd)]
+        cmd = [sys.executable, "-m", "sl1conf.adapters.isolation", str(req_r), str(resp_w), *args]
+        if self._server is not None:
+            try:
+                self._proc = _Forked(self._server, self._server.fork(req_r, resp_w, args))
+            except OSError:  # the fork server is gone (killed?): fresh interpreters from now on
+                self._server.close()
+                self._server = None
         try:
-            # Its own session: a library that signals its process group, or forks children,
-            # reaches only the worker's group, and Ctrl-C at the terminal reaches only the suite.
-            self._proc = subprocess.Popen(cmd, pass_fds=(req_r, resp_w, self._stage.fd), stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                          start_new_session=True)
+            if self._server is None:
+                # Its own session: a library that signals its process group, or forks children,
+                # reaches only the worker's group, and Ctrl-C at the terminal reaches only the suite.
+                self._proc = subprocess.Popen(cmd, pass_fds=(req_r, resp_w, self._stage.fd),
+                                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                              stderr=subprocess.DEVNULL, start_new_session=True)
         except OSError:
             os.close(req_w)
             os.close(resp_r)
@@ -421,6 +556,8 @@ class Worker:
             except (OSError, subprocess.TimeoutExpired):
                 pass
         self._kill()
+        if self._server is not None:
+            self._server.close()
         self._stage.close()
         self._dir.cleanup()
 
@@ -436,7 +573,9 @@ def _exit_text(code: "int | None", loading: bool = False) -> str:
     return f"exited with status {code}" + ("" if loading else " during the call")
 
 
-if __name__ == "__main__":  # the worker process: python -m sl1conf.adapters.isolation ...
+if __name__ == "__main__" and sys.argv[1:2] == ["--fork-server"]:  # python -m ... --fork-server <socket fd>
+    _zygote(int(sys.argv[2]))
+elif __name__ == "__main__":  # the worker process: python -m sl1conf.adapters.isolation ...
     _req, _resp, _library, _shim, _report, _log, _stage = sys.argv[1:8]
     _serve(Connection(int(_req), writable=False), Connection(int(_resp), readable=False),
            _library, _shim or None, _report, _log, int(_stage))

@@ -331,6 +331,7 @@ class SimulatorAdapter(Adapter):
         if protocol not in (None, PROTOCOL_VERSION, BATCH_VERSION):
             raise AdapterError(f"sim: protocol must be {PROTOCOL_VERSION} or {BATCH_VERSION}, not {protocol}")
         self.batch, self.batch_bytes, self._protocol = batch, int(batch_mib * (1 << 20)), protocol
+        self.unbuilt: dict = {}  # (dtype, variant) -> the first answer "built without it", and how many calls it saved
         try:
             argv = shlex.split(template)
         except ValueError as exc:
@@ -389,7 +390,7 @@ class SimulatorAdapter(Adapter):
                 out[i] = super().run([c])[0]  # the base's "unsupported" answer
                 continue
             self.calls_made += 1
-            early = self._refuse(c)
+            early = self._refuse(c) or self._not_built(c)
             if early is not None:
                 out[i] = self._observed(c, early)
             else:
@@ -401,8 +402,17 @@ class SimulatorAdapter(Adapter):
                 batch.append(todo.pop(0))
             answered = self._run_batch([c for _, c, _ in batch])
             for (i, c, _), o in zip(batch, answered):
-                out[i] = self._observed(c, o)
+                out[i] = self._observed(c, self._note_unbuilt(c, o))
             todo = batch[len(answered):] + todo  # after a crash or hang: the cases it did not reach
+            if self.unbuilt:  # calls of a dtype and variant the harness lacks: no run for them
+                left = []
+                for i, c, size in todo:
+                    skip = self._not_built(c)
+                    if skip is None:
+                        left.append((i, c, size))
+                    else:
+                        out[i] = self._observed(c, skip)
+                todo = left
         return out
 
     def _refuse(self, case: Case) -> "Outcome | None":
@@ -499,15 +509,31 @@ class SimulatorAdapter(Adapter):
         self.calls_made = 0
         return True
 
+    def _note_unbuilt(self, case: Case, o: Outcome) -> Outcome:
+        """Remember a harness built without the case's dtype or variant (its status 1 or 2)."""
+        if o.status == "unsupported":
+            self.unbuilt.setdefault((case.dtype, case.variant), [case.id, o.detail, 0])
+        return o
+
+    def _not_built(self, case: Case) -> "Outcome | None":
+        """After the harness said it was built without a dtype or variant, the calls of it left are
+        not made (each would cost a run of the command, minutes on a board, to say the same): they
+        are answered unsupported, naming the case that said so."""
+        seen = self.unbuilt.get((case.dtype, case.variant))
+        if seen is None:
+            return None
+        seen[2] += 1
+        return Outcome("unsupported", detail=f"not run: the harness answered case {seen[0]} \"{seen[1]}\"")
+
     def run_case(self, case: Case) -> Outcome:
         """Version 1: one run of the command for one case."""
-        early = self._refuse(case)
+        early = self._refuse(case) or self._not_built(case)
         if early is not None:
             return early
         data = encode_case(case)
         workdir = tempfile.mkdtemp(prefix="sl1sim-")
         try:
-            return self._run_in(workdir, case, data)
+            return self._note_unbuilt(case, self._run_in(workdir, case, data))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 

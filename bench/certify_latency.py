@@ -27,6 +27,15 @@ machine (ratios between them are what the numbers mean):
                                   (issue 15): protocol 2 at least 10 times faster, the same report;
                                   measured once each, only where aarch64-linux-gnu-gcc and
                                   qemu-aarch64 are installed
+  failure path, every call crashes
+                                  sl1conf certify --quick --dtype fp32 --platform ieee of a library that
+                                  reads one element past the end of x1 (every call faults at the guard
+                                  page, so every call costs a fresh worker): target under 30 s (issue
+                                  25), measured once
+  failure path, no variant built  the same through sim:[protocol=1] and a board-like script (copy the
+                                  case over, run the sample's harness built without either variant,
+                                  copy the result back: three processes per run): every call answers
+                                  "built without this variant"; target under 15 s (issue 25), measured once
 """
 
 from __future__ import annotations
@@ -39,6 +48,14 @@ from pathlib import Path
 
 TARGET_S = 1.5  # issue 12: the engine's fp16 certification of builtin:kernel on ieee (without lengths-long)
 FULL_TARGET_S = 60.0  # issue 13: the full run of the ctypes sample library
+FAILURE_TARGETS = {"failure path, every call crashes": 30.0, "failure path, no variant built": 15.0}  # issue 25
+OVERREAD = """
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta)
+{ volatile float sink = 0; for (int i = 0; i <= n; i++) { sink += x1[i]; if (i < n) { float d = x1[i] - x2[i];
+  dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; } } }
+void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, float beta, int mask)
+{ if (mask) fp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta); }
+"""
 COMMAND = ["certify", "--impl", "builtin:kernel", "--platform", "ieee", "--dtype", "fp16"]
 
 
@@ -79,12 +96,45 @@ def measure(reps: int = 3) -> dict:
         full = [sys.executable, "-m", "sl1conf", "certify", "--impl", f"ctypes:{build_library()}", "--platform", "ieee",
                 "--out", str(Path(tmp) / "full")]
         rows["full run, ctypes sample"] = _best(lambda: subprocess.run(full, check=True, capture_output=True), 1)
+        rows.update(_failure_rows(Path(tmp)))
         qemu = _qemu_rows(Path(tmp))
         same = qemu.pop("same report", None)
         rows.update(qemu)
     return {"qemu_same_report": same, "rows": rows, "target_s": TARGET_S, "meets_target": rows["engine, in memory, no lengths-long"] <= TARGET_S,
             "full_target_s": FULL_TARGET_S, "meets_full_target": rows["full run, ctypes sample"] <= FULL_TARGET_S,
+            "failure_targets_s": FAILURE_TARGETS,
+            "meets_failure_targets": {k: rows[k] <= t for k, t in FAILURE_TARGETS.items()},
             "runs": [{k: r[k] for k in ("variant", "cases", "elements")} for r in runs]}
+
+
+def _failure_rows(tmp: Path) -> dict:
+    """The two failure paths of issue 25: every call crashing (ctypes), every call unsupported (sim)."""
+    import shlex
+
+    from sl1conf.adapters.cbuild import build_shared
+    from sl1conf.adapters.sample import build_harness
+
+    src = tmp / "overread.c"
+    src.write_text(OVERREAD)
+    lib = build_shared("bench-overread", [src])
+    quick = ["--platform", "ieee", "--dtype", "fp32", "--quick", "--format", "md"]
+    def run(argv):  # exit 1 (fail, incomplete), as they must: anything else would time a usage error
+        done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 1:
+            raise RuntimeError(f"{' '.join(argv[3:6])}: exit {done.returncode}: {done.stderr[-300:]}")
+    rows = {"failure path, every call crashes": _best(lambda: run(
+        [sys.executable, "-m", "sl1conf", "certify", "--impl", f"ctypes:{lib}", *quick, "--out", str(tmp / "o")]), 1)}
+    harness = build_harness(flags=["-DSL1_HARNESS_NO_SHARED", "-DSL1_HARNESS_NO_PRIVATE"])
+    board = tmp / "board-run.sh"
+    board.write_text(f"#!/bin/sh\ncp \"$1\" {shlex.quote(str(tmp / 'on-board.case'))} && "
+                     f"{shlex.quote(str(harness))} {shlex.quote(str(tmp / 'on-board.case'))} "
+                     f"{shlex.quote(str(tmp / 'on-board.result'))}; status=$?\n"
+                     f"cp {shlex.quote(str(tmp / 'on-board.result'))} \"$2\"; exit $status\n")
+    board.chmod(0o755)
+    rows["failure path, no variant built"] = _best(lambda: run(
+        [sys.executable, "-m", "sl1conf", "certify", "--impl", f"sim:[protocol=1] {board} {{case}} {{result}}", *quick,
+         "--out", str(tmp / "u")]), 1)
+    return rows
 
 
 QEMU_TARGET = 10.0  # issue 15: protocol 2 at least this many times faster than protocol 1 under qemu
@@ -129,6 +179,9 @@ def markdown(result: dict) -> list:
              + ("**met**." if result["meets_target"] else f"**not met** (by {old_run - result['target_s']:.2f} s).")
              + f" Target for the full run of the ctypes sample library (issue 13): under {result['full_target_s']:g} s: "
              + ("**met**." if result["meets_full_target"] else f"**not met** ({full:.1f} s).")]
+    for label, target in (result.get("failure_targets_s") or {}).items():
+        lines[-1] += (f" Target for the {label} (issue 25): under {target:g} s: "
+                      + ("**met**." if result["meets_failure_targets"][label] else f"**not met** ({rows[label]:.1f} s)."))
     one, two = rows.get("full run, qemu-aarch64, protocol 1"), rows.get("full run, qemu-aarch64, protocol 2")
     if one and two:
         lines[-1] += (f" Target for the full mt7004 certification of the sample under qemu-aarch64 (issue 15): "

@@ -208,3 +208,45 @@ def test_a_library_that_dies_or_hangs_while_loading(tmp_path):
                        "static void attack(float *dx1, int n) { (void)dx1; (void)n; }\n")
         with pytest.raises(AdapterError, match=words.replace("(", r"\(").replace(")", r"\)")):
             load(f"ctypes:{build_shared(name, [src])}?start_timeout=2")
+
+
+COUNTER = r"""
+static int calls;  /* the library's own state: 0 in a fresh process */
+static float *volatile nowhere;  /* a pointer the compiler cannot see through: a real crash */
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta)
+{
+    (void)dy; (void)x1; (void)x2; (void)beta;
+    if (n == 3) *nowhere = 1.0f;
+    for (int i = 0; i < n; i++) dx1[i] = (float)calls;
+    calls++;
+}
+"""
+
+
+def test_a_replaced_worker_is_a_fresh_process_and_the_fork_server_can_die(tmp_path):
+    """Workers come from a fork server that never loads the library (each worker loads it after
+    the fork), so the library's state starts afresh after a crash, as in a new interpreter; and
+    when the fork server itself is gone the adapter goes on with fresh interpreters."""
+    import os
+    import signal
+
+    from sl1conf.adapters.cbuild import build_shared
+    from sl1conf.adapters.isolation import _FORKS
+
+    src = tmp_path / "counter.c"
+    src.write_text(COUNTER)
+    lib = build_shared("isolation-counter", [src])
+    one = np.array([0x3F800000], np.uint32)
+    case = lambda n, cid: Case("fp32", np.repeat(one, n), np.repeat(one, n), np.repeat(one, n), 0x3F800000,  # noqa: E731
+                               id=cid)
+    with load(f"ctypes:{lib}") as impl:
+        got = [o.out[0] if o.status == "ok" else o.status for o in impl.run([case(1, "a"), case(1, "b"), case(3, "c"),
+                                                                            case(1, "d"), case(1, "e")])]
+        assert got == [0x00000000, 0x3F800000, "crash", 0x00000000, 0x3F800000]  # 0.0, 1.0, crash, 0.0 again
+        worker = impl.worker
+        assert (worker._server is not None) == _FORKS
+        if worker._server is not None:
+            os.kill(worker._server.proc.pid, signal.SIGKILL)
+            worker._server.proc.wait(5)
+        got = [o.out[0] if o.status == "ok" else o.status for o in impl.run([case(3, "f"), case(1, "g")])]
+        assert got == ["crash", 0x00000000] and worker._server is None

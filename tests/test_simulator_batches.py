@@ -193,3 +193,40 @@ def test_a_crash_and_a_hang_mid_batch_under_qemu(build_dir):
         assert [o.status for o in got] == ["ok", status, "ok"], [o.detail for o in got]
         assert "(case 2 of a batch of 3)" in got[1].detail
         assert all(np.array_equal(got[k].out, np.full(cases[k].n, 0x3C00, np.uint16)) for k in (0, 2))
+
+
+@pytest.mark.parametrize("protocol", [1, 2])
+def test_a_variant_the_harness_lacks_costs_one_run_not_one_per_call(build_dir, tmp_path, protocol):
+    """A harness built without the private variant answers its first private call 'built without
+    this variant' (status 2); the adapter makes no more private calls (each would cost a run of
+    the command, minutes on a board), answers them unsupported naming that case, and the shared
+    calls run as before. Runs are counted by a wrapper around the harness."""
+    harness = S.build_harness(out_dir=build_dir, flags=["-DSL1_HARNESS_NO_PRIVATE"])
+    runs = tmp_path / "runs"
+    wrapper = tmp_path / "count.sh"
+    wrapper.write_text(f'#!/bin/sh\necho run >> {shlex.quote(str(runs))}\nexec {shlex.quote(str(harness))} "$@"\n')
+    wrapper.chmod(0o755)
+    impl = SimulatorAdapter(f"{wrapper} {{case}} {{result}}", protocol=protocol, batch=3)
+    cases = [c for c in _cases() if c.n]
+    private = [c for c in cases if c.variant == "p"]
+    outcomes = impl.run(cases)
+    made = len(runs.read_text().splitlines()) - (1 if protocol == 2 else 0)  # the protocol question
+    shared_runs = sum(c.variant == "s" for c in cases) if protocol == 1 else None
+    for c, o in zip(cases, outcomes):
+        if c.variant == "p":
+            assert o.status == "unsupported", (c.id, o.status, o.detail)
+        else:
+            assert o.status == "ok", (c.id, o.detail)
+    for dtype in ("fp16", "fp32"):  # per dtype and variant: the first call is made, the others not
+        mine = [(c, o) for c, o in zip(cases, outcomes) if c.variant == "p" and c.dtype == dtype]
+        (c0, first), rest = mine[0], mine[1:]
+        assert "built without this variant" in first.detail and rest
+        skipped = [o for _, o in rest if o.detail.startswith(f"not run: the harness answered case {c0.id}")]
+        # (a batch already sent holds more private calls: the harness answers them itself)
+        assert skipped and all(o in skipped or "built without this variant" in o.detail for _, o in rest)
+        assert impl.unbuilt[(dtype, "p")][2] == len(skipped)
+        assert len(skipped) == len(rest) or protocol == 2
+    if protocol == 1:
+        assert made == shared_runs + 2  # one private call made per dtype, the rest not
+    else:
+        assert made < len(cases) / 3 + 2  # batches of 3: no batch of private calls alone after the first

@@ -122,13 +122,15 @@ def _calls(vs: V.VectorSet, variant: str, profile: Profile, cases=None) -> list:
     return out
 
 
-def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: list, bar=None) -> tuple:
+def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: list, bar=None,
+                 unsupported: "list | None" = None) -> tuple:
     """Run ``calls`` in order and judge them: (judgements of the calls that returned, (row,
     call, outcome) of those that did not). Each judgement's ``call_no`` is the call's number in
     the adapter's history (``Adapter.calls_made`` counts every call since the last restart).
     ``bar`` (a progress bar) moves with every outcome and counts the calls that failed so far:
     those that did not return (crash, timeout, error) while they run, then those whose
-    elements the judge rejects."""
+    elements the judge rejects. ``unsupported``, if given, collects the outcomes of calls the
+    adapter offers that the implementation answered unsupported (a harness built without it)."""
     first = adapter.calls_made
     if bar is not None:
         failing = [0]
@@ -145,6 +147,8 @@ def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: lis
     returned, broken, rejected, numbers, no = [], [], [], [], first
     for (row, vc, case), o in zip(calls, outcomes):
         if o.status == "unsupported":
+            if unsupported is not None and adapter.supports(case):
+                unsupported.append(o)
             continue
         no += 1
         if o.status == "ok":
@@ -180,7 +184,8 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
             req.prepare(ctx, req)
     bar = progress(f"{fmt.name} {variant}", len(calls)) if progress else None
     try:
-        ctx.judged, ctx.broken, ctx.rejected = _judge_calls(adapter, profile, vs, calls, bar)
+        answered_unsupported: list = []
+        ctx.judged, ctx.broken, ctx.rejected = _judge_calls(adapter, profile, vs, calls, bar, answered_unsupported)
     finally:
         if bar is not None:
             bar.close()
@@ -223,7 +228,9 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
     if len(calls) < len(every):
         run["recorded"] = (f"judged from a results file: {len(calls):,} of the {len(every):,} calls certify makes "
                            "(the board made each case's call once, in the case's own variant and core mask)")
-    reasons = incomplete_reasons(requirements, len(calls), unsupported)
+    not_made = sum(o.detail.startswith("not run:") for o in answered_unsupported)
+    reasons = incomplete_reasons(requirements, len(calls), unsupported + len(answered_unsupported), not_made,
+                                 answered_unsupported[0].detail if answered_unsupported else "")
     if reasons:
         run["incomplete"] = reasons
     run["verdict"] = run_verdict(requirements, reasons)

@@ -1133,13 +1133,16 @@ def by_id(rid: str) -> Requirement:
         raise KeyError(f"unknown requirement {rid!r}; known: {', '.join(CATALOG_BY_ID)}") from None
 
 
-def incomplete_reasons(requirements: list, calls: int, unsupported: int) -> list:
+def incomplete_reasons(requirements: list, calls: int, unsupported: int, not_made: int = 0, first: str = "") -> list:
     """Why a run that failed nothing still checked too little to pass: calls the implementation
-    answered ``unsupported`` (the profile requires them), no element judged at all, or a
+    answered ``unsupported`` (the profile requires them; ``not_made`` of them were not made once
+    the implementation had said so, ``first``: the first answer), no element judged at all, or a
     required requirement that passed on nothing."""
     out = []
     if unsupported:
-        out.append(f"{unsupported} of {calls} calls answered unsupported")
+        out.append(f"{unsupported} of {calls} calls answered unsupported"
+                   + (f" ({first.removeprefix('not run: ')})" if first else "")
+                   + (f"; {not_made} of them not made, once the implementation had said so" if not_made else ""))
     r01 = next((r for r in requirements if r["id"] == "R01"), None)
     if r01 is not None and not r01.get("checked"):
         out.append("no element was judged")
