@@ -43,6 +43,7 @@ ID_TABLE = {
     15: "rounding-hard",
     16: "lengths-compact",
     17: "lengths-long",
+    18: "calls-crossed",
 }
 RANDOM_FAMILIES = {"random-weighted", "random-boundary", "large-random", "rounding-hard"}
 
@@ -105,8 +106,8 @@ def test_registry_entries_are_complete():
         assert spec.description and len(spec.description) > 60, spec.name
         assert spec.flags and set(spec.dtypes) <= set(DTYPES), spec.name
         assert spec.seeded == (spec.name in RANDOM_FAMILIES), spec.name
-        assert spec.large == (spec.name in ("large-random", "lengths", "lengths-long")), spec.name
-        assert spec.by_default == (spec.name == "lengths-long"), spec.name
+        assert spec.large == (spec.name in ("large-random", "lengths", "lengths-long", "calls-crossed")), spec.name
+        assert spec.by_default == (spec.name in ("lengths-long", "calls-crossed")), spec.name
     assert FM.family_by_name("fp16-overflow").dtypes == ("fp16",)
     assert FM.family_by_name("range-overflow").dtypes == ("fp32",)
 

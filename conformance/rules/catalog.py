@@ -1045,7 +1045,7 @@ CATALOG: tuple = (
     Requirement("R07", "lengths-and-tails",
                 "Every length, odd ones and those that leave a tail after the vector body included, gives "
                 "the same accuracy, and nothing is written past length.", _lengths,
-                families=("lengths-compact", "lengths", "lengths-long")),
+                families=("lengths-compact", "lengths", "lengths-long", "calls-crossed")),
     Requirement("R08", "length-zero",
                 "A call with length 0 (or negative) writes nothing.", _length_zero),
     Requirement("R09", "core-mask-invariance",

@@ -24,7 +24,8 @@ __all__ = ["diagnose", "WIDTHS", "TILES"]
 WIDTHS = (4, 8, 16, 32, 64)  # vector widths (elements) whose tail is tested
 TILES = (256, 1024, 4096)  # tile sizes (elements) whose boundaries are tested
 LENGTHS = ((1, 16, "calls shorter than 16 elements"), (16, 1024, "calls of 16 to 1,023 elements"),
-           (1024, 65_536, "calls of 1,024 to 65,535 elements"), (65_536, None, "calls of 65,536 elements or more"))
+           (1024, 65_536, "calls of 1,024 to 65,535 elements"), (65_536, 1 << 20, "calls of 65,536 to 1,048,575 elements"),
+           (1 << 20, None, "calls of 1,048,576 elements or more"))
 SHOWN = 4  # patterns reported per requirement
 MIN_SHARE = 0.5  # a pattern is reported when it holds at least this share of the failures ...
 MIN_LIFT = 1.5  # ... and is this many times more common among them than among the elements checked

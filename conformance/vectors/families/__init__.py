@@ -72,7 +72,7 @@ from sl1conf.conformance.vectors.families.boundary import (
 from sl1conf.conformance.vectors.families.finish import finish_case
 from sl1conf.conformance.vectors.families.lengths import (
     COMPACT_LENGTHS, CORE_MASKS, LARGE_LENGTH, MAX_TABLE_LENGTH, VECTOR_WIDTHS,
-    core_masks_cases, lengths_cases, lengths_compact_cases, lengths_long_cases, required_lengths,
+    calls_crossed_cases, core_masks_cases, lengths_cases, lengths_compact_cases, lengths_long_cases, required_lengths,
 )
 from sl1conf.conformance.vectors.families.random import (
     large_random_cases, random_boundary_cases, random_weighted_cases, rounding_hard_cases,
@@ -221,6 +221,17 @@ FAMILIES: tuple = (
                "default run (generated there, in memory), never committed; --large generates it "
                "into a vector set.",
                ("length", "large"), BOTH, lengths_long_cases, large=True, by_default=True),
+    FamilySpec(18, "calls-crossed",
+               "Every pair of call parameters in at least one call (a covering array of strength 2, "
+               "30 calls): length classes 7, 65, 4,097, 65,537 and 1,048,577 against beta classes a "
+               "power of two (2), not one (3.3), the manual's range (0.1), a tiny normal, a huge "
+               "normal (1 / beta subnormal) and a subnormal, each on the private variant, the "
+               "shared one with a mask with holes (0x55) and with one high core (0x80), so that "
+               "a code path taken only for long calls (a DDR path) meets betas whose reciprocal "
+               "rounds, and every variant meets every length. Data: boundary-weighted random "
+               "(outer lines only for the subnormal beta). About 6,600,000 elements: part of "
+               "certify's default run, never committed.",
+               ("length", "beta", "large"), BOTH, calls_crossed_cases, large=True, by_default=True),
 )
 
 FAMILY_NAMES = tuple(spec.name for spec in FAMILIES)

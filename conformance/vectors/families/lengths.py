@@ -2,7 +2,9 @@
 
 lengths (10, large) and lengths-compact (16) hit the vector body only, the tail only and
 both for every plausible vector width (CMSIS-DSP's pattern files), and the shared version's
-uneven splits across cores; core-masks (11) runs the same data under every kind of mask.
+uneven splits across cores; core-masks (11) runs the same data under every kind of mask;
+lengths-long (17) long calls; calls-crossed (18) every pair of call parameters (length class,
+beta class, variant and core mask) in at least one call, a covering array.
 Their data is :func:`plain_batch`: random near the boundary, with no open element.
 """
 
@@ -24,6 +26,7 @@ __all__ = [
     "required_lengths", "plain_batch", "length_flags",
     "lengths_cases", "lengths_compact_cases", "core_masks_cases", "lengths_long_cases",
     "LONG_MULTIPLES", "HUGE_LENGTH", "LONG_SPLITS",
+    "CROSSED_LENGTHS", "CROSSED_BETAS", "CROSSED_CALLS", "crossed_beta", "crossed_calls", "calls_crossed_cases",
 ]
 
 VECTOR_WIDTHS = (4, 8, 16, 32, 64)
@@ -232,4 +235,64 @@ def core_masks_cases(fmt: Format, rng: np.random.Generator) -> list:
             if cores > len(dy):
                 flags.append("fewer-elements-than-cores")
             cases.append(make_case(fmt, dy, x1, x2, beta, flags, variant="s", core_mask=mask))
+    return cases
+
+
+CROSSED_LENGTHS = (("short", 7), ("width-neighbour", 65), ("tile", 4097), ("long", 65_537), ("ddr", HUGE_LENGTH))
+"""calls-crossed's length classes: shorter than most vector widths, one past a vector-width multiple,
+one past a 1,024-multiple (tiles, DMA blocks), past 65,536 (thread chunks), past 2^20 (DDR-sized data)."""
+
+CROSSED_BETAS = ("pow2", "not-pow2", "usual", "tiny", "huge", "subnormal")
+"""calls-crossed's beta classes (:func:`crossed_beta`)."""
+
+CROSSED_CALLS = (("p", 0xFF, "private"), ("s", 0x55, "mask-with-holes"), ("s", 0x80, "single-high-core"))
+"""calls-crossed's variant and core-mask classes. certify calls every case through both variants
+(a private case through the shared one with every core), so these three give the shared variant
+all cores, a mask with holes and one high core, and the private variant every call."""
+
+
+def crossed_beta(fmt: Format, cls: str) -> int:
+    """A positive beta of each class: a power of two (2, reciprocal exact), not one outside the
+    usual range (3.3), the manual's usual range (0.1), a tiny normal (1.5 times 2^(emin + 1): 1 / beta
+    still finite), a huge normal (1.5 times 2^-emin: 1 / beta subnormal), a subnormal."""
+    if cls == "subnormal":
+        return (1 << (fmt.frac_bits - 1)) | 0x5  # mid-range subnormal, not a power of two
+    text = {"pow2": "2", "not-pow2": "3.3", "usual": "0.1", "tiny": f"0x1.8p{fmt.emin + 1}",
+            "huge": f"0x1.8p{-fmt.emin}"}[cls]
+    return bits_of_text(fmt, text)
+
+
+def _outer_lines(fmt: Format, n: int, rng: np.random.Generator):
+    """Data for a subnormal beta: every diff a normal number (x1 in +-[1, 2), x2 = +0), so every
+    element takes an outer line (+-dy, exact) whether or not beta or anything else is flushed."""
+    dy = bits_of(fmt, random_signs(rng, n) * random_significands(fmt, rng, n))
+    x1 = bits_of(fmt, random_signs(rng, n) * random_significands(fmt, rng, n))
+    return dy, x1, np.zeros(n, fmt.uint)
+
+
+def crossed_calls() -> list:
+    """(length class, length, beta class, variant, core_mask, mask class) of every call: each
+    length class against each beta class (all 30 pairs), the variant and mask class the
+    (length + beta) index modulo 3, so that every pair of values of the three parameters is in
+    at least one call (a covering array of strength 2 in 30 calls; 5 x 6 x 3 = 90 would be all)."""
+    out = []
+    for i, (lcls, n) in enumerate(CROSSED_LENGTHS):
+        for j, bcls in enumerate(CROSSED_BETAS):
+            variant, mask, mcls = CROSSED_CALLS[(i + j) % len(CROSSED_CALLS)]
+            out.append((lcls, n, bcls, variant, mask, mcls))
+    return out
+
+
+def calls_crossed_cases(fmt: Format, rng: np.random.Generator) -> list:
+    """Every pair of call parameters in one call at least (:func:`crossed_calls`), on
+    boundary-weighted random data (outer lines only for the subnormal beta)."""
+    cases = []
+    for lcls, n, bcls, variant, mask, mcls in crossed_calls():
+        beta = crossed_beta(fmt, bcls)
+        if bcls == "subnormal":
+            dy, x1, x2 = _outer_lines(fmt, n, rng)
+        else:
+            dy, x1, x2 = plain_batch(fmt, n, rng, beta, draw=fast_batch)
+        flags = ["crossed", f"length-{lcls}", f"beta-{bcls}", mcls] + length_flags(n)
+        cases.append(make_case(fmt, dy, x1, x2, beta, flags, variant=variant, core_mask=mask))
     return cases
