@@ -48,6 +48,27 @@ def test_explain_shows_flush_to_zero_difference(capsys):
     assert "flush-to-zero oracle:   0x0000" in out
 
 
+def test_explain_names_the_class_of_every_intermediate(capsys):
+    # fp16: x1 = 2^-14 + 2^-15 (0x0600, normal), x2 = 2^-14 (0x0400): diff = 2^-15, subnormal (exact);
+    # dy = 3: diff * dy = 3 * 2^-15 = 1.5 * 2^-14, the smallest binade's normal, exact;
+    # beta = 2^15 (0x7800): diff / beta = 2^-30, below half the smallest subnormal 2^-25: underflows
+    # to zero; 1 / beta = 2^-15, subnormal, exact.
+    code, out, _ = run(capsys, "explain", "--dtype", "fp16", "--dy", "3", "--x1", "0x0600", "--x2", "0x0400",
+                       "--beta", "0x7800")
+    text = out.splitlines()
+    first = text.index("  intermediates (exact value; what fp16 does to it)") + 1
+    lines = {name: next(ln for ln in text[first:first + 4] if ln.startswith("  " + name + " "))
+             for name in ("x1 - x2", "(x1 - x2) * dy", "(x1 - x2) / beta", "1 / beta")}
+    assert code == 0
+    assert "subnormal in fp16, exact" in lines["x1 - x2"]
+    assert lines["(x1 - x2) * dy"].endswith("exact in fp16")
+    assert "underflows to zero in fp16" in lines["(x1 - x2) / beta"]
+    assert "subnormal in fp16, exact" in lines["1 / beta"]
+    code, out, _ = run(capsys, "explain", "--dtype", "fp16", "--dy", "60000", "--x1", "2", "--x2", "0", "--beta",
+                       "4")
+    assert "overflows fp16 (rounds to infinity)" in out  # diff * dy = 120000 > 65504
+
+
 @pytest.mark.parametrize("argv, message", [
     (["explain", "--dtype", "fp8", "--dy", "1", "--x1", "1", "--x2", "1", "--beta", "1"], "fp8"),
     (["explain", "--dtype", "fp16", "--dy", "one", "--x1", "1", "--x2", "1", "--beta", "1"], "--dy"),

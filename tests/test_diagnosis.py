@@ -107,3 +107,47 @@ def test_a_defect_on_one_branch_is_diagnosed_as_that_branch():
 
 def test_a_passing_requirement_has_no_diagnosis(body_and_tail):
     assert all("diagnosis" not in r for r in body_and_tail.values() if r["status"] != "fail")
+
+
+def _reciprocal_one_ulp_low(dy, x1, x2, beta):
+    """A plain scalar loop whose reciprocal is one ULP low (toward zero): diff * r * dy in float."""
+    with np.errstate(all="ignore"):
+        r = np.nextafter(np.float32(1) / beta, np.float32(0), dtype=np.float32)
+        d = (x1 - x2).astype(np.float32)
+        mid = (d * r).astype(np.float32) * dy
+        return np.where(d > beta, dy, np.where(d < -beta, -dy, mid)).astype(np.float32)
+
+
+def test_a_block_leads_with_its_bulk_and_no_split_is_invented():
+    """Issue 25: the R02 block of a reciprocal one ULP low leads with what most of its failures are
+    (1-ULP misses at the boundary, where the exact quotient is +-1), with a typical element; the worst
+    element stays apart. R17 names no position, order or length split for a loop that has none."""
+    reqs = _run(_reciprocal_one_ulp_low)
+    r02 = reqs["R02"]
+    bulk = r02["bulk"]
+    assert r02["status"] == "fail" and bulk["kind"] == "1 ULP from the correctly rounded result"
+    assert bulk["failed"] >= 0.8 * r02["failed"] and bulk["of"] == r02["failed"]
+    e = bulk["example"]
+    assert abs(int(e["got"], 16) - int(e["expected"], 16)) == 1  # a typical element: 1 ULP off, same sign
+    r17 = reqs["R17"]["observed"]
+    assert not any(words in r17 for words in (" on the vector body", "before call #", "calls of", "n mod")), r17
+
+
+def test_a_slow_path_for_extreme_betas_is_named_by_beta_not_by_call_order():
+    """divmul-fp32, and muldiv-fp32 where beta is extreme (subnormal, below 2^-63 or above 2^126:
+    1 / beta not normal or near it), as a library with a slow path for such betas computes. The
+    extreme betas sit in a few families, so a split by call order explains the data nearly as
+    well; R17 names the split by beta class, which is what the library does."""
+    from sl1conf.conformance.rules.catalog import _extreme_beta
+    from sl1conf.reference import formats as F
+
+    fast, slow = get_model("divmul-fp32"), get_model("muldiv-fp32")
+
+    def fn(dy, x1, x2, beta):
+        extreme = _extreme_beta(F.FP32, int(np.array([beta], np.float32).view(np.uint32)[0]))
+        return (slow if extreme else fast)(dy, x1, x2, beta)
+    r17 = _run(fn)["R17"]
+    combo = r17.get("combination")
+    assert combo is not None and combo["by"] == "beta", r17["observed"]
+    assert [p["model"] for p in combo["parts"]] == ["divmul-fp32", "muldiv-fp32"]
+    assert "before call #" not in r17["observed"]

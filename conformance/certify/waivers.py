@@ -7,10 +7,17 @@ A waiver file is TOML::
     families = ["signed-zero"]       # optional: only failures in these families (R01 is per family)
     dtypes = ["fp16"]                # optional
     variants = ["s"]                 # optional
+    pattern = "beta-negative"        # optional: a diagnosis pattern's key (rules.diagnosis.pattern_keys)
     reason = "the board's libm returns +0 for -0 results; tracked as BUG-123"
 
 A failure a waiver covers is reported as ``waived`` (with the reason) and no longer fails
 the verdict; a waiver that matches no failure is reported too, so stale ones get removed.
+A waiver with a ``pattern`` is as narrow as the diagnosis: it covers a requirement's failures
+only where the report's diagnosis of them shows that pattern, and waives the requirement only
+when the pattern holds every one of its failures; otherwise the requirement still fails, and
+the entry says how many of its failures the waiver would cover (``waiver_partial``). Each
+waiver reports the requirements it waived (``matched``) and the failures they held
+(``failures``).
 
 A file is checked completely before anything runs (conformance/schemas/waiver.schema.json,
 then the ids and family names); the fields are documented in docs/conformance.md.
@@ -39,6 +46,7 @@ def load_waivers(path) -> list[dict]:
     reason always; families, dtypes and variants where given), checked completely before
     anything runs: against the committed schema, then that each id is a requirement of the
     catalog and each family one of the suite's. WaiverError (one line) otherwise."""
+    from sl1conf.conformance.rules.diagnosis import pattern_keys
     from sl1conf.conformance.vectors.families import FAMILY_NAMES
 
     p = Path(path)
@@ -64,6 +72,11 @@ def load_waivers(path) -> list[dict]:
         if w["id"] not in known:
             raise bad(["waiver", k, "id"],
                       f"unknown requirement id {w['id']!r} (the catalog has {known[0]} to {known[-1]})")
+        if "pattern" in w and w["pattern"] not in pattern_keys() and w["pattern"].removeprefix("family-") not in (
+                FAMILY_NAMES if w["pattern"].startswith("family-") else ()):
+            raise bad(["waiver", k, "pattern"], f"unknown pattern {toml_value(w['pattern'])} (a diagnosis pattern's "
+                      "key, as a report's diagnosis entries carry it: beta-negative, diff-subnormal, not-written, "
+                      "length-65536, family-underflow, ...)")
         for f in w.get("families", []):
             if f not in FAMILY_NAMES:
                 raise bad(["waiver", k, "families"],
@@ -78,15 +91,34 @@ def _covers(w: dict, run: dict, rid: str, families: "list | None") -> bool:
             and ("families" not in w or bool(set(w["families"]) & set(families or ()))))
 
 
+def _pattern_holds(w: dict, entry: dict) -> "tuple[bool, int]":
+    """(whether waiver ``w``'s pattern, if it has one, holds every failure of requirement
+    ``entry``, how many of them it holds): from the entry's diagnosis."""
+    if "pattern" not in w:
+        return True, entry.get("failed", 0)
+    d = next((d for d in entry.get("diagnosis") or [] if d.get("key") == w["pattern"]), None)
+    if d is None:
+        return False, 0
+    return d["failed"] == d["of"], d["failed"]
+
+
 def apply_waivers(report: dict, waivers: list[dict]) -> dict:
     """Mark covered failures waived, recompute the verdicts, list each waiver's use."""
-    used = [0] * len(waivers)
+    used, failures = [0] * len(waivers), [0] * len(waivers)
 
-    def waive(target: dict, run: dict, rid: str, families) -> None:
+    def waive(target: dict, run: dict, rid: str, families, entry: dict) -> None:
         for k, w in enumerate(waivers):
             if _covers(w, run, rid, families):
+                whole, held = _pattern_holds(w, entry)
+                if not whole:  # narrower than the failures: they still fail; say how far it reaches
+                    entry["waiver_partial"] = f"{w['reason']}: pattern {w['pattern']} " + (
+                        f"holds {held:,} of its {entry.get('failed', 0):,} failures; the others still fail" if held
+                        else "is not among the patterns its failures share (it holds under half of them, or none): "
+                             "they still fail")
+                    continue
                 target["status"], target["waiver"] = "waived", w["reason"]
                 used[k] += 1
+                failures[k] += target.get("failed", 0)
                 return
 
     for run in report["runs"]:
@@ -96,12 +128,12 @@ def apply_waivers(report: dict, waivers: list[dict]) -> dict:
             per_family = [f for f in entry.get("families", []) if f["status"] == "fail"]
             if per_family:  # R01 is judged per family: waive family by family
                 for f in per_family:
-                    waive(f, run, entry["id"], [f["family"]])
+                    waive(f, run, entry["id"], [f["family"]], entry)
                 if all(f["status"] != "fail" for f in entry["families"]):
                     entry["status"] = "waived"
             else:
-                waive(entry, run, entry["id"], list(by_id(entry["id"]).families))
+                waive(entry, run, entry["id"], list(by_id(entry["id"]).families), entry)
         run["verdict"] = run_verdict(run["requirements"], run.get("incomplete", ()))
     report["verdict"] = report_verdict(report["runs"], report.get("missing_runs", ()))
-    report["waivers"] = [{**w, "matched": n} for w, n in zip(waivers, used)]
+    report["waivers"] = [{**w, "matched": n, "failures": f} for w, n, f in zip(waivers, used, failures)]
     return report

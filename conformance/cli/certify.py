@@ -106,6 +106,10 @@ def _run(args) -> int:
         print(f"{run['dtype']} {run['variant']}: {run['verdict'].upper()} ({run['cases']} cases, "
               f"{run['elements']} elements)" + (f"; failed: {', '.join(failed)}" if failed else "")
               + (f"; waived: {', '.join(waived)}" if waived else ""))
+    from sl1conf.conformance.reports.view import run_causes
+
+    for line in run_causes(report):
+        print(f"cause: {line}")
     for w in report.get("waivers", []):
         if not w["matched"]:
             print(f"waiver {w['id']} matched nothing: {w['reason']}")

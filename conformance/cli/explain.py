@@ -1,9 +1,11 @@
 """``sl1conf explain``: one element, taken apart.
 
 Shows what a user investigating a single failing element needs: the exact
-inputs, the exact diff and the branch it selects, the exact and the correctly
-rounded result, the flush-to-zero result, and every evaluation model's bits
-with their ULP distance from the correctly rounded result.
+inputs, the exact diff and the branch it selects, the class of every intermediate an
+evaluation order computes (x1 - x2, diff * dy, diff / beta, 1 / beta: exact, rounded,
+subnormal, underflowing or overflowing in the data format), the exact and the correctly
+rounded result, the flush-to-zero result, and every evaluation model's bits with their
+ULP distance from the correctly rounded result.
 """
 
 from __future__ import annotations
@@ -43,6 +45,45 @@ def value_text(fmt: F.Format, bits: int) -> str:
 
 
 
+def intermediate_class(fmt: F.Format, value: "Fraction | None") -> str:
+    """What the data format does to an exact intermediate: zero, exact, rounded, subnormal (below
+    the smallest normal: gradual underflow, or zero where the platform flushes), underflows to
+    zero (below half the smallest subnormal), overflows (rounds to infinity)."""
+    if value is None:
+        return "infinite or NaN (an operand is): no rounding to speak of"
+    if value == 0:
+        return "zero"
+    mag = abs(value)
+    rounded = F.round_to_format(fmt, mag)
+    cls, _ = F.classify(fmt, rounded)
+    if cls is F.FloatClass.INF:
+        return f"overflows {fmt.name} (rounds to infinity)"
+    if cls is F.FloatClass.ZERO:
+        return f"underflows to zero in {fmt.name}"
+    exact = F.decode(fmt, rounded) == mag
+    if mag < fmt.min_normal:
+        return f"subnormal in {fmt.name}" + (", exact" if exact else ", rounded") + " (a flushing platform reads zero)"
+    return "exact in " + fmt.name if exact else "rounded in " + fmt.name
+
+
+def _intermediates(fmt: F.Format, bits: dict, diff) -> list:
+    """Lines naming the class of every intermediate an evaluation order computes."""
+    def value(name):
+        cls, _ = F.classify(fmt, bits[name])
+        return None if cls is F.FloatClass.INF or cls.is_nan else F.decode(fmt, bits[name])
+    dy, beta = value("dy"), value("beta")
+    d = diff if isinstance(diff, Fraction) else None
+    terms = [("x1 - x2", d),
+             ("(x1 - x2) * dy", None if d is None or dy is None else d * dy),
+             ("(x1 - x2) / beta", None if d is None or not beta else d / beta),
+             ("1 / beta", None if not beta else 1 / beta)]
+    out = ["", f"  intermediates (exact value; what {fmt.name} does to it)"]
+    for name, v in terms:
+        shown = decimal_text(v) if v is not None else "-"
+        out.append(f"  {name:<18}{shown:<30}  {intermediate_class(fmt, v)}")
+    return out
+
+
 def explain(fmt: F.Format, texts: dict[str, str]) -> str:
     """The report for one element given as texts (decimal, hex float or hex bits)."""
     lines = [f"SmoothL1LossGrad, {fmt.name}, one element", ""]
@@ -65,6 +106,8 @@ def explain(fmt: F.Format, texts: dict[str, str]) -> str:
         "diff < -beta": "   ->  dx1 = -dy",
         "-beta <= diff <= beta": "   ->  dx1 = diff / beta * dy",
     }.get(e.branch, ""))
+    lines += _intermediates(fmt, bits, diff)
+    lines.append("")
     lines.append(f"  exact dx1 = {decimal_text(e.exact)}" + (f"   ({e.note})" if e.note else ""))
     lines.append(f"  correctly rounded dx1 = {F.hex_bits(fmt, e.bits)}  {value_text(fmt, e.bits)}")
     if ftz.bits != e.bits:

@@ -77,6 +77,9 @@ def render_html(report: dict) -> str:
                for caption, svg in plots[:1] if caption.startswith("Pass/fail matrix")],
              *(["<p><b>Incomplete:</b></p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in missing)
                 + "</ul>"] if missing else []),
+             *([f"<p><b>Causes</b> ({len(v.causes)}; requirements whose failures share one pattern are one "
+                "cause):</p><ul class=\"causes\">" + "".join(f"<li>{escape(line)}</li>" for line in v.causes) + "</ul>"]
+               if v.causes else []),
              *(["<p><b>Accuracy:</b></p><ul class=\"accuracy\">" + "".join(f"<li>{escape(line)}</li>"
                                                                              for line in v.accuracy) + "</ul>"]
                if v.accuracy else []),
@@ -89,6 +92,10 @@ def render_html(report: dict) -> str:
                          f'<p class="statement">{escape(f.statement)}</p>')
             if f.over_the_run:
                 parts.append(f"<p>Over the run: {escape(f.over_the_run)}</p>")
+            if f.cause:
+                parts.append(f'<p class="cause">Cause (shared): {escape(f.cause)}</p>')
+            if f.bulk:
+                parts.append(f'<p class="bulk">Most failures: {escape(f.bulk)}</p>')
             if f.diagnosis:
                 parts.append("<p>Diagnosis (patterns the failures share):</p><ul class=\"diagnosis\">"
                              + "".join(f"<li>{escape(line)}</li>" for line in f.diagnosis) + "</ul>")

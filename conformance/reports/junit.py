@@ -64,7 +64,9 @@ def _worst(w: dict) -> str:
 
 
 def _failure_text(f) -> str:
-    return (f.statement + "".join(f"\n\nDiagnosis: {line}" for line in f.diagnosis) + "\n\nReproduce"
+    return ((f"Cause (shared): {f.cause}\n\n" if f.cause else "") + f.statement
+            + (f"\n\nMost failures: {f.bulk}" if f.bulk else "")
+            + "".join(f"\n\nDiagnosis: {line}" for line in f.diagnosis) + "\n\nReproduce"
             + (f" ({f.reproduction})" if f.reproduction else "") + ":\n" + "\n".join(f.commands))
 
 
@@ -104,7 +106,8 @@ def render_junit(report: dict) -> str:
             if "families" not in r and not (req is not None and req.per_family):
                 message = text = ""
                 if f:
-                    message = f"{counts}; {_worst(f.worst)}" if f.worst else f"{counts}; {f.detail}"
+                    message = (f"{counts}; " + (f"cause: {f.cause}; " if f.cause else "")
+                               + (_worst(f.worst) if f.worst else f.detail))
                     if f.over_the_run:
                         message = (f"{message}; over the run: {f.over_the_run}" if f.worst or f.detail
                                    else f"{counts}; {f.over_the_run}")

@@ -40,6 +40,9 @@ def render_markdown(report: dict) -> str:
     out = [f"# {v.headline}: {v.title}", ""]
     runs = ", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"])
     out += [f"{runs}. Suite sl1conf {report['suite_version']}, {report.get('created', '')}.", ""]
+    if v.causes:
+        out += [f"**Causes** ({len(v.causes)}; requirements whose failures share one pattern are one cause):", ""] + [
+            f"- {line}" for line in v.causes] + [""]
     if report["runs"]:
         header, rows = matrix(report)
         out += [markdown_table(header, [[*row[:2], *(f"**{c.upper()}**" if c == "fail" else c for c in row[2:])]
@@ -58,6 +61,10 @@ def render_markdown(report: dict) -> str:
                     f"> {f.statement}", ""]
             if f.over_the_run:
                 out += [f"Over the run: {f.over_the_run}", ""]
+            if f.cause:
+                out += [f"Cause (shared): {f.cause}", ""]
+            if f.bulk:
+                out += [f"Most failures: {f.bulk}", ""]
             if f.diagnosis:
                 out += ["Diagnosis (patterns the failures share):", ""] + [f"- {line}" for line in f.diagnosis] + [""]
             if f.worst:

@@ -18,7 +18,7 @@ from sl1conf.reference import formats as F
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
 
-__all__ = ["distance_text", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
+__all__ = ["distance_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER", "ACCEPTED_FAR"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
@@ -136,6 +136,12 @@ def diagnosis_line(d: dict) -> str:
             f"checked); e.g. {where_text(e)}: {outcome_text(e)}")
 
 
+def bulk_line(b: dict) -> str:
+    """The commonest kind of error of a failing requirement (rules.catalog.ERROR_KINDS) and a typical element."""
+    e = b["example"]
+    return f"{b['kind']}: {b['failed']:,} of {b['of']:,} failing elements; e.g. {where_text(e)}: {outcome_text(e)}"
+
+
 def failing_ids(report: dict) -> list:
     """The ids of the required requirements that fail in some run, in catalog order."""
     return sorted({r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"})
@@ -191,6 +197,8 @@ class Failure:
     reproduction: str = ""  # how far the commands reproduce it, where not plainly (history-dependent)
     over_the_run: str = ""  # a finding about the whole run, not one call (R01's rounding bias)
     diagnosis: list = field(default_factory=list)  # diagnosis_line per pattern the failures share
+    bulk: str = ""  # bulk_line: the commonest kind of error and a typical element (the block leads with it)
+    cause: str = ""  # the cause it shares with other failing requirements of the run (reports.causes), if any
 
     @property
     def where(self) -> str:
@@ -233,6 +241,7 @@ class View:
     accuracy: list = field(default_factory=list)  # accuracy_line per run
     accepted_far: list = field(default_factory=list)  # a row per requirement that accepted elements beyond the budget
     unobserved: list = field(default_factory=list)  # (dtype, variant, id, title, why) per not-applicable entry that says why
+    causes: list = field(default_factory=list)  # "fp32 s: <cause line>" per cause of each run's failures (reports.causes)
 
 
 def _headline(report: dict) -> str:
@@ -300,9 +309,12 @@ def view(report: dict) -> View:
     inv = report.get("invocation") or {}
     name = inv.get("impl") or impl["adapter"]
     title = f"{name} on {report['profile']['name']}"
+    from sl1conf.conformance.reports.causes import cause_line, causes
+
     failures, rows, observed, errors, far_rows, unobserved = [], [], [], [], [], []
     for run in report["runs"]:
         d, v = run["dtype"], run["variant"]
+        shared = {rid: cause_line(c) for c in causes(run) if len(c["requirements"]) > 1 for rid in c["requirements"]}
         err = run.get("errors")
         if err:
             worst = err.get("worst")
@@ -337,7 +349,8 @@ def view(report: dict) -> View:
                         "" if worst else (examples[0].get("detail", "") if examples else ""),
                         variants=[v], counts=[(r.get("failed", 0), r.get("checked", 0))],
                         reproduction=r.get("reproduction", ""), over_the_run="; ".join(run_wide),
-                        diagnosis=[diagnosis_line(dg) for dg in r.get("diagnosis") or []])
+                        diagnosis=[diagnosis_line(dg) for dg in r.get("diagnosis") or []],
+                        bulk=bulk_line(r["bulk"]) if r.get("bulk") else "", cause=shared.get(r["id"], ""))
             case = (worst or (examples[0] if examples else {})).get("case") if r.get("rerun_cases", True) else None
             f.commands.append(_rerun_command(report, d, v, [r["id"]] + ([case] if case else [])))
             if worst:  # the exact diff, branch, result and every model's bits of the worst element
@@ -372,7 +385,19 @@ def view(report: dict) -> View:
     if report.get("only"):
         identity.append(("scope", "--only " + ",".join(report["only"])))
     return View(report, title, report["verdict"], failures, rows, observed, identity, errors, _headline(report),
-                _scope(report), [line for line in map(accuracy_line, report["runs"]) if line], far_rows, unobserved)
+                _scope(report), [line for line in map(accuracy_line, report["runs"]) if line], far_rows, unobserved,
+                run_causes(report))
+
+
+def run_causes(report: dict) -> list:
+    """The causes of every run's failures (reports.causes), a line each, runs failing alike once."""
+    from sl1conf.conformance.reports.causes import cause_line, causes
+
+    out: dict = {}
+    for run in report["runs"]:
+        for c in causes(run):
+            out.setdefault(cause_line(c), []).append(f"{run['dtype']} {run['variant']}")
+    return [f"{' and '.join(where)}: {line}" for line, where in out.items()]
 
 
 def all_held(v: View) -> str:
@@ -420,7 +445,8 @@ def sections(v: View) -> list:
                     ["run", "id", "what", "why"],
                     [[f"{d} {var}", rid, title, text] for d, var, rid, title, text in v.unobserved]))
     if v.report.get("waivers"):
-        out.append(("Waivers", "", ["waiver", "matched", "reason"],
-                    [[w["id"], w["matched"], w["reason"]] for w in v.report["waivers"]]))
+        out.append(("Waivers", "", ["waiver", "pattern", "matched", "failures waived", "reason"],
+                    [[w["id"], w.get("pattern", ""), w["matched"], w.get("failures", ""), w["reason"]]
+                     for w in v.report["waivers"]]))
     out.append(("What was tested", "", ["", ""], [[k, val] for k, val in v.identity]))
     return out

@@ -50,6 +50,29 @@ EXAMPLES = 5  # failing inputs listed per requirement
 # run checks
 
 
+ERROR_KINDS = (*SPECIALS, "not written (dx1 still holds the fill)", "1 ULP from the correctly rounded result",
+               "2 ULP from it", "3 or 4 ULP from it", "5 to 64 ULP from it", "65 ULP or more from it",
+               "a zero of the other sign")
+"""What a failing element's error is, for a block's bulk: a kind that is no distance (judge.SPECIALS),
+an element left unwritten, or a distance class."""
+_KIND_EDGES = np.array([1, 2, 4, 64])  # upper ends of the distance classes but the last
+
+
+def error_kinds(j, idx: np.ndarray) -> np.ndarray:
+    """Index into ERROR_KINDS of elements ``idx`` of judgement ``j``."""
+    fmt = j.fmt
+    got, want = j.got[idx], j.expected.oracle[idx]
+    out = special_class(fmt, got, want)
+    rest = out < 0
+    unwritten = rest & (got == fill_bits(fmt)) & (j.case is None or j.case.out_alias is None)
+    out[unwritten] = len(SPECIALS)
+    rest &= ~unwritten
+    d = j.dist[idx]
+    out[rest] = np.where(d[rest] == 0, len(ERROR_KINDS) - 1,
+                         len(SPECIALS) + 1 + np.searchsorted(_KIND_EDGES, np.minimum(d[rest], 1 << 40), side="left"))
+    return out
+
+
 class Tally:
     """Counts and the worst failing element of one requirement (or one family of it)."""
 
@@ -58,6 +81,7 @@ class Tally:
         self.seen = []  # (judgement, failing mask, checked mask) per call added: what the diagnosis reads
         self.far, self.far_by, self.far_worst = 0, {}, None  # accepted beyond the budget: reachable under the error model, or an alternative
         self.far_special = {}  # accepted infinities or NaNs against numbers (no distance), by kind
+        self.kinds = {}  # error kind (ERROR_KINDS index) -> [failing elements, the first (j, k)]: the bulk
 
     def add(self, j, bad: np.ndarray, among: "np.ndarray | None" = None):
         """``bad`` elements of judgement ``j`` (``among``: the elements the rule looked at, default all)."""
@@ -69,6 +93,12 @@ class Tally:
         if not idx.size:
             return
         self.failed += int(idx.size)
+        kinds = error_kinds(j, idx)
+        for kind, first, n in zip(*np.unique(kinds, return_index=True, return_counts=True)):
+            slot = self.kinds.setdefault(int(kind), [0, None])
+            slot[0] += int(n)
+            if slot[1] is None:
+                slot[1] = (j, int(idx[first]))
         k = int(idx[int(np.argmax(j.dist[idx]))])
         ex = self.element(j, k)
         if self.worst is None or ex["ulp_value"] > self.worst["ulp_value"]:
@@ -109,6 +139,9 @@ class Tally:
 
     def merge(self, other: "Tally") -> None:
         self.seen += other.seen
+        for kind, (n, first) in other.kinds.items():
+            slot = self.kinds.setdefault(kind, [0, first])
+            slot[0] += n
         self.far += other.far
         for name, n in other.far_by.items():
             self.far_by[name] = self.far_by.get(name, 0) + n
@@ -150,11 +183,15 @@ class Tally:
                                    "worst": {k: v for k, v in self.far_worst.items() if k != "ulp_value"}}
         if details and self.far_special:
             out["accepted_not_a_distance"] = dict(sorted(self.far_special.items()))
+        def example(j, k):
+            e = self.element(j, k)
+            e.pop("ulp_value")
+            return e
+        if details and self.kinds:  # the bulk: the commonest kind of error, with its first element
+            kind, (n, first) = max(self.kinds.items(), key=lambda kv: (kv[1][0], -kv[0]))
+            out["bulk"] = {"kind": ERROR_KINDS[kind], "failed": n, "of": sum(v[0] for v in self.kinds.values()),
+                           "example": example(*first)}
         if details and self.failed and any(bad.any() for _, bad, _ in self.seen):
-            def example(j, k):
-                e = self.element(j, k)
-                e.pop("ulp_value")
-                return e
             out["diagnosis"] = diagnose(self.seen, example)
         if self.worst is not None:
             out["worst"] = {k: v for k, v in self.worst.items() if k != "ulp_value"}
@@ -845,6 +882,19 @@ def _open_behaviour(ctx: RunContext, req: "Requirement") -> Check:
 
 
 MODEL_COMBINATION_MIN = 0.9  # a combination is named when it explains this share of the disputed elements
+MODEL_PART_MIN = 0.5  # ... each part's model gives the majority of its part's bits
+SPLIT_SIGMAS = 6.0
+"""The split test (R17). A combination (one model on one part of the elements, another on the
+rest: by position, call length or call order) is claimed only when it explains the data better
+than one model plus deviations that fall anywhere. Under that null hypothesis the best single
+model's bits appear on each disputed element with its overall rate p, independently of the
+element's position, length or call, so in the part where the split puts the other model, the
+split's gain over the single model (the elements the split explains that the model does not,
+less the reverse) has a standard deviation of at most sqrt(m p (1 - p)) for a part of m
+elements. The split is claimed when its gain exceeds SPLIT_SIGMAS of those (a margin that
+holds against the few hundred splits the search tries), it explains MODEL_COMBINATION_MIN of
+the disputed elements, and each part's model gives the majority of its part's bits. Otherwise
+R17 says there is no single model, and which comes closest."""
 
 
 def _best_split(key: np.ndarray, first: np.ndarray, second: np.ndarray) -> tuple:
@@ -859,6 +909,16 @@ def _best_split(key: np.ndarray, first: np.ndarray, second: np.ndarray) -> tuple
     return int(k[starts[i]]), int(before[i] + after[i])
 
 
+def _extreme_beta(fmt, beta: int) -> bool:
+    """A positive beta whose reciprocal is not normal or close to it: subnormal, below
+    2^(emin / 2), or above 2^-emin (1 / beta subnormal); and any non-positive or special beta."""
+    cls, sign = F.classify(fmt, int(beta))
+    if sign or cls is not F.FloatClass.NORMAL:
+        return True
+    value = float(F.decode(fmt, int(beta)))
+    return value < 2.0 ** (fmt.emin // 2) or value > 2.0 ** -fmt.emin
+
+
 def model_identification(judged: list, fmt) -> dict:
     """What R17 says of the accepted models: those matching every element; each model's share
     of the elements where the models disagree (the only ones that tell them apart); and, when
@@ -869,7 +929,7 @@ def model_identification(judged: list, fmt) -> dict:
     judged = [j for j in judged if j.exact.size]
     names = list(judged[0].models) if judged else []
     out = {"matched": [m for m in names if all(j.models[m].all() for j in judged)]}
-    index, length, call, hits = [], [], [], {m: [] for m in names}
+    index, length, call, extreme, hits = [], [], [], [], {m: [] for m in names}
     for j in judged:
         bits = [j.expected.models[m] for m in names]
         disputed = np.zeros(j.exact.size, bool)
@@ -880,11 +940,12 @@ def model_identification(judged: list, fmt) -> dict:
             index.append(idx)
             length.append(np.full(idx.size, j.case.elements_written))
             call.append(np.full(idx.size, getattr(j, "call_no", 0)))
+            extreme.append(np.full(idx.size, int(_extreme_beta(fmt, j.case.beta))))
             for m in names:
                 hits[m].append(j.models[m][idx])
     if not index:
         return out
-    index, length, call = (np.concatenate(a) for a in (index, length, call))
+    index, length, call, extreme = (np.concatenate(a) for a in (index, length, call, extreme))
     hits = {m: np.concatenate(h) for m, h in hits.items()}
     n = int(index.size)
     out["disputed_elements"] = n
@@ -907,17 +968,26 @@ def model_identification(judged: list, fmt) -> dict:
                         {"model": a, "where": "the vector body", "elements": int((~tail).sum()), "share": round(body_share, 4)},
                         {"model": b, "where": f"the last n mod {width} elements", "elements": int(tail.sum()),
                          "share": round(tail_share, 4)}]})
-            for by, key, unit in (("length", length, "calls of"), ("call order", call, "call #")):
+            # the beta class first: a slow path for extreme betas is what an order or length split
+            # would otherwise stand in for, where those betas sit in some calls only
+            for by, key, unit in (("beta", extreme, ""), ("length", length, "calls of"), ("call order", call, "call #")):
                 t, explained = _best_split(key, hits[a], hits[b])
                 if explained > best[0] and t > key.min():
                     lo = key < t
+                    where = {"beta": ("calls with an ordinary beta", "calls with an extreme beta (subnormal, tiny "
+                                      "or huge: 1 / beta not normal or near it)"),
+                             "length": (f"{unit} fewer than {t}", f"{unit} {t} or more elements"),
+                             "call order": (f"calls before {unit}{t}", f"{unit}{t} on")}[by]
                     best = (explained, {"by": by, "threshold": t, "parts": [
-                        {"model": a, "where": f"{unit} fewer than {t}" if by == "length" else f"calls before {unit}{t}",
-                         "elements": int(lo.sum()), "share": round(float(hits[a][lo].mean()), 4)},
-                        {"model": b, "where": f"{unit} {t} or more elements" if by == "length" else f"{unit}{t} on",
-                         "elements": int((~lo).sum()), "share": round(float(hits[b][~lo].mean()), 4)}]})
-    if best and best[0] / n >= MODEL_COMBINATION_MIN and best[0] > best_single:
-        out["combination"] = {**best[1], "explained": round(best[0] / n, 4)}
+                        {"model": a, "where": where[0], "elements": int(lo.sum()),
+                         "share": round(float(hits[a][lo].mean()), 4)},
+                        {"model": b, "where": where[1], "elements": int((~lo).sum()),
+                         "share": round(float(hits[b][~lo].mean()), 4)}]})
+    p = best_single / n
+    if best and best[0] / n >= MODEL_COMBINATION_MIN and all(part["share"] > MODEL_PART_MIN for part in best[1]["parts"]):
+        m = min(part["elements"] for part in best[1]["parts"])  # the part the single model loses
+        if best[0] - best_single > SPLIT_SIGMAS * max((m * p * (1 - p)) ** 0.5, 1.0):
+            out["combination"] = {**best[1], "explained": round(best[0] / n, 4)}
     return out
 
 
@@ -953,7 +1023,10 @@ def model_text(found: dict) -> str:
         parts = ", ".join(f"{p['model']} on {p['where']} ({p['share']:.1%})" for p in combo["parts"])
         return (f"no single model; {parts}: {combo['explained']:.1%} of the {n:,} elements where the models "
                 f"disagree (each alone: {listed})")
-    return f"none (no enumerated model or other order of the error model matches bit for bit; of the {n:,} elements where the models disagree: {listed})"
+    closest, share = next(iter(shares.items()))
+    return (f"no single model (no enumerated model or other order of the error model matches bit for bit, and no "
+            f"split of two passes the split test); closest: {closest}, {share:.1%} of the {n:,} elements where the "
+            f"models disagree (each: {listed})")
 
 
 def _model(ctx: RunContext, req: "Requirement") -> Check:

@@ -19,7 +19,7 @@ from sl1conf.reference import exact as X
 from sl1conf.reference import formats as F
 from sl1conf.reference.cores import core_chunks
 
-__all__ = ["diagnose", "WIDTHS", "TILES"]
+__all__ = ["diagnose", "WIDTHS", "TILES", "pattern_keys"]
 
 WIDTHS = (4, 8, 16, 32, 64)  # vector widths (elements) whose tail is tested
 TILES = (256, 1024, 4096)  # tile sizes (elements) whose boundaries are tested
@@ -98,6 +98,19 @@ def _masks(j):
         yield f"family-{j.family}", f"family {j.family}", np.full(m, True)
 
 
+STATIC_KEYS = ("not-written", "first", "last", "chunk", "nan", "inf", "zero", "subnormal", "boundary", "overflow", "gt",
+               "lt", "mid", "diff-subnormal", "diff-overflow", "quotient-underflow", "variant-s", "variant-p",
+               "one-core", "mask-holes", "beta-nan", "beta-zero", "beta-negative", "beta-inf", "beta-subnormal",
+               "beta-pow2", "beta-not-pow2", "beta-usual", "beta-huge", "beta-tiny")
+
+
+def pattern_keys() -> tuple:
+    """Every key a diagnosis entry can carry (its ``key``; what a waiver's ``pattern`` names), but
+    ``family-<name>`` for each vector family (the vectors layer, above this one, knows their names)."""
+    return (*STATIC_KEYS, *(f"tail-{w}" for w in WIDTHS), *(f"tile-{t}" for t in TILES),
+            *(f"length-{lo}" for lo, _, _ in LENGTHS))
+
+
 def _beta_classes(fmt, beta: int):
     """(key, text) of every class the call's beta is in (docs/vector-format.md names them)."""
     cls, sign = F.classify(fmt, int(beta))
@@ -153,7 +166,7 @@ def diagnose(seen: list, element) -> list:
     for key, (text, failed, checked, first) in stats.items():
         share, base = failed / failed_total, checked / checked_total
         if failed and share >= MIN_SHARE and (share >= MIN_LIFT * base or share == 1.0 and base < 1.0):
-            found.append((key, share, base, {"pattern": text, "failed": failed, "of": failed_total,
+            found.append((key, share, base, {"pattern": text, "key": key, "failed": failed, "of": failed_total,
                                              "checked_share": round(base, 4), "example": element(*first)}))
     tails = [f for f in found if f[0].startswith("tail-")]
     if tails:  # the width whose tail holds the most failures, then the fewest checked elements

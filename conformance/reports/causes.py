@@ -1,0 +1,65 @@
+"""The causes of a run's failures: failing requirements that share one pattern are one cause.
+
+Why: a library with one defect fails many requirements (an element left unwritten breaks the
+accuracy, boundary, NaN, subnormal and length rules at once, and the history and position
+checks see it too); a list of red ids sends an engineer after each. A cause is the most specific
+pattern a failing requirement's failures share: the first pattern of its diagnosis when that
+holds nearly all of them (``SHARE``), elements left unwritten when its examples show the fill,
+else the requirement itself. Requirements with the same cause are one line, led by the cause.
+Derived from a report's run entries (after waivers), so every format says the same.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["SHARE", "SPECIFIC", "NOT_WRITTEN", "causes", "cause_line"]
+
+SHARE = 0.9  # a pattern is a requirement's cause when it holds this share of its failures ...
+SPECIFIC = 0.5  # ... and, to come before the unwritten elements, at most this share of the elements checked
+NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # rules.diagnosis's words
+_FILL = re.compile(r"\b0x5a5a(?:5a5a)?\b")  # the fill's bits, fp16 or fp32 (adapters.base.FILL_BYTE)
+
+
+def _unwritten(example: dict) -> bool:
+    """Whether a report example shows an element left unwritten (its bits, or its detail, the fill)."""
+    return bool(example.get("not_written")) or bool(_FILL.search(example.get("detail", "")))
+
+
+def _cause_of(req: dict) -> str:
+    """One failing requirement's cause: a specific pattern of its diagnosis (holding SHARE of its
+    failures, and at most SPECIFIC of the elements checked), else elements left unwritten (most of
+    its failures, or of its examples, the fill), else any pattern holding SHARE of them, else the
+    requirement itself."""
+    failed = req.get("failed") or 0
+    diagnosis = [d for d in req.get("diagnosis") or [] if failed and d["failed"] >= SHARE * failed]
+    if diagnosis and diagnosis[0]["checked_share"] <= SPECIFIC:
+        return diagnosis[0]["pattern"]
+    bulk = req.get("bulk")
+    if bulk and bulk["kind"].startswith("not written") and bulk["failed"] >= SHARE * bulk["of"]:
+        return NOT_WRITTEN
+    examples = req.get("examples") or []
+    if examples and sum(map(_unwritten, examples)) >= SHARE * len(examples):
+        return NOT_WRITTEN
+    if diagnosis:
+        return diagnosis[0]["pattern"]
+    return f"{req['id']} {req['title']}"
+
+
+def causes(run: dict) -> list:
+    """[{cause, requirements (ids), failed}] of a run's failing required requirements, the causes
+    shared by the most requirements first."""
+    groups: dict = {}
+    for req in run["requirements"]:
+        if req["status"] != "fail" or req.get("kind") != "required":
+            continue
+        g = groups.setdefault(_cause_of(req), {"requirements": [], "failed": 0})
+        g["requirements"].append(req["id"])
+        g["failed"] += req.get("failed") or 0
+    out = [{"cause": cause, **g} for cause, g in groups.items()]
+    return sorted(out, key=lambda c: (-len(c["requirements"]), -c["failed"]))
+
+
+def cause_line(c: dict) -> str:
+    """``not written (...): R01, R02, R14 (9,900 failures)``."""
+    return f"{c['cause']}: {', '.join(c['requirements'])} ({c['failed']:,} failure{'s' if c['failed'] != 1 else ''})"
