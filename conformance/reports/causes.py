@@ -17,6 +17,8 @@ __all__ = ["SHARE", "SPECIFIC", "NOT_WRITTEN", "causes", "cause_line"]
 
 SHARE = 0.9  # a pattern is a requirement's cause when it holds this share of its failures ...
 SPECIFIC = 0.5  # ... and, to come before the unwritten elements, at most this share of the elements checked
+POSITIONS = ("tail-", "tile-", "length-", "first", "last", "chunk")  # where in a call, not what it holds ...
+POSITION_SPECIFIC = 0.2  # ... a cause only when this specific: in a run of short calls every element is "in the tail"
 NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # rules.diagnosis's words
 _FILL = re.compile(r"\b0x5a5a(?:5a5a)?\b")  # the fill's bits, fp16 or fp32 (adapters.base.FILL_BYTE)
 
@@ -27,12 +29,15 @@ def _unwritten(example: dict) -> bool:
 
 
 def _cause_of(req: dict) -> str:
-    """One failing requirement's cause: a specific pattern of its diagnosis (holding SHARE of its
-    failures, and at most SPECIFIC of the elements checked), else elements left unwritten (most of
+    """One failing requirement's cause: the most specific pattern of its diagnosis (of those holding
+    SHARE of its failures, the one covering the fewest of the elements checked, at most SPECIFIC), else elements left unwritten (most of
     its failures, or of its examples, the fill), else any pattern holding SHARE of them, else the
     requirement itself."""
     failed = req.get("failed") or 0
-    diagnosis = [d for d in req.get("diagnosis") or [] if failed and d["failed"] >= SHARE * failed]
+    # the most specific pattern holding nearly all of them: the smallest share of the elements checked
+    diagnosis = sorted((d for d in req.get("diagnosis") or [] if failed and d["failed"] >= SHARE * failed
+                        and (d["checked_share"] <= POSITION_SPECIFIC or not d.get("key", "").startswith(POSITIONS))),
+                       key=lambda d: d["checked_share"])
     if diagnosis and diagnosis[0]["checked_share"] <= SPECIFIC:
         return diagnosis[0]["pattern"]
     bulk = req.get("bulk")
