@@ -189,9 +189,10 @@ def compare_rows(reports: list) -> tuple:
             errs = [run["errors"] for run in r["runs"] if run["dtype"] == d and run.get("errors")]
             far = [e["excepted_far"] for e in errs if e.get("excepted_far")]
             special = sum(k["elements"] for e in errs for k in (e.get("not_a_distance") or {}).values())
-            text = (f"{max(f['elements'] for f in far):,} up to {max(f['max_ulp'] for f in far):,} ULP" if far else
-                    "0" if errs else "-")
-            cells.append(text + (f"; {special:,} inf/NaN vs number" if special else ""))
+            top = max((f["max_ulp"] for f in far), default=0)
+            text = (f"{max(f['elements'] for f in far):,} " + (f"up to {top:,} ULP" if top else "zeros of the other sign")
+                    if far else "0" if errs else "-")
+            cells.append(text + (f"; {special:,} no distance (infinity, NaN, the other sign, flushed)" if special else ""))
         rows.append([f"accepted beyond the budget {d} (most in a run)", *cells])
     for d in dtypes:
         cells = []

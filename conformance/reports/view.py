@@ -93,8 +93,9 @@ def accuracy_line(run: dict) -> str:
         as_ = (by[0][0] if len(by) == 1 else "; ".join(f"{name} ({n:,})" for name, n in by))
         worst = far.get("worst")
         why = _why_far(run["dtype"], worst) if worst else ""
-        parts.append(f"{far['elements']:,} more elements accepted beyond the budget, each with what it took ({as_}), up to "
-                     f"{far['max_ulp']:,} ULP" + (f" (the worst at beta = {decimal(run['dtype'], worst['beta'])}"
+        parts.append(f"{far['elements']:,} more elements accepted beyond the budget, each with what it took ({as_}), "
+                     + (f"up to {far['max_ulp']:,} ULP" if far["max_ulp"] else "each a zero of the other sign")
+                     + (f" (the worst at beta = {decimal(run['dtype'], worst['beta'])}"
                                                   f"{': ' + why if why else ''}; {where_text(worst)})" if worst else ""))
     for kind, seen in (err.get("not_a_distance") or {}).items():
         parts.append(f"{kind}: {seen['elements']:,} elements" + (
