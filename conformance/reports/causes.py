@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from sl1conf.adapters.base import FILL_BYTE
+
 __all__ = ["SHARE", "SPECIFIC", "NOT_WRITTEN", "causes", "cause_line"]
 
 SHARE = 0.9  # a pattern is a requirement's cause when it holds this share of its failures ...
@@ -20,7 +22,7 @@ SPECIFIC = 0.5  # ... and, to come before the unwritten elements, at most this s
 POSITIONS = ("tail-", "tile-", "length-", "first", "last", "chunk")  # where in a call, not what it holds ...
 POSITION_SPECIFIC = 0.2  # ... a cause only when this specific: in a run of short calls every element is "in the tail"
 NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # rules.diagnosis's words
-_FILL = re.compile(r"\b0x5a5a(?:5a5a)?\b")  # the fill's bits, fp16 or fp32 (adapters.base.FILL_BYTE)
+_FILL = re.compile(rf"\b0x({FILL_BYTE:02x}){{2}}(?:({FILL_BYTE:02x}){{2}})?\b")  # the fill's bits, fp16 or fp32
 
 
 def _unwritten(example: dict) -> bool:

@@ -30,7 +30,7 @@ import numpy as np
 
 from sl1conf.adapters.base import fill_bits
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.diagnosis import diagnose
+from sl1conf.conformance.rules.diagnosis import beta_classes, diagnose
 from sl1conf.reference.reachable import FLUSH_PLACES, evaluations, point, reach
 from sl1conf.conformance.rules.judge import (
     ELEMENT_RULES, SPECIALS, ElementRule, expected_for, is_special, is_subnormal, judge, special_class,
@@ -909,14 +909,15 @@ def _best_split(key: np.ndarray, first: np.ndarray, second: np.ndarray) -> tuple
     return int(k[starts[i]]), int(before[i] + after[i])
 
 
+EXTREME_BETAS = frozenset({"beta-nan", "beta-zero", "beta-negative", "beta-inf", "beta-subnormal", "beta-tiny",
+                           "beta-huge"})
+"""The diagnosis's beta classes (rules.diagnosis) of a beta whose reciprocal is not normal or near it."""
+
+
 def _extreme_beta(fmt, beta: int) -> bool:
-    """A positive beta whose reciprocal is not normal or close to it: subnormal, below
-    2^(emin / 2), or above 2^-emin (1 / beta subnormal); and any non-positive or special beta."""
-    cls, sign = F.classify(fmt, int(beta))
-    if sign or cls is not F.FloatClass.NORMAL:
-        return True
-    value = float(F.decode(fmt, int(beta)))
-    return value < 2.0 ** (fmt.emin // 2) or value > 2.0 ** -fmt.emin
+    """Whether R17's beta split puts the call with the extreme betas: a beta in one of
+    EXTREME_BETAS, as the diagnosis classes it (one definition of tiny, huge, ...)."""
+    return any(key in EXTREME_BETAS for key, _ in beta_classes(fmt, beta))
 
 
 def model_identification(judged: list, fmt) -> dict:

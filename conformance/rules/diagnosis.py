@@ -19,7 +19,7 @@ from sl1conf.reference import exact as X
 from sl1conf.reference import formats as F
 from sl1conf.reference.cores import core_chunks
 
-__all__ = ["diagnose", "WIDTHS", "TILES", "pattern_keys"]
+__all__ = ["diagnose", "WIDTHS", "TILES", "pattern_keys", "beta_classes"]
 
 WIDTHS = (4, 8, 16, 32, 64)  # vector widths (elements) whose tail is tested
 TILES = (256, 1024, 4096)  # tile sizes (elements) whose boundaries are tested
@@ -83,7 +83,7 @@ def _masks(j):
         yield "quotient-underflow", "diff / beta underflows (below the smallest normal)", (ratio < tiny) & (ratio > 0)
     # the call's parameters: the same for every element of the call, so a pattern that holds every
     # failure and few of the elements checked names the kind of call that fails
-    for key, text in _beta_classes(fmt, case.beta):
+    for key, text in beta_classes(fmt, case.beta):
         yield key, text, np.full(m, True)
     yield f"variant-{case.variant}", {"s": "the shared variant (_s, core_mask)", "p": "the private variant (_p)"}[
         case.variant], np.full(m, True)
@@ -111,7 +111,7 @@ def pattern_keys() -> tuple:
             *(f"length-{lo}" for lo, _, _ in LENGTHS))
 
 
-def _beta_classes(fmt, beta: int):
+def beta_classes(fmt, beta: int):
     """(key, text) of every class the call's beta is in (docs/vector-format.md names them)."""
     cls, sign = F.classify(fmt, int(beta))
     if cls.is_nan:
