@@ -250,6 +250,13 @@ class Adapter(abc.ABC):
         the suite's own process), True where it was done. Determinism checks (R14) call it."""
         return False
 
+    def late_writes(self) -> list:
+        """(case id, what changed) of the calls seen changing memory after they returned, since
+        the last ask (waiting, where the adapter watches, until the latest calls have been
+        watched long enough). Empty where the adapter cannot see it: only the ctypes worker
+        watches each call's dx1 after the return (R13)."""
+        return []
+
     @abc.abstractmethod
     def run_case(self, case: Case) -> Outcome:
         """Make one call the adapter supports and say what happened (the one method every

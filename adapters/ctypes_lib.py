@@ -71,6 +71,7 @@ class CtypesAdapter(Adapter):
         except AdapterError as exc:
             shim, self.shim_note = None, str(exc)
         self.worker = Worker(str(self.path.resolve()), shim, timeout, align, start_timeout)
+        self._late: list = []  # late writes of workers replaced by restart(), not yet asked for
         found = self.worker.symbols
         if not found:
             self.worker.close()
@@ -92,9 +93,14 @@ class CtypesAdapter(Adapter):
     def run_case(self, case: Case) -> Outcome:
         return self.worker.call(case)
 
+    def late_writes(self) -> list:
+        late, self._late = self._late + self.worker.late_writes(), []
+        return late
+
     def restart(self) -> bool:
         """A new worker process: the library loaded afresh, nothing left of earlier calls."""
         restarts = self.worker.restarts
+        self._late += self.worker.late_writes()  # what the old worker still watches
         self.worker.close()
         self.worker = Worker(self.worker.library, self.worker.shim, self.worker.timeout, self.worker.align,
                              self.worker.start_timeout)

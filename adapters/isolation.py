@@ -17,6 +17,12 @@ through the pipe (pickling four arrays of a million elements each way cost more 
 the call): the pipe carries a small request and answer. In the worker the staging
 mapping is inaccessible (``mprotect``) while the library runs, so a stray write into it
 faults like one into a guard page instead of changing what the parent reads back.
+
+A call must have finished when it returns. After each call the worker keeps dx1's mapping out
+of reuse for ``WATCH_S`` seconds with a copy of what the call returned (:class:`_Watch`); a
+mapping that changed in that time was written after the call returned (a core or thread the
+library did not wait for, a DMA still in flight), and the worker says so with a later answer
+(or when the parent asks it to settle): direct evidence, named after the call that did it.
 """
 
 from __future__ import annotations
@@ -144,6 +150,63 @@ def symbol_for(case: Case) -> str:
 
 # ---------------------------------------------------------------------------- the worker side
 
+WATCH_S = 0.1  # how long a call's dx1 is watched after the call returned
+WATCH_MAX = 512  # calls watched at once (the oldest is checked and let go early past it)
+
+
+class _Watch:
+    """The dx1 mappings of the latest calls, kept out of reuse for WATCH_S after each call
+    returned, each with a copy of its bytes (data and canaries) as the call left them. Why:
+    a library that returns before its last core (or thread, or DMA) has written dx1 changes
+    memory the suite has already read back; the copy shows it, and names the call."""
+
+    def __init__(self):
+        self.items: list = []  # [seq, due, buffer, bytes as returned, itemsize, slot in _SPARE]
+
+    def add(self, seq: int, buffer: GuardedArray, itemsize: int) -> None:
+        slot = next((k for k, v in _SPARE.items() if v is buffer), None)
+        if slot is not None:
+            del _SPARE[slot]  # no later call may reuse it while it is watched
+        snapshot = bytes(buffer._map[PAGE:PAGE + buffer.body])
+        self.items.append([seq, time.monotonic() + WATCH_S, buffer, snapshot, itemsize, slot])
+
+    def due(self, settle: bool = False) -> list:
+        """(seq, what changed) of every watched call let go now: those watched WATCH_S (all of
+        them when ``settle``, after waiting for the last to be due), and the oldest past WATCH_MAX."""
+        if settle and self.items:
+            time.sleep(max(0.0, self.items[-1][1] - time.monotonic()))
+        now, late = time.monotonic(), []
+        while self.items and (settle or self.items[0][1] <= now or len(self.items) > WATCH_MAX):
+            seq, _, buffer, snapshot, itemsize, slot = self.items.pop(0)
+            text = _changed_since(buffer, snapshot, itemsize)
+            if text:
+                late.append((seq, text))
+            if slot is not None and slot not in _SPARE:
+                _SPARE[slot] = buffer
+            else:
+                buffer.close()
+        return late
+
+
+def _changed_since(b: GuardedArray, snapshot: bytes, itemsize: int) -> "str | None":
+    """What of a watched dx1 mapping differs from its copy taken when the call returned."""
+    now = b._map[PAGE:PAGE + b.body]
+    if now == snapshot:
+        return None
+    lo, hi = b.offset - PAGE, b.offset - PAGE + b.nbytes
+    parts = []
+    if now[lo:hi] != snapshot[lo:hi]:
+        before = np.frombuffer(snapshot[lo:hi], f"u{itemsize}")
+        after = np.frombuffer(now[lo:hi], f"u{itemsize}")
+        changed = np.flatnonzero(before != after)
+        parts.append(f"{changed.size:,} of its {before.size:,} elements (first [{changed[0]}], last "
+                     f"[{changed[-1]}])" if changed.size else "the padding of its elements")
+    if now[:lo] != snapshot[:lo]:
+        parts.append("bytes before its start")
+    if now[hi:] != snapshot[hi:]:
+        parts.append("bytes past its end")
+    return f"dx1 written after the call returned ({WATCH_S * 1000:g} ms watch): {' and '.join(parts)}"
+
 def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, log_path: str,
            stage_fd: int) -> None:
     log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -162,6 +225,7 @@ def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, lo
     symbols = {name: ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
                for name in SYMBOLS if hasattr(lib, name)}
     stage = Stage(stage_fd)
+    watch = _Watch()
     conn.send(("ready", sorted(symbols)))
     while True:
         try:
@@ -170,16 +234,21 @@ def _serve(conn_in, conn, library: str, shim: "str | None", report_path: str, lo
             return
         if request is None:
             return
+        if request.get("settle"):  # the parent collects the last calls' late writes
+            conn.send(("settled", request["seq"], watch.due(settle=True)))
+            continue
+        late = watch.due()
         os.ftruncate(report, 0)
         os.lseek(report, 0, os.SEEK_SET)
         if shim_lib is not None:  # (re)armed before every call: the library may have replaced it
             shim_lib.sl1shim_install_fault_reporter(report)
         stage.resize(request["stage_size"])
-        result = _call(request, {k: stage.view(v) for k, v in request["arrays"].items()}, stage, lib,
-                       symbols, shim_lib)
+        result, dx1 = _call(request, {k: stage.view(v) for k, v in request["arrays"].items()}, stage, lib,
+                            symbols, shim_lib)
         if os.getpid() != me:  # the library forked during the call: only the original answers
             os._exit(0)
-        conn.send(("done", request["seq"], *result))
+        watch.add(request["seq"], dx1, 2 if request["dtype"] == "fp16" else 4)
+        conn.send(("done", request["seq"], *result, late))
 
 
 def _call(req: dict, staged: dict, stage: Stage, lib, symbols: dict, shim_lib):
@@ -218,7 +287,7 @@ def _call(req: dict, staged: dict, stage: Stage, lib, symbols: dict, shim_lib):
     changed = tuple(name for name in ("dy", "x1", "x2") if name != alias and not np.array_equal(staged[name], arrays[name]))
     staged["initial_out"][:] = arrays["dx1"]
     fault = " and ".join(sides) + " (canary changed)" if sides else None
-    return wrote_outside, changed, seconds, fault
+    return (wrote_outside, changed, seconds, fault), buffers["dx1"]
 
 
 def _canaries_hit(buffers: dict) -> list:
@@ -396,7 +465,53 @@ class _Forked:
         return self.returncode
 
 
-class Worker:
+class PipedProcess:
+    """What the ctypes worker and :class:`~sl1conf.adapters.process.ProcessAdapter` share: a
+    process in a group of its own, spoken to over two pipes (``_send``, ``_conn``), its output
+    in a log file (``log_path``)."""
+
+    _proc = _send = _conn = None
+    log_path = ""
+
+    def _kill(self) -> "int | None":
+        """Kill the process's whole group (its children too) and close the pipes; its exit status
+        (``Popen.returncode``'s convention), None if it could not be reaped."""
+        code = None
+        if self._proc is not None:
+            code = self._proc.poll()
+            try:
+                os.killpg(self._proc.pid, signal.SIGKILL)  # the group outlives a dead leader's children
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                waited = self._proc.wait(5)
+                code = waited if code is None else code
+            except subprocess.TimeoutExpired:
+                pass
+        for conn in (self._conn, self._send):
+            if conn is not None:
+                conn.close()
+        self._proc = self._conn = self._send = None
+        return code
+
+    def _stop(self, wait: float) -> None:
+        """Ask the process to end (``None`` on the pipe), give it ``wait`` seconds, then kill it."""
+        if self._send is not None:
+            try:
+                self._send.send(None)
+                self._proc.wait(wait)
+            except (OSError, subprocess.TimeoutExpired):
+                pass
+        self._kill()
+
+    def log_tail(self, lines: int = 5) -> str:
+        try:
+            return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+class Worker(PipedProcess):
     """One worker process for one library; restarted after every crash or hang (forked by a fork
     server where the system can pass file descriptors over a socket, else a fresh interpreter)."""
 
@@ -411,6 +526,8 @@ class Worker:
         self._seq = 0
         self.symbols: list[str] = []
         self.restarts = 0
+        self.late: list = []  # (case id, what changed) of calls seen writing after they returned
+        self._ids: dict = {}  # seq -> case id of the latest calls (those the worker may still name)
         self._stage = Stage.create()
         self._server = None
         try:
@@ -454,32 +571,12 @@ class Worker:
         except Exception:  # EOF, or garbage written into the pipe by the library
             code = self._kill()
             tail = self.log_tail(1)
-            raise AdapterError(f"{self.library}: loading it ended the worker ({_exit_text(code, loading=True)})"
+            raise AdapterError(f"{self.library}: loading it ended the worker ({exit_text(code, loading=True)})"
                                + (f": {tail}" if tail else "")) from None
         if kind == "error":
             self._kill()
             raise AdapterError(payload)
         self.symbols = payload
-
-    def _kill(self) -> "int | None":
-        """Kill the worker's whole process group (its children too); its exit status."""
-        code = None
-        if self._proc is not None:
-            code = self._proc.poll()
-            try:
-                os.killpg(self._proc.pid, signal.SIGKILL)  # the group outlives a dead leader's children
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                waited = self._proc.wait(5)
-                code = waited if code is None else code
-            except subprocess.TimeoutExpired:
-                pass
-        for conn in (self._conn, self._send):
-            if conn is not None:
-                conn.close()
-        self._proc = self._conn = self._send = None
-        return code
 
     def call(self, case: Case) -> Outcome:
         for attempt in range(2):
@@ -533,36 +630,47 @@ class Worker:
                 fault = _describe_fault(record, self._stage.regions())
                 if alive:
                     return Outcome("crash", detail="the library broke the worker's result channel")
-                return Outcome("crash", detail=_exit_text(code) + (f": {fault}" if fault else ""), fault=fault)
+                return Outcome("crash", detail=exit_text(code) + (f": {fault}" if fault else ""), fault=fault)
             if message[1] != self._seq:  # an answer that is not for this case: the worker is not sound
                 self._kill()
                 return Outcome("crash", detail="the worker answered out of turn (did the library fork?)")
             if message[0] == "done":
-                _, _, wrote_outside, changed, seconds, fault = message
+                _, _, wrote_outside, changed, seconds, fault, late = message
+                self._late_from(late)
+                self._ids[self._seq] = case.id
+                while len(self._ids) > 4 * WATCH_MAX:  # the calls still watched are the latest
+                    del self._ids[next(iter(self._ids))]
                 return Outcome("ok", out=self._stage.view(layout["initial_out"]).copy(), wrote_outside=wrote_outside,
                                inputs_changed=changed, fault=fault, seconds=seconds)
 
-    def log_tail(self, lines: int = 5) -> str:
-        try:
-            return "\n".join(Path(self.log_path).read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return ""
+    def _late_from(self, late: list) -> None:
+        self.late += [(self._ids.get(seq, f"call #{seq}"), text) for seq, text in late]
+
+    def late_writes(self) -> list:
+        """(case id, what changed) of every call seen writing dx1 after it returned, since the
+        last ask: the worker waits until its latest calls have been watched WATCH_S, then says."""
+        if self._proc is not None and self._proc.poll() is None:
+            self._seq += 1
+            try:
+                self._send.send({"settle": True, "seq": self._seq})
+                if self._conn.poll(WATCH_S + self.timeout):
+                    kind, seq, late = self._conn.recv()
+                    if kind == "settled" and seq == self._seq:
+                        self._late_from(late)
+            except Exception:  # the worker died or garbled the channel: the next call replaces it
+                self._kill()
+        out, self.late = self.late, []
+        return out
 
     def close(self) -> None:
-        if self._send is not None:
-            try:
-                self._send.send(None)
-                self._proc.wait(2)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-        self._kill()
+        self._stop(2)
         if self._server is not None:
             self._server.close()
         self._stage.close()
         self._dir.cleanup()
 
 
-def _exit_text(code: "int | None", loading: bool = False) -> str:
+def exit_text(code: "int | None", loading: bool = False) -> str:
     if code is None:
         return "the worker did not exit"
     if code < 0:

@@ -12,8 +12,17 @@ mindspore is imported lazily; it is the optional extra ``mindspore`` (``pip inst
 it, constructing the adapter raises :class:`AdapterError`. ``GLOG_v=3`` is set (unless
 already set) before the import, to keep MindSpore's log lines off the suite's output.
 
-The adapter is an :class:`~sl1conf.adapters.base.ArrayFunction` (docs/adapters.md): the
-base hands it copies of the written elements and checks the result and the inputs. A
+MindSpore runs in a worker process of its own (:class:`~sl1conf.adapters.process.ProcessAdapter`):
+its state (the pool's threads, the launch-count tuner below) is per process, so R14's "first
+calls of a fresh worker" are a fresh MindSpore's, and a crash or hang costs the call, not the
+run. ``mindspore:cpu?threads=N`` sets MindSpore's kernel thread count in the worker
+(``mindspore.device_context.cpu.op_tuning.threads_num(N)``) before any call; without it
+MindSpore chooses (one per core). The report records the pool's threads counted in the
+worker (``threads``), since which calls flush depends on them.
+
+In the worker, :class:`MindSporeKernel` is an :class:`~sl1conf.adapters.base.ArrayFunction`
+(docs/adapters.md): the base hands it copies of the written elements and checks the result
+and the inputs. A
 ``RuntimeError`` whose message is MindSpore's check of beta ("the values for beta ...") is
 the kernel refusing the input: Outcome status ``rejected``; any other exception is ``error``.
 MindSpore's asynchronous execution now and then raises a refusal again at a later call (see
@@ -92,9 +101,9 @@ one count (length-1 calls count; refused calls and length 0, which launch nothin
   also when called after a first kernel had run) leaves one kernel thread, so no call is
   split and none flushes: with it, ``sl1conf certify --platform ieee`` passes fp32, R17
   ``divmul-fp32``. ``set_context(runtime_num_threads=1)`` and
-  ``runtime.set_cpu_affinity(True)`` change nothing. This adapter sets none of them: it
-  measures MindSpore as it runs by default; :meth:`~MindSporeAdapter.describe` does not
-  record the thread count.
+  ``runtime.set_cpu_affinity(True)`` change nothing. The adapter sets it only when asked
+  (``mindspore:cpu?threads=1``): by default it measures MindSpore as it runs by default, and
+  the report's ``threads`` line says how many pool threads there were.
 
 Open cases (calls that do not flush; "oracle" is docs/special-values.md):
 
@@ -141,8 +150,8 @@ What a report shows (``sl1conf certify --impl mindspore:cpu``, canonical vectors
 45 s): fp16 passes on ieee, R17 ``divmul-fp16`` (elements beyond the budget are accepted as
 its bits: ``diff / beta`` underflows). fp32 fails on ieee and ft78ne alike: R06
 ``inconsistent: 2713 elements flushed and 2049 with gradual underflow``, R14 (bits change
-with the call history, first seen at call #65; the adapter cannot restart, so R14's first
-calls are the run's first, not a process's), R18, R01 to R05 and R07 (the flushed elements,
+with the call history: the sample's first calls run in a fresh worker, and later ones flush),
+R18, R01 to R05 and R07 (the flushed elements,
 among them NaN where a subnormal beta was read as 0), R17 none (``divmul-fp32`` explains
 96.1% of the elements where the models disagree). R18's diagnosis ("moved between the vector
 body and the last n mod 64 elements") is a coincidence of the lengths it reruns with:
@@ -158,14 +167,18 @@ fp16 of it in MindSpore), on this 2-core machine with other work running.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
+from pathlib import Path
+from urllib.parse import parse_qs
 
 import numpy as np
 
 from .base import AdapterError, ArrayFunction, Capabilities, one_line
+from .process import ProcessAdapter
 
-__all__ = ["MindSporeAdapter", "MISSING_MINDSPORE", "STALE_RETRIES"]
+__all__ = ["MindSporeAdapter", "MindSporeKernel", "MISSING_MINDSPORE", "STALE_RETRIES"]
 
 MISSING_MINDSPORE = ("mindspore is not installed: pip install mindspore==2.10.0 "
                      "(the optional extra 'mindspore')")
@@ -197,19 +210,71 @@ def _import_mindspore():
     return mindspore, _grad_ops
 
 
-class MindSporeAdapter(ArrayFunction):
-    """``SmoothL1LossGrad(beta, reduction='none')`` on MindSpore's CPU backend."""
+def _options(spec: str) -> "int | None":
+    """The kernel thread count asked for in ``cpu?threads=N`` (None: MindSpore's default); the
+    device is checked first, without mindspore."""
+    device, _, query = (spec or "cpu").partition("?")
+    device = device.strip().lower() or "cpu"
+    if device != "cpu":
+        raise AdapterError(f"unknown mindspore device {device!r}: only cpu is supported (mindspore:cpu)")
+    try:
+        opts = {k: v[-1] for k, v in parse_qs(query, strict_parsing=bool(query)).items()}
+    except ValueError:
+        raise AdapterError(f"cannot read the options {query!r}: expected threads=N") from None
+    if set(opts) - {"threads"}:
+        raise AdapterError(f"unknown option(s) {', '.join(sorted(set(opts) - {'threads'}))}: expected threads=N")
+    if "threads" not in opts:
+        return None
+    if not opts["threads"].isdigit() or int(opts["threads"]) < 1:
+        raise AdapterError(f"threads={opts['threads']}: expected a whole number of kernel threads, 1 or more")
+    return int(opts["threads"])
+
+
+def _pool_threads() -> str:
+    """MindSpore's pool threads in this process, counted by name (Linux: /proc/self/task)."""
+    names = []
+    for comm in Path("/proc/self/task").glob("*/comm"):
+        try:
+            names.append(comm.read_text().strip())
+        except OSError:
+            pass
+    if not names:
+        return "not counted (no /proc/self/task here)"
+    kernel = sum(n.startswith("KernelThread") for n in names)
+    actor = sum(n.startswith("ActorThread") for n in names)
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return (f"{kernel} kernel and {actor} actor thread{'s' if actor != 1 else ''} in MindSpore's pool, on {cpus} "
+            "CPUs (a call split into tasks runs on the pool's threads, which flush subnormals)")
+
+
+class MindSporeAdapter(ProcessAdapter):
+    """``mindspore:cpu``: MindSpore's kernel (:class:`MindSporeKernel`) in a worker process of its own."""
+
+    def __init__(self, device: str = "cpu"):
+        threads = _options(device)
+        try:
+            found = importlib.util.find_spec("mindspore") is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise AdapterError(MISSING_MINDSPORE)
+        super().__init__(f"{__name__}:MindSporeKernel", device or "cpu")
+        self.name = "mindspore:cpu" if threads is None else f"mindspore:cpu?threads={threads}"
+
+
+class MindSporeKernel(ArrayFunction):
+    """``SmoothL1LossGrad(beta, reduction='none')`` on MindSpore's CPU backend, in this process."""
 
     variants = ("p",)
     capabilities = Capabilities(in_place=False, core_masks=None)
 
     def __init__(self, device: str = "cpu"):
-        device = (device or "cpu").strip().lower()
-        if device != "cpu":
-            raise AdapterError(f"unknown mindspore device {device!r}: only cpu is supported (mindspore:cpu)")
+        self.threads = _options(device)
         self._ms, self._grad_ops = _import_mindspore()
         self._ms.set_context(device_target="CPU")
-        super().__init__("mindspore:cpu")
+        if self.threads is not None:
+            self._ms.device_context.cpu.op_tuning.threads_num(self.threads)
+        super().__init__("mindspore:cpu" if self.threads is None else f"mindspore:cpu?threads={self.threads}")
         self._ops: dict = {}
 
     def refuses(self, exc: BaseException) -> bool:
@@ -242,4 +307,5 @@ class MindSporeAdapter(ArrayFunction):
 
     def describe(self) -> dict:
         return {**super().describe(), "mindspore_version": self._ms.__version__, "device": "CPU",
+                "threads": _pool_threads() + ("" if self.threads is None else f"; threads_num({self.threads}) set"),
                 "op": "mindspore.ops.operations._grad_ops.SmoothL1LossGrad(beta, reduction='none')(x1, x2, dy)"}

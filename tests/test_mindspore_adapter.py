@@ -21,6 +21,7 @@ claims run in fresh processes (a subprocess each), whatever ran before in this p
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -30,7 +31,7 @@ import pytest
 
 from conftest import require_optional
 from sl1conf.adapters import AdapterError, Case, load
-from sl1conf.adapters.mindspore_adapter import MISSING_MINDSPORE, STALE_RETRIES, MindSporeAdapter
+from sl1conf.adapters.mindspore_adapter import MISSING_MINDSPORE, STALE_RETRIES, MindSporeAdapter, MindSporeKernel
 from sl1conf.conformance.vectors.sampling import TYPICAL_BETAS, random_batch
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
@@ -349,7 +350,7 @@ class _FakeOp:
 
 
 def _with_fake(ms, beta, fake):
-    a = MindSporeAdapter("cpu")  # a fresh one: the shared adapter's primitives stay real
+    a = MindSporeKernel("cpu")  # in this process, a fresh one: the shared adapter's primitives stay real
     a._ops[np.asarray(np.float32(beta)).tobytes()] = fake
     row = [_bits(F.FP32, [2.0, 0.5, -1.0]), _bits(F.FP32, [3.0, 0.25, 1.0]), _bits(F.FP32, [0.0] * 3)]
     return a.run([Case("fp32", *row, _beta_bits(F.FP32, beta))])[0]
@@ -407,9 +408,10 @@ import numpy as np
 if sys.argv[2] == "one-thread":
     import mindspore
     mindspore.device_context.cpu.op_tuning.threads_num(1)
-from sl1conf.adapters import Case, load
+from sl1conf.adapters import Case
+from sl1conf.adapters.mindspore_adapter import MindSporeKernel
 data = np.load(sys.argv[1])
-adapters = (load("mindspore:cpu"), load("mindspore"))
+adapters = (MindSporeKernel("cpu"), MindSporeKernel(""))  # two instances in this one process
 out = {}
 for k in range(int(data["count"])):
     case = Case(str(data[f"dtype{k}"]), data[f"dy{k}"], data[f"x1{k}"], data[f"x2{k}"], int(data[f"beta{k}"]))
@@ -569,6 +571,53 @@ def test_one_kernel_thread_never_flushes(ms, tmp_path):
     kinds = [_flush_kind(dy, x1, x2, beta, out) if status == "ok" else status
              for (_, dy, x1, x2, beta, _), (status, out) in zip(calls, _run_fresh(tmp_path, calls, "one-thread"))]
     assert kinds == ["plain"] * 20, kinds
+
+
+def test_the_adapter_runs_mindspore_in_a_worker_that_restart_makes_fresh(ms):
+    """Through the adapter (a worker process): launches 6 and on flush, restart() gives a new
+    worker whose first calls do not (the launch count is per process: R14's fresh worker is
+    real), and the report's identity counts the pool's threads."""
+    _characterized(ms)
+    rng = np.random.default_rng(3)
+    calls = [_fp32_call(200, (1.0, 0.5, 0.1)[k % 3], rng) for k in range(7)]
+    cases = [Case("fp32", dy, x1, x2, beta) for _, dy, x1, x2, beta, _ in calls]
+    with MindSporeAdapter("cpu") as a:
+        first = a.run(cases)
+        kinds = [_flush_kind(c.dy, c.x1, c.x2, c.beta, o.out) for c, o in zip(cases, first)]
+        assert kinds[:5] == ["plain"] * 5 and kinds[5:] == ["flushed"] * 2, kinds
+        assert a.restart() and a.calls_made == 0
+        again = a.run(cases[:2])
+        assert [_flush_kind(c.dy, c.x1, c.x2, c.beta, o.out) for c, o in zip(cases, again)] == ["plain"] * 2
+        threads = a.describe()["threads"]
+    assert re.match(r"\d+ kernel and \d+ actor threads? in MindSpore's pool, on \d+ CPUs", threads), threads
+
+
+def test_one_kernel_thread_as_an_option(ms):
+    """``mindspore:cpu?threads=1`` sets threads_num(1) in the worker: no call flushes, and the
+    name and the threads line say so."""
+    _characterized(ms)
+    rng = np.random.default_rng(4)
+    calls = [_fp32_call(201, (1.0, 2.0 ** -140)[k % 2], rng) for k in range(8)]
+    cases = [Case("fp32", dy, x1, x2, beta) for _, dy, x1, x2, beta, _ in calls]
+    a = load("mindspore:cpu?threads=1")
+    try:
+        kinds = [_flush_kind(c.dy, c.x1, c.x2, c.beta, o.out) for c, o in zip(cases, a.run(cases))]
+        info = a.describe()
+    finally:
+        a.close()
+    assert kinds == ["plain"] * 8, kinds
+    assert a.name == "mindspore:cpu?threads=1" and info["threads"].endswith("threads_num(1) set"), info
+
+
+@pytest.mark.parametrize("spec, words", [("cpu?threads=0", "threads=0: expected a whole number"),
+                                          ("cpu?threads=x", "threads=x: expected a whole number"),
+                                          ("cpu?cores=2", "unknown option(s) cores"),
+                                          ("cpu?threads", "cannot read the options")])
+def test_bad_options_are_one_clear_error(spec, words):
+    """No mindspore needed: the options are read before anything starts."""
+    with pytest.raises(AdapterError) as err:
+        MindSporeAdapter(spec)
+    assert words in str(err.value), str(err.value)
 
 
 # ---------------------------------------------------------------- names, shapes, errors

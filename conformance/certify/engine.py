@@ -192,9 +192,12 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
     judged = ctx.judged
     unsupported = sum(not adapter.supports(c) for _, _, c in calls)
     refusals = rejection_failures(ctx)
+    # every check, those marked last after the others (R13 reads what every call did), then the entries
+    found_by = {req.id: req.check(ctx, req) for req in sorted(CATALOG, key=lambda r: r.last)}
+    calls_found = ctx.call_findings()
     requirements = []
     for req in CATALOG:
-        found = req.check(ctx, req)
+        found = found_by[req.id]
         for cid, detail in refusals.get(req.id, ()):
             found.tally = found.tally or Tally(fmt)
             found.tally.checked += 1
@@ -208,14 +211,15 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
             failed = found.tally.failed if found.tally else 0
             entry["status"] = "recorded" if kind == "recorded" else "fail" if failed else "pass"
             if found.tally is not None:
-                entry.update(found.tally.entry())
+                entry.update(found.tally.entry(calls=calls_found))
         entry.update(found.extra)
         requirements.append(entry)
 
     stats = ErrorStats()
     for i, j in enumerate(judged):
         stats.add(j.family, fmt, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.excepted, got=j.got,
-                  oracle=j.expected.oracle, accepted_by=j.accepted_as(), accepted=j.ok)
+                  oracle=j.expected.oracle, accepted_by=j.accepted_as(), accepted=j.ok,
+                  unwritten=j.got == j.case.initial_out()[:j.got.size] if j.case.out_alias is None else None)
 
     def describe(i, k):
         element = Tally(fmt).element(judged[i], k)
@@ -235,6 +239,7 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
         run["incomplete"] = reasons
     run["verdict"] = run_verdict(requirements, reasons)
     # kept for comparing the shared and private versions (dropped before the report is written)
+    run["_late"] = ctx.late  # the calls that wrote after they returned: what explains a difference between the variants
     run["_outputs"] = {j.row["id"]: j.outcome.out for j in judged
                        if j.case.variant == "s" and j.case.core_mask == profile.core_mask or j.case.variant == "p"}
     return run
@@ -285,9 +290,11 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             mine[variant] = _run(adapter, profile, vs, variant, only_cases, progress)
             runs.append(mine[variant])
         if "s" in mine and "p" in mine:
-            compare_variants(mine["s"], mine["p"], vs.format, mine["s"]["_outputs"], mine["p"]["_outputs"])
+            compare_variants(mine["s"], mine["p"], vs.format, mine["s"]["_outputs"], mine["p"]["_outputs"],
+                             late={**mine["p"]["_late"], **mine["s"]["_late"]})
         for run in mine.values():
             run.pop("_outputs", None)
+            run.pop("_late", None)
     if only_cases and only_cases - seen_cases:
         raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - seen_cases))} in the vectors"
                              + (" (--quick generates the edge families only)" if quick and not vectors else ""))

@@ -22,7 +22,9 @@ import numpy as np
 from sl1conf.conformance.rules.judge import SPECIALS, special_class
 from sl1conf.reference import formats as F
 
-__all__ = ["BUCKETS", "RATIO_EDGES", "bucket_of", "ErrorStats"]
+__all__ = ["BUCKETS", "RATIO_EDGES", "NOT_WRITTEN", "bucket_of", "ErrorStats"]
+
+NOT_WRITTEN = "not written (dx1 still holds the fill)"
 
 BUCKETS = ("0", "1", "2", "3", "4", "5-8", "9-64", "65+", "nan")
 """ULP-distance buckets of the per-family histograms ("nan": one side NaN, the other not)."""
@@ -51,10 +53,11 @@ class ErrorStats:
         self.worst_ulp, self.worst_at, self.nan_mismatches, self.excepted = 0, None, 0, 0
         self.excepted_ulp, self.excepted_at, self.excepted_by = 0, None, {}  # the accepted-but-far elements
         self.excepted_far = 0  # of them, those with a distance (the others are SPECIALS, counted there)
-        self.specials = {name: [0, 0, None] for name in SPECIALS}  # elements, of them accepted, first (where, k)
+        # elements, of them accepted, first (where, k); an unwritten element (still the fill) is no result at all
+        self.specials = {name: [0, 0, None] for name in (*SPECIALS, NOT_WRITTEN)}
 
     def add(self, family: str, fmt: F.Format, dist: np.ndarray, x1, x2, beta, where, excepted=None,
-            got=None, oracle=None, accepted_by=None, accepted=None) -> None:
+            got=None, oracle=None, accepted_by=None, accepted=None, unwritten=None) -> None:
         """``dist``: the distances of one case's written elements; ``x1``, ``x2`` its inputs
         (bit patterns) and ``beta`` its scalar; ``where`` identifies the case for :attr:`worst_at`.
         ``excepted``: elements accepted only as an exception (reachable under the error
@@ -63,7 +66,8 @@ class ErrorStats:
         counted apart, with their own largest distance and (``accepted_by``: a name per
         element) what accepted them. ``got`` and ``oracle``: the results, so that infinities
         and NaNs against numbers are named (SPECIALS) and never enter a distance; ``accepted``:
-        the elements the judge accepted (for those, how many were)."""
+        the elements the judge accepted (for those, how many were). ``unwritten``: the elements
+        dx1 still holds the fill in (never written: no result, so no distance and no class)."""
         if not dist.size:
             return
         counts = np.bincount(bucket_of(dist), minlength=len(BUCKETS))
@@ -72,8 +76,10 @@ class ErrorStats:
         self.nan_mismatches += int((~real & ~(excepted if excepted is not None else False)).sum())
         if got is not None:
             cls = special_class(fmt, got[:dist.size], oracle[:dist.size])
+            if unwritten is not None and unwritten.any():
+                cls = np.where(unwritten, len(SPECIALS), cls)
             for c in np.unique(cls[cls >= 0]).tolist():
-                slot, hit = self.specials[SPECIALS[c]], cls == c
+                slot, hit = self.specials[(*SPECIALS, NOT_WRITTEN)[c]], cls == c
                 slot[0] += int(hit.sum())
                 slot[1] += int((hit & accepted).sum()) if accepted is not None else 0
                 if slot[2] is None:

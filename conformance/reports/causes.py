@@ -3,8 +3,9 @@
 Why: a library with one defect fails many requirements (an element left unwritten breaks the
 accuracy, boundary, NaN, subnormal and length rules at once, and the history and position
 checks see it too); a list of red ids sends an engineer after each. A cause is the most specific
-pattern a failing requirement's failures share: the first pattern of its diagnosis when that
-holds nearly all of them (``SHARE``), elements left unwritten when its examples show the fill,
+pattern a failing requirement's failures share: what was seen of the failing calls themselves
+(a write after the return, R13's evidence) when it holds nearly all of them (``SHARE``), else
+the most specific pattern of its diagnosis holding that many, elements left unwritten when its examples show the fill,
 else the requirement itself. Requirements with the same cause are one line, led by the cause.
 Derived from a report's run entries (after waivers), so every format says the same.
 """
@@ -21,6 +22,7 @@ SHARE = 0.9  # a pattern is a requirement's cause when it holds this share of it
 SPECIFIC = 0.5  # ... and, to come before the unwritten elements, at most this share of the elements checked
 POSITIONS = ("tail-", "tile-", "length-", "first", "last", "chunk")  # where in a call, not what it holds ...
 POSITION_SPECIFIC = 0.2  # ... a cause only when this specific: in a run of short calls every element is "in the tail"
+CALL_FINDINGS = ("late-write",)  # diagnosis keys that are observations of the failing calls themselves
 NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # rules.diagnosis's words
 _FILL = re.compile(rf"\b0x({FILL_BYTE:02x}){{2}}(?:({FILL_BYTE:02x}){{2}})?\b")  # the fill's bits, fp16 or fp32
 
@@ -36,6 +38,10 @@ def _cause_of(req: dict) -> str:
     its failures, or of its examples, the fill), else any pattern holding SHARE of them, else the
     requirement itself."""
     failed = req.get("failed") or 0
+    # direct evidence about the calls that failed (a write after the return) outranks every inferred pattern
+    direct = [d for d in req.get("diagnosis") or [] if d.get("key") in CALL_FINDINGS and d["failed"] >= SHARE * failed]
+    if direct:
+        return direct[0]["pattern"]
     # the most specific pattern holding nearly all of them: the smallest share of the elements checked
     diagnosis = sorted((d for d in req.get("diagnosis") or [] if failed and d["failed"] >= SHARE * failed
                         and (d["checked_share"] <= POSITION_SPECIFIC or not d.get("key", "").startswith(POSITIONS))),

@@ -98,7 +98,7 @@ def accuracy_line(run: dict) -> str:
                      + (f" (the worst at beta = {decimal(run['dtype'], worst['beta'])}"
                                                   f"{': ' + why if why else ''}; {where_text(worst)})" if worst else ""))
     for kind, seen in (err.get("not_a_distance") or {}).items():
-        parts.append(f"{kind}: {seen['elements']:,} elements" + (
+        parts.append(f"{kind}: {seen['elements']:,} element{'s' if seen['elements'] != 1 else ''}" + (
             f" ({seen['accepted']:,} accepted: reachable under the error model, or an alternative's bits)" if seen["accepted"]
             else " (none accepted)"))
     return "; ".join(parts)
@@ -133,8 +133,9 @@ def where_text(e: dict) -> str:
 def diagnosis_line(d: dict) -> str:
     """One pattern of a diagnosis (rules.diagnosis) with its representative element."""
     e = d["example"]
+    shown = f"{where_text(e)}: {outcome_text(e)}" if "element" in e else f"case {e['case']}: {e['detail']}"
     return (f"{d['pattern']}: {d['failed']:,} of {d['of']:,} failures ({d['checked_share']:.1%} of the elements "
-            f"checked); e.g. {where_text(e)}: {outcome_text(e)}")
+            f"checked); e.g. {shown}")
 
 
 def bulk_line(b: dict) -> str:
@@ -368,6 +369,7 @@ def view(report: dict) -> View:
     identity = [("implementation", name)]
     for key, label in (("library", "library"), ("sha256", "library SHA-256"), ("symbols", "symbols"),
                        ("model", "model"), ("isa", "ISA"), ("device", "device"), ("torch", "torch"),
+                       ("mindspore_version", "mindspore"), ("threads", "threads"),
                        ("results", "results file"), ("results_sha256", "results SHA-256"), ("program", "self-test"),
                        ("program_verdict", "the self-test's own verdict")):
         if key in impl:

@@ -82,6 +82,7 @@ class Tally:
         self.far, self.far_by, self.far_worst = 0, {}, None  # accepted beyond the budget: reachable under the error model, or an alternative
         self.far_special = {}  # accepted infinities or NaNs against numbers (no distance), by kind
         self.kinds = {}  # error kind (ERROR_KINDS index) -> [failing elements, the first (j, k)]: the bulk
+        self.noted = []  # per failing call or comparison of calls (not an element): the case ids involved
 
     def add(self, j, bad: np.ndarray, among: "np.ndarray | None" = None):
         """``bad`` elements of judgement ``j`` (``among``: the elements the rule looked at, default all)."""
@@ -127,18 +128,26 @@ class Tally:
         if self.far_worst is None or int(j.dist[k]) > self.far_worst["ulp_value"]:
             self.far_worst = {**self.element(j, k), "accepted_as": named[k]}
 
-    def note(self, case_id: "str | None", detail: str) -> None:
+    def note(self, case_id: "str | None", detail: str, also: tuple = ()) -> None:
         """One failing call (not an element), with what was wrong; ``case_id`` None: a finding
-        about the whole run (listed first: it says more than any one element)."""
-        self.failed += 1
+        about the whole run (listed first: it says more than any one element). ``also``: the
+        ids of other calls the failure involves (the call it was compared with)."""
+        self.count((case_id, *also))
         if case_id is None:
             self.examples.insert(0, {"detail": detail})
             del self.examples[EXAMPLES:]
         elif len(self.examples) < EXAMPLES:
             self.examples.append({"case": case_id, "detail": detail})
 
+    def count(self, case_ids: tuple) -> None:
+        """One failing call or comparison of calls, without an example: the ids of the calls it
+        involved (a repeat and its first call), which the diagnosis's call findings look for."""
+        self.failed += 1
+        self.noted.append(tuple(case_ids))
+
     def merge(self, other: "Tally") -> None:
         self.seen += other.seen
+        self.noted += other.noted
         for kind, (n, first) in other.kinds.items():
             slot = self.kinds.setdefault(kind, [0, first])
             slot[0] += n
@@ -173,9 +182,10 @@ class Tally:
             out["not_written"] = True  # dx1's bits from before the call: all but surely never written
         return out
 
-    def entry(self, details: bool = True) -> dict:
+    def entry(self, details: bool = True, calls: "dict | None" = None) -> dict:
         """The report's entry; ``details`` False: counts, worst and examples only (no diagnosis,
-        no accepted-far counts: a family's line under its requirement)."""
+        no accepted-far counts: a family's line under its requirement). ``calls``: findings about
+        whole calls the diagnosis tries as patterns (``RunContext.call_findings``)."""
         out = {"checked": self.checked, "failed": self.failed}
         if details and self.far:
             out["accepted_far"] = {"elements": self.far, "max_ulp": self.far_worst["ulp_value"],
@@ -191,8 +201,8 @@ class Tally:
             kind, (n, first) = max(self.kinds.items(), key=lambda kv: (kv[1][0], -kv[0]))
             out["bulk"] = {"kind": ERROR_KINDS[kind], "failed": n, "of": sum(v[0] for v in self.kinds.values()),
                            "example": example(*first)}
-        if details and self.failed and any(bad.any() for _, bad, _ in self.seen):
-            out["diagnosis"] = diagnose(self.seen, example)
+        if details and self.failed and (any(bad.any() for _, bad, _ in self.seen) or calls and self.noted):
+            out["diagnosis"] = diagnose(self.seen, example, calls, self.noted)
         if self.worst is not None:
             out["worst"] = {k: v for k, v in self.worst.items() if k != "ulp_value"}
         if self.examples:
@@ -223,6 +233,14 @@ class RunContext:
     calls: list  # (row, vector case, case) per call made
     memo: dict = field(default_factory=dict)  # calls made again, shared by the checks that read them
     rejected: list = field(default_factory=list)  # (row, case, outcome, family) per call the implementation refused
+    late: dict = field(default_factory=dict)  # case id -> what its call wrote after it returned (R13 fills it)
+
+    def call_findings(self) -> dict:
+        """Findings about whole calls that explain failures elsewhere (the diagnosis's call-level
+        patterns): key -> (pattern, case ids)."""
+        if not self.late:
+            return {}
+        return {"late-write": (LATE_WRITE, self.late)}
 
     def of(self, families) -> list:
         return [j for j in self.judged if j.family in families]
@@ -482,7 +500,7 @@ def _core_masks(ctx: RunContext, req: "Requirement") -> Check:
                 t.checked += 1
                 if not F.same_result(ctx.fmt, j.outcome.out, js[0].outcome.out).all():
                     t.note(j.row["id"], f"core_mask {j.case.core_mask:#x} differs from {js[0].case.core_mask:#x} "
-                           f"(case {js[0].row['id']})")
+                           f"(case {js[0].row['id']})", also=(js[0].row["id"],))
     return Check(t, applicable=ctx.variant == "s" and t.checked > 0)
 
 
@@ -545,12 +563,28 @@ def _memory(ctx: RunContext, req: "Requirement") -> Check:
     return Check(t, extra=extra)
 
 
+LATE_WRITE = "in calls that wrote dx1 after they returned (a core or thread not waited for)"
+"""The diagnosis's words for the calls R13 saw writing after the return: the cause of every
+failure in them (an element read back before it was written, a repeat that differs)."""
+
+
 def _returns(ctx: RunContext, req: "Requirement") -> Check:
+    """Every call returned, and had finished when it did: crashes and hangs, then the calls the
+    adapter saw writing dx1 after the return (asked once every call of the run is made: the
+    requirement is checked last)."""
     t = Tally(ctx.fmt)
     again = [(j.row, o) for j, o in start_layout(ctx)]
     t.checked = len(ctx.calls) + len(again)
     for row, o in [(row, o) for row, _, o in ctx.broken] + [(row, o) for row, o in again if o.status != "ok"]:
         t.note(row["id"], f"{o.status}: {o.detail}")
+    late: dict = {}  # case id -> what each of its calls wrote after returning (a case may run several times)
+    for cid, text in ctx.adapter.late_writes():
+        late.setdefault(cid, []).append(text)
+    rows = {row["id"] for row, _, _ in ctx.calls}
+    t.checked += sum(cid not in rows for cid in late)  # other requirements' own calls (R18's rearranged ones)
+    for cid, texts in late.items():
+        ctx.late[cid] = texts[0]
+        t.note(cid, texts[0] + (f" (and in {len(texts) - 1} more of its calls)" if len(texts) > 1 else ""))
     return Check(t)
 
 
@@ -635,7 +669,8 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
                                 f"{F.hex_bits(fmt, ref.out[k])}, call #{no} ({what}) {F.hex_bits(fmt, o.out[k])}",
                                 j, k, o.out[k]))
     changes.sort(key=lambda x: x[0])
-    t.failed = len(changes)
+    for change in changes:
+        t.count((change[1],))
     for no, cid, detail, j, k, bits in changes[:EXAMPLES]:
         if j is not None and k < j.case.elements_written:
             ex = t.element(j, k, got=bits)
@@ -762,7 +797,7 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
             moves.append((orig, (i, L)))
             if not F.same_result(fmt, o.out[i:i + 1], j.outcome.out[k:k + 1])[0]:
                 changed.append((orig, (i, L)))
-                t.failed += 1
+                t.count((j.row["id"], calls[first + c].id))
                 if len(t.examples) < EXAMPLES:
                     ex = t.element(j, k, got=o.out[i])
                     ex.pop("ulp_value")
@@ -1071,6 +1106,7 @@ class Requirement:
     observes: bool = False
     reports_model: bool = False  # what it observes is the evaluation model matched
     prepare: Optional[Callable[[RunContext, "Requirement"], None]] = None  # runs before the run's calls
+    last: bool = False  # checked after every other requirement: it reads what their calls did too (R13)
     element: Optional[ElementRule] = None  # the judge's rule for single elements, for R01 to R06
 
     def __post_init__(self):
@@ -1137,7 +1173,9 @@ CATALOG: tuple = (
                 "dy, x1 and x2 are unchanged by the call (unless dx1 is one of them): checksums, or a simulator "
                 "harness's memory report.", _memory),
     Requirement("R13", "no-crash-no-hang",
-                "Every call returns: no crash, no hang past the timeout.", _returns),
+                "Every call returns, and has finished when it returns: no crash, no hang past the timeout, "
+                "nothing written into dx1 after the return (the ctypes worker watches each call's dx1 for "
+                "100 ms after it returns; other adapters cannot see it).", _returns, last=True),
     Requirement("R14", "deterministic",
                 "Repeating a call gives the same bits, whatever came before it: a sample of calls (subnormal, "
                 "boundary, long and ordinary ones) run first in a fresh worker, again after the rest of the run and "
@@ -1175,16 +1213,22 @@ MEMORY = {"R10": "memory", "R11": "memory", "R12": "inputs-changed"}
 """The requirements :func:`call_fault` answers for, and what the fuzzer calls their findings."""
 
 
-def compare_variants(shared: dict, private: dict, fmt: F.Format, outputs_shared: dict, outputs_private: dict) -> None:
+def compare_variants(shared: dict, private: dict, fmt: F.Format, outputs_shared: dict, outputs_private: dict,
+                     late: "dict | None" = None) -> None:
     """R09's second half, added to the shared run's R09 entry: the shared version (all cores)
-    and the private version give the same bits, case by case (``outputs_*``: case id -> dx1)."""
+    and the private version give the same bits, case by case (``outputs_*``: case id -> dx1).
+    ``late``: case id -> what its call wrote after returning, in either run (R13's evidence):
+    differences in those calls count for the diagnosis's "late-write" pattern."""
     entry = next(r for r in shared["requirements"] if r["id"] == SEEN_UNDER["core-mask"])
     checked = failed = 0
+    late, explained = late or {}, []
     examples = entry.setdefault("examples", [])
     for cid in sorted(set(outputs_shared) & set(outputs_private)):
         checked += 1
         if not F.same_result(fmt, outputs_shared[cid], outputs_private[cid]).all():
             failed += 1
+            if cid in late:
+                explained.append(cid)
             if len(examples) < EXAMPLES:
                 examples.append({"case": cid, "detail": "the shared version (all cores) and the private "
                                  "version give different bits"})
@@ -1193,11 +1237,30 @@ def compare_variants(shared: dict, private: dict, fmt: F.Format, outputs_shared:
     entry["checked"] = entry.get("checked", 0) + checked
     entry["failed"] = entry.get("failed", 0) + failed
     entry["shared_vs_private"] = {"checked": checked, "failed": failed}
+    if failed and "diagnosis" in entry or explained:
+        _add_late_writes(entry, failed, explained, late)
     if entry["status"] == "not-applicable" and checked:
         entry["status"] = "pass"
     if failed:
         entry["status"] = "fail"
     shared["verdict"] = run_verdict(shared["requirements"], shared.get("incomplete", ()))
+
+
+def _add_late_writes(entry: dict, failed: int, explained: list, late: dict) -> None:
+    """Fold ``failed`` more failures into an entry's diagnosis, ``explained`` (case ids) of them
+    in calls that wrote after they returned; the patterns that then hold too few are dropped."""
+    from sl1conf.conformance.rules.diagnosis import MIN_SHARE
+
+    items = entry.setdefault("diagnosis", [])
+    if explained and not any(d.get("key") == "late-write" for d in items):
+        items.append({"pattern": LATE_WRITE, "key": "late-write", "failed": 0, "of": 0, "checked_share": 0.0,
+                      "example": {"case": explained[0], "detail": late[explained[0]]}})
+    for d in items:
+        d["of"] = d["of"] + failed if d["of"] else entry["failed"]
+        d["failed"] += len(explained) if d.get("key") == "late-write" else 0
+    entry["diagnosis"] = sorted((d for d in items if d["failed"] >= MIN_SHARE * d["of"]), key=lambda d: -d["failed"] / d["of"])
+    if not entry["diagnosis"]:
+        del entry["diagnosis"]
 
 
 def by_id(rid: str) -> Requirement:

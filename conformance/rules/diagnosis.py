@@ -101,7 +101,7 @@ def _masks(j):
 STATIC_KEYS = ("not-written", "first", "last", "chunk", "nan", "inf", "zero", "subnormal", "boundary", "overflow", "gt",
                "lt", "mid", "diff-subnormal", "diff-overflow", "quotient-underflow", "variant-s", "variant-p",
                "one-core", "mask-holes", "beta-nan", "beta-zero", "beta-negative", "beta-inf", "beta-subnormal",
-               "beta-pow2", "beta-not-pow2", "beta-usual", "beta-huge", "beta-tiny")
+               "beta-pow2", "beta-not-pow2", "beta-usual", "beta-huge", "beta-tiny", "late-write")
 
 
 def pattern_keys() -> tuple:
@@ -141,33 +141,52 @@ def beta_classes(fmt, beta: int):
         yield "beta-tiny", f"beta tiny (a normal below 2^{fmt.emin // 2})"
 
 
-def diagnose(seen: list, element) -> list:
+def diagnose(seen: list, element, calls: "dict | None" = None, noted=()) -> list:
     """The patterns of a requirement's failures. ``seen``: (judgement, failing mask, checked
     mask) per call the requirement judged; ``element(j, k)``: a report example of element k.
+    ``calls``: findings about whole calls (key -> (pattern, {case id: what was seen})), tried
+    as patterns over the elements and over ``noted``, per failing call or comparison of calls
+    the requirement counted (a repeat that differed, a crash), the ids of the calls involved:
+    direct evidence, such as a call that wrote dx1 after it returned, explains both.
     Returns [{pattern, failed, of, checked_share, example}] (at most SHOWN), strongest first;
     the tails of several widths are one pattern, reported at the width that fits best."""
-    stats: dict = {}  # key -> [text, failed, checked, first failing (j, k)]
+    stats: dict = {}  # key -> [text, failed, checked, first failing (j, k), or a call's example]
     failed_total = checked_total = 0
+    calls = calls or {}
     for j, bad, among in seen:
         if not among.any():
             continue
         failed_total += int(bad.sum())
         checked_total += int(among.sum())
-        for key, text, mask in _masks(j):
+        found_in_call = ((key, text, np.full(bad.shape, j.case.id in ids)) for key, (text, ids) in calls.items())
+        for key, text, mask in (*_masks(j), *found_in_call):
             st = stats.setdefault(key, [text, 0, 0, None])
             hit = mask & bad
             st[1] += int(hit.sum())
             st[2] += int((mask & among).sum())
             if st[3] is None and hit.any():
                 st[3] = (j, int(np.flatnonzero(hit)[0]))
+    noted = list(noted) if calls else []
+    for key, (text, ids) in calls.items():  # the failing calls noted, each one failure
+        st = stats.setdefault(key, [text, 0, 0, None])
+        for involved in noted:  # a failing call, or a comparison of calls: found when any of them was
+            cid = next((c for c in involved if c in ids), None)
+            if cid is not None:
+                st[1] += 1
+                st[3] = st[3] or {"case": cid, "detail": ids[cid]}
+    failed_total += len(noted)
     if not failed_total:
         return []
     found = []
     for key, (text, failed, checked, first) in stats.items():
-        share, base = failed / failed_total, checked / checked_total
-        if failed and share >= MIN_SHARE and (share >= MIN_LIFT * base or share == 1.0 and base < 1.0):
+        share = failed / failed_total
+        # the share of the elements checked; for a requirement that noted calls only, of the calls
+        base = checked / checked_total if checked_total else share
+        # a call finding is what was seen of the failing calls themselves, not a correlation: no lift asked
+        if failed and share >= MIN_SHARE and (share >= MIN_LIFT * base or share == 1.0 and base < 1.0 or key in calls):
+            example = first if isinstance(first, dict) else element(*first)
             found.append((key, share, base, {"pattern": text, "key": key, "failed": failed, "of": failed_total,
-                                             "checked_share": round(base, 4), "example": element(*first)}))
+                                             "checked_share": round(base, 4), "example": example}))
     tails = [f for f in found if f[0].startswith("tail-")]
     if tails:  # the width whose tail holds the most failures, then the fewest checked elements
         best = max(tails, key=lambda f: (f[1], -f[2]))

@@ -1,0 +1,95 @@
+"""A library whose shared version returns before its last core has written dx1.
+
+The defect is one: a missing barrier. Its symptoms are many (elements read back unwritten,
+repeats that differ, the variants and core masks disagreeing, rearranged elements changing),
+so without direct evidence a report shows a list of red requirements. The ctypes worker
+watches each call's dx1 after the call returns (adapters.isolation._Watch); R13 fails with
+what changed, named after the call, and the report's causes lead with that one cause.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sl1conf.adapters.base import Case
+from sl1conf.adapters.cbuild import build_shared
+from sl1conf.adapters.ctypes_lib import CtypesAdapter
+from sl1conf.conformance.reports.causes import causes
+from conftest import certify_library as certify, requirement_entry as entry
+
+LATE = r"""
+#define _POSIX_C_SOURCE 199309L
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+struct job { float *dy, *dx1, *x1, *x2; int n; float beta; int late; };
+static float divmul(float d, float beta, float g) { return d > beta ? g : d < -beta ? -g : d / beta * g; }
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta)
+{ for (int i = 0; i < n; i++) dx1[i] = divmul(x1[i] - x2[i], beta, dy[i]); }
+static void *run(void *p)
+{ struct job *j = p;
+  if (j->late) { struct timespec ts = {0, 1000000}; nanosleep(&ts, 0); }  /* 1 ms after the return */
+  fp_smoothl1lossgrad_p(j->dy, j->dx1, j->x1, j->x2, j->n, j->beta);
+  if (j->late) free(j);
+  return 0; }
+/* one thread per core of the mask, each over its chunk; the last core's thread is never joined */
+void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, float beta, int mask)
+{ pthread_t t[32]; struct job jobs[32]; int cores = 0, start = 0, k = 0;
+  for (int c = 0; c < 32; c++) if (mask >> c & 1) cores++;
+  if (n <= 0 || !cores) return;
+  for (int c = 0; c < 32; c++) if (mask >> c & 1) {
+    int len = n / cores + (k < n % cores);
+    jobs[k] = (struct job){dy + start, dx1 + start, x1 + start, x2 + start, len, beta, cores > 1 && k == cores - 1};
+    struct job *j = &jobs[k];
+    if (j->late) { j = malloc(sizeof *j); *j = jobs[k]; }
+    pthread_create(&t[k], 0, run, j); start += len; k++; }
+  for (int c = 0; c < k; c++) if (jobs[c].late) pthread_detach(t[c]); else pthread_join(t[c], 0);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def late_lib(tmp_path_factory):
+    src = tmp_path_factory.mktemp("late") / "late.c"
+    src.write_text(LATE)
+    return str(build_shared("lib-late-core", [src], flags=["-pthread"]))
+
+
+def _case(n: int, mask: int, cid: str) -> Case:
+    import numpy as np
+
+    one = np.full(n, 0x3F800000, np.uint32)  # 1.0
+    return Case("fp32", one, one, np.zeros(n, np.uint32), 0x3F800000, variant="s", core_mask=mask, id=cid)
+
+
+def test_the_worker_names_the_call_that_wrote_after_it_returned(late_lib):
+    """Two cores: the second's half (elements 8 to 15) is read back unwritten, then written 1 ms
+    later; one core: nothing late. The evidence names the first call and what changed."""
+    with CtypesAdapter(late_lib) as adapter:
+        two, one = adapter.run([_case(16, 0b11, "two-cores"), _case(16, 0b1, "one-core")])
+        assert two.status == one.status == "ok"
+        late = adapter.late_writes()
+        assert adapter.late_writes() == []  # said once
+    assert [cid for cid, _ in late] == ["two-cores"], late
+    assert "dx1 written after the call returned" in late[0][1] and "8 of its 16 elements (first [8], last [15])" in late[0][1]
+
+
+def test_the_late_writing_library_is_one_cause(late_lib, tmp_path):
+    """Every failing requirement of the shared version, R13 among them, is explained by the calls
+    that wrote after they returned: the report leads with that one cause, and the private
+    version (no threads) passes."""
+    code, failed, report = certify(tmp_path, late_lib, "ieee", "--dtype", "fp32", "--quick")
+    assert code == 1 and {"R01", "R13"} <= failed, failed
+    shared, private = report["runs"]
+    assert private["verdict"] == "pass"
+    found = causes(shared)
+    assert len(found) == 1, found
+    assert found[0]["cause"].startswith("in calls that wrote dx1 after they returned")
+    assert set(found[0]["requirements"]) == {r["id"] for r in shared["requirements"] if r["status"] == "fail"}
+    # the unwritten elements are no distance: named apart, not the largest error of the run
+    assert shared["errors"]["not_a_distance"]["not written (dx1 still holds the fill)"]["elements"] > 0
+    assert shared["errors"]["max_ulp"] <= 4, shared["errors"]["max_ulp"]
+    r13 = entry(report, "R13")
+    assert r13["examples"][0]["detail"].startswith("dx1 written after the call returned")
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "**Causes** (1;" in md and "in calls that wrote dx1 after they returned" in md
