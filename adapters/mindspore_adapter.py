@@ -146,19 +146,21 @@ is not its own (a beta MindSpore accepts, or a message naming another beta), up 
 needed; after a 1 ms pause, none). Without this, valid calls after a
 ``beta <= 0`` case were reported ``rejected``.
 
-What a report shows (``sl1conf certify --impl mindspore:cpu``, canonical vectors, about 25 to
-45 s): fp16 passes on ieee, R17 ``divmul-fp16`` (elements beyond the budget are accepted as
-its bits: ``diff / beta`` underflows). fp32 fails on ieee and ft78ne alike: R06
-``inconsistent: 2713 elements flushed and 2049 with gradual underflow``, R14 (bits change
-with the call history: the sample's first calls run in a fresh worker, and later ones flush),
-R18, R01 to R05 and R07 (the flushed elements,
-among them NaN where a subnormal beta was read as 0), R17 none (``divmul-fp32`` explains
-96.1% of the elements where the models disagree). R18's diagnosis ("moved between the vector
-body and the last n mod 64 elements") is a coincidence of the lengths it reruns with:
-MindSpore has no vector tail; the call's length and number decide. Some flushed results
-pass as another accepted model's bits by chance (``diff == beta = 2^-126`` from two
-subnormals: MindSpore's flushed -0 is also ``muldiv-fp32``'s underflowed product). R16:
-``beta = 0`` and ``beta < 0`` rejected, ``beta = +inf`` as the oracle or ``rounded-diff``.
+What a report shows (``sl1conf certify --impl mindspore:cpu``, canonical vectors, about 25 s,
+reports/mindspore-cpu-*): the pool's threads (``threads``: 1 kernel and 1 actor thread here).
+fp16 passes on every profile, R17 ``divmul-fp16`` (elements beyond the budget are accepted as
+its bits: ``diff / beta`` underflows). fp32 fails: on ieee R01 to R07, R14 and R18 (the flushed
+elements of the calls from the 6th launch on, among them NaN where a subnormal beta was read
+as 0; the largest error 192,937,984 ULP is a flushed result), on ft78ne and mt7004, whose
+error model allows flushing, R06 (flushed in some calls and not in others), R14 (bits change
+with the call history: first seen at call #65, the sample's first calls having run in a fresh
+worker) and R18; R17 no single model (``divmul-fp32`` closest, 99.0% of the elements where
+the models disagree). R18's diagnosis ("moved between the vector body and the last n mod 64
+elements") is a coincidence of the lengths it reruns with: MindSpore has no vector tail; the
+call's length and number decide. Some flushed results pass as another accepted model's bits
+by chance (``diff == beta = 2^-126`` from two subnormals: MindSpore's flushed -0 is also
+``muldiv-fp32``'s underflowed product). R16: ``beta = 0`` and ``beta < 0`` rejected, ``beta
+= +inf`` as the oracle or ``rounded-diff``. With ``mindspore:cpu?threads=1`` no call flushes.
 
 Time: ``import mindspore`` takes about 3.2 s (the adapter then 0.04 s); a call of 2^20
 elements about 0.11 s the first time, then 0.05 s through ``run()`` (0.035 s fp32, 0.048 s
