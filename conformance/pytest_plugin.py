@@ -140,7 +140,7 @@ class _Conformance:
         from sl1conf.conformance.vectors import families as FAM
         from sl1conf.conformance.certify.engine import default_families, dtypes_to_run, quick_families
         from sl1conf.conformance.rules.profiles import ProfileError, load_profile
-        from sl1conf.conformance.rules.catalog import CATALOG
+        from sl1conf.conformance.requirements import CATALOG
 
         opt = config.option
         self.config = config
@@ -474,7 +474,7 @@ class _ReadsLikeAReport:
 
 
 class CompletenessItem(_ReadsLikeAReport, pytest.Item):
-    """One run checked enough to pass (rules.catalog.incomplete_reasons): a run that failed
+    """One run checked enough to pass (requirements.verdict.incomplete_reasons): a run that failed
     nothing because it checked nothing fails here, as certify's verdict ``incomplete`` does."""
 
     def __init__(self, **kw):

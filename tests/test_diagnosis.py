@@ -1,5 +1,5 @@
 """What a report says about why: R17's model combinations and the diagnosis of a failing
-requirement (rules.catalog.model_identification, rules.diagnosis).
+requirement (requirements.evaluation_model.model_identification, rules.diagnosis).
 
 The implementations are built from pieces whose behaviour is known by construction: the
 accepted models' numpy emulations (reference.models), spliced by position, and the exact
@@ -138,13 +138,13 @@ def test_a_slow_path_for_extreme_betas_is_named_by_beta_not_by_call_order():
     1 / beta not normal or near it), as a library with a slow path for such betas computes. The
     extreme betas sit in a few families, so a split by call order explains the data nearly as
     well; R17 names the split by beta class, which is what the library does."""
-    from sl1conf.conformance.rules.catalog import _extreme_beta
+    from sl1conf.conformance.requirements.evaluation_model import extreme_beta
     from sl1conf.reference import formats as F
 
     fast, slow = get_model("divmul-fp32"), get_model("muldiv-fp32")
 
     def fn(dy, x1, x2, beta):
-        extreme = _extreme_beta(F.FP32, int(np.array([beta], np.float32).view(np.uint32)[0]))
+        extreme = extreme_beta(F.FP32, int(np.array([beta], np.float32).view(np.uint32)[0]))
         return (slow if extreme else fast)(dy, x1, x2, beta)
     r17 = _run(fn)["R17"]
     combo = r17.get("combination")

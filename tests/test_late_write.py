@@ -28,7 +28,7 @@ void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, f
 { for (int i = 0; i < n; i++) dx1[i] = divmul(x1[i] - x2[i], beta, dy[i]); }
 static void *run(void *p)
 { struct job *j = p;
-  if (j->late) { struct timespec ts = {0, 1000000}; nanosleep(&ts, 0); }  /* 1 ms after the return */
+  if (j->late) { struct timespec ts = {0, 20000000}; nanosleep(&ts, 0); }  /* 20 ms after the return */
   fp_smoothl1lossgrad_p(j->dy, j->dx1, j->x1, j->x2, j->n, j->beta);
   if (j->late) free(j);
   return 0; }
@@ -63,7 +63,7 @@ def _case(n: int, mask: int, cid: str) -> Case:
 
 
 def test_the_worker_names_the_call_that_wrote_after_it_returned(late_lib):
-    """Two cores: the second's half (elements 8 to 15) is read back unwritten, then written 1 ms
+    """Two cores: the second's half (elements 8 to 15) is read back unwritten, then written 20 ms
     later; one core: nothing late. The evidence names the first call and what changed."""
     with CtypesAdapter(late_lib) as adapter:
         two, one = adapter.run([_case(16, 0b11, "two-cores"), _case(16, 0b1, "one-core")])

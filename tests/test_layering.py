@@ -43,7 +43,7 @@ LAYERS = (
     ("engines", ("sl1conf.conformance.certify", "sl1conf.conformance.search",
                  "sl1conf.conformance.reports"), False),
     ("vectors", ("sl1conf.conformance.vectors",), True),
-    ("rules", ("sl1conf.conformance.rules",), True),
+    ("rules", ("sl1conf.conformance.requirements", "sl1conf.conformance.rules"), True),
     ("common", ("sl1conf.conformance.common",), True),
     ("adapters", ("sl1conf.adapters",), True),
     ("reference", ("sl1conf.reference",), True),
@@ -53,7 +53,7 @@ LAYERS = (
 
 Why: the ground truth (reference) must not depend on what is tested against it (adapters),
 nor either on the suite that judges them (conformance); inside conformance, the rulebook
-(rules) is what vectors, the engines and the command line share, so it must not know any
+(rules, and the requirements built on it) is what vectors, the engines and the command line share, so it must not know any
 of them, and the three engines (certify, search, reports) stay independent so that each
 can change, or be used alone, without the others. The command line and the pytest plugin
 sit on top and may use everything. A member is a module or package (a package holds its

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from sl1conf.conformance.certify.waivers import WaiverError, load_waivers
 from sl1conf.conformance.cli import main
 from sl1conf.conformance.common.jsonfiles import schema, validate
-from sl1conf.conformance.rules.catalog import CATALOG
+from sl1conf.conformance.requirements import CATALOG
 from sl1conf.conformance.rules.profiles import (
     PROFILE_DIR, Profile, ProfileError, builtin_profiles, load_profile,
 )

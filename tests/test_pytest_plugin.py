@@ -16,7 +16,7 @@ from sl1conf.conformance.cli import main as sl1conf_main
 from sl1conf.conformance.certify.engine import certify, quick_families
 from sl1conf.conformance.vectors.families import family_by_name
 from sl1conf.conformance.rules.profiles import load_profile
-from sl1conf.conformance.rules.catalog import CATALOG
+from sl1conf.conformance.requirements import CATALOG
 
 pytest_plugins = ["pytester"]
 

@@ -115,7 +115,7 @@ def test_a_written_result_equal_to_nothing_like_the_fill_is_not_marked():
     import numpy as np
 
     from sl1conf.adapters.base import Case
-    from sl1conf.conformance.rules.catalog import Tally
+    from sl1conf.conformance.requirements.base import Tally
     from sl1conf.reference import formats as F
 
     fmt = F.format_by_name("fp16")

@@ -14,7 +14,7 @@ import pytest
 
 from sl1conf.adapters import load
 from sl1conf.conformance.certify.engine import judge_run
-from sl1conf.conformance.rules.catalog import BIAS_MIN, BIAS_SIGMAS, bias_counts, rounding_bias
+from sl1conf.conformance.requirements.accuracy import BIAS_MIN, BIAS_SIGMAS, bias_counts, rounding_bias
 from sl1conf.conformance.rules.profiles import load_profile
 from sl1conf.conformance.vectors import store as V
 from sl1conf.conformance.vectors.families import FAMILIES, generate

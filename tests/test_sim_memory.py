@@ -19,7 +19,7 @@ from sl1conf.adapters import sample as S
 from sl1conf.adapters.base import Capabilities, OBSERVATIONS
 from sl1conf.adapters.simulator import SimulatorAdapter, _outcome
 from sl1conf.conformance.cli import main
-from sl1conf.conformance.rules.catalog import call_fault
+from sl1conf.conformance.requirements.memory import call_fault
 
 import numpy as np
 
@@ -133,7 +133,9 @@ def test_a_harness_without_a_memory_report_says_r10_and_r12_are_not_observed(tmp
     import sys as _sys
     template = f"{_sys.executable} {script} {{case}} {{result}}"
     adapter = SimulatorAdapter(template, protocol=1)
-    from sl1conf.conformance.rules.catalog import RunContext, by_id, _memory
+    from sl1conf.conformance.requirements import by_id
+    from sl1conf.conformance.requirements.base import RunContext
+    from sl1conf.conformance.requirements.memory import _memory
     from sl1conf.reference import formats as F
     case = Case("fp32", np.zeros(3, np.uint32), np.zeros(3, np.uint32), np.zeros(3, np.uint32), 0x3F800000)
     (o,) = adapter.run([case])

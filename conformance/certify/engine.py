@@ -4,7 +4,7 @@ For each dtype and variant the profile and the implementation share, the engine 
 vector set's cases into calls, runs them through the adapter (isolated and guarded where
 the adapter can), judges each call's elements once with the one judge (``rules.judge``:
 the vector set's oracle, flush-to-zero, model and alternative columns under the profile),
-and then asks every requirement of the catalog (``rules.catalog``) for its verdict on the
+and then asks every requirement of the catalog (``sl1conf.conformance.requirements``) for its verdict on the
 run. The engine itself decides nothing about an element or a requirement.
 """
 
@@ -16,9 +16,11 @@ from sl1conf import __version__
 from sl1conf.adapters.base import Adapter
 from sl1conf.conformance.certify.errorstats import ErrorStats
 from sl1conf.conformance.common.errors import SuiteError
-from sl1conf.conformance.rules.catalog import (
-    CATALOG, RunContext, Tally, compare_variants, incomplete_reasons, rejection_failures, report_verdict, run_verdict,
-)
+from sl1conf.conformance.requirements import CATALOG
+from sl1conf.conformance.requirements.base import RunContext, Tally
+from sl1conf.conformance.requirements.core_masks import compare_variants
+from sl1conf.conformance.requirements.filing import rejection_failures
+from sl1conf.conformance.requirements.verdict import incomplete_reasons, report_verdict, run_verdict
 from sl1conf.conformance.rules.judge import Expected, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store as V
@@ -194,7 +196,6 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
     refusals = rejection_failures(ctx)
     # every check, those marked last after the others (R13 reads what every call did), then the entries
     found_by = {req.id: req.check(ctx, req) for req in sorted(CATALOG, key=lambda r: r.last)}
-    calls_found = ctx.call_findings()
     requirements = []
     for req in CATALOG:
         found = found_by[req.id]
@@ -211,7 +212,7 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
             failed = found.tally.failed if found.tally else 0
             entry["status"] = "recorded" if kind == "recorded" else "fail" if failed else "pass"
             if found.tally is not None:
-                entry.update(found.tally.entry(calls=calls_found))
+                entry.update(found.tally.entry(calls=ctx.findings))
         entry.update(found.extra)
         requirements.append(entry)
 
@@ -239,10 +240,19 @@ def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, case
         run["incomplete"] = reasons
     run["verdict"] = run_verdict(requirements, reasons)
     # kept for comparing the shared and private versions (dropped before the report is written)
-    run["_late"] = ctx.late  # the calls that wrote after they returned: what explains a difference between the variants
+    run["_findings"] = ctx.findings  # call findings (R13's writes after the return): what explains a difference between the variants
     run["_outputs"] = {j.row["id"]: j.outcome.out for j in judged
                        if j.case.variant == "s" and j.case.core_mask == profile.core_mask or j.case.variant == "p"}
     return run
+
+
+def _merged(*findings: dict) -> dict:
+    """The call findings of several runs as one (key -> (pattern, {case id: what was seen}))."""
+    out: dict = {}
+    for found in findings:
+        for key, (pattern, ids) in found.items():
+            out[key] = (pattern, {**out.get(key, (pattern, {}))[1], **ids})
+    return out
 
 
 def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, vectors=None,
@@ -291,10 +301,10 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             runs.append(mine[variant])
         if "s" in mine and "p" in mine:
             compare_variants(mine["s"], mine["p"], vs.format, mine["s"]["_outputs"], mine["p"]["_outputs"],
-                             late={**mine["p"]["_late"], **mine["s"]["_late"]})
+                             findings=_merged(mine["p"]["_findings"], mine["s"]["_findings"]))
         for run in mine.values():
             run.pop("_outputs", None)
-            run.pop("_late", None)
+            run.pop("_findings", None)
     if only_cases and only_cases - seen_cases:
         raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - seen_cases))} in the vectors"
                              + (" (--quick generates the edge families only)" if quick and not vectors else ""))

@@ -29,7 +29,8 @@ from pathlib import Path
 
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.tomlfiles import read_toml, schema_problem, toml_path, toml_value
-from sl1conf.conformance.rules.catalog import CATALOG, by_id, report_verdict, run_verdict
+from sl1conf.conformance.requirements import CATALOG, by_id
+from sl1conf.conformance.requirements.verdict import report_verdict, run_verdict
 
 __all__ = ["WaiverError", "load_waivers", "apply_waivers"]
 

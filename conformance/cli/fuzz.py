@@ -31,7 +31,9 @@ from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, P
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.common.progress import Progress
-from sl1conf.conformance.rules.catalog import add_bias_counts, bias_findings, by_id, rounding_bias
+from sl1conf.conformance.requirements import by_id
+from sl1conf.conformance.requirements.accuracy import add_bias_counts, bias_findings, rounding_bias
+from sl1conf.conformance.requirements.core_masks import twin_mask
 from sl1conf.conformance.search import fuzz as Z
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
@@ -532,7 +534,7 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
         family = BOUNDARY_EXACT if g.kind == "element" and g.key[4] == Z.BOUNDARY else REGRESSIONS
         items = [(family, _vector_case(case, g.kind))]
         if g.kind == "core-mask":
-            twin = dataclasses.replace(case, core_mask=Z.twin_mask(case, profile.core_mask))
+            twin = dataclasses.replace(case, core_mask=twin_mask(case, profile.core_mask))
             items = [(CORE_MASKS, _vector_case(case, g.kind)), (CORE_MASKS, _vector_case(twin, g.kind))]
         saved.append((entry, items))
     return saved

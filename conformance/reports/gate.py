@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
+from sl1conf.conformance.requirements import CATALOG_BY_ID
 
 __all__ = ["GateResult", "gate", "label", "compare_rows"]
 

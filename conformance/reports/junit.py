@@ -25,7 +25,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 
 from sl1conf.conformance.reports.view import outcome_text, over_the_run, view
-from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
+from sl1conf.conformance.requirements import CATALOG_BY_ID
 
 __all__ = ["render_junit", "case_names"]
 

@@ -16,7 +16,7 @@ import numpy as np
 from sl1conf.reference import formats as F
 
 from sl1conf.conformance.common.commands import certify_command, explain_command
-from sl1conf.conformance.rules.catalog import CATALOG_BY_ID
+from sl1conf.conformance.requirements import CATALOG_BY_ID
 
 __all__ = ["distance_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER", "ACCEPTED_FAR"]
@@ -139,7 +139,7 @@ def diagnosis_line(d: dict) -> str:
 
 
 def bulk_line(b: dict) -> str:
-    """The commonest kind of error of a failing requirement (rules.catalog.ERROR_KINDS) and a typical element."""
+    """The commonest kind of error of a failing requirement (requirements.base.ERROR_KINDS) and a typical element."""
     e = b["example"]
     return f"{b['kind']}: {b['failed']:,} of {b['of']:,} failing elements; e.g. {where_text(e)}: {outcome_text(e)}"
 

@@ -243,7 +243,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
 
 @dataclass(frozen=True)
 class ElementRule:
-    """A rule about single elements, named by the requirement it checks (``rules.catalog``):
+    """A rule about single elements, named by the requirement it checks (``sl1conf.conformance.requirements``):
     ``applies(j)`` the elements it is about, ``accepts(j)`` those of them it accepts (masks
     over a Judgement's elements)."""
 

@@ -38,9 +38,11 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 from sl1conf.reference import exact as X
 
-from sl1conf.conformance.rules.catalog import (
-    MEMORY, SEEN_UNDER, add_bias_counts, call_bias_counts, call_fault, rejection_filed_under,
-)
+from sl1conf.conformance.requirements.accuracy import add_bias_counts, call_bias_counts
+from sl1conf.conformance.requirements.core_masks import twin_mask
+from sl1conf.conformance.requirements.filing import MEMORY, NOT_WRITTEN_UNDER, SEEN_UNDER, rejection_filed_under
+from sl1conf.conformance.requirements.memory import call_fault
+from sl1conf.conformance.requirements.position import MOVED, moved_calls, position_changes
 from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors.sampling import fast_batch, hard_batch, random_batch
@@ -68,10 +70,6 @@ BOUNDARY = "boundary"
 POLL = 0.2  # seconds between looks at the stop flag while batches run elsewhere
 NOT_WRITTEN = "not-written"
 """The error of an element whose dx1 bits are still what they were before the call."""
-NOT_WRITTEN_UNDER = "R01"
-"""The requirement a pattern of unwritten elements is filed under: an element never written
-is beyond every budget (R01), whatever else its inputs' class adds (R04 for a NaN input, R06
-for a subnormal one, ...: those are the inputs', not the defect's)."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +170,7 @@ class BatchResult:
     cases: int
     findings: list
     seconds: float
-    bias: dict = field(default_factory=dict)  # "dtype/variant" -> rules.catalog.bias_counts of the batch's long calls
+    bias: dict = field(default_factory=dict)  # "dtype/variant" -> requirements.accuracy.bias_counts of the batch's long calls
 
 
 @dataclass
@@ -266,12 +264,6 @@ def make_batch(campaign: Campaign, profile: Profile, k: int) -> list[Case]:
 
 
 # ------------------------------------------------------------------ checking
-
-def twin_mask(case: Case, full: int) -> Optional[int]:
-    """The other core_mask a short shared-variant case is run under (None: nothing to compare)."""
-    other = full if case.core_mask != full else full & -full
-    return None if other == case.core_mask else other
-
 
 def _classes(fmt: F.Format, case: Case, idx: np.ndarray) -> list[tuple]:
     """(branch, value kind) of elements: what a failure is keyed by beside its requirement."""
@@ -401,39 +393,6 @@ def _call_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Fin
                                       + (f", {int(unwritten.sum())} of them not written" if unwritten.any() else ""),
                                length=case.n, shape=shape))
     return out
-
-
-MOVED = 64
-"""R18 in fuzz and sweep: the last MOVED - 1 elements of a long call run again, as elements
-1.. of a call of MOVED (the vector body of every width up to 64) and as a call of their own of
-MOVED - 1 (a tail of every width from 4 to 64), so an element that was in a body moves into a
-tail and one that was in a tail moves into a body."""
-
-
-def moved_calls(case: Case) -> list:
-    """The long call's last MOVED - 1 elements in the two calls above (none for a short call)."""
-    if case.n <= MOVED or case.elements_written != case.n:
-        return []
-    fmt, k = case.format, MOVED - 1
-    head = lambda a, v: np.concatenate([np.array([v], fmt.uint), a[-k:]])  # noqa: E731
-    body = dataclasses.replace(case, dy=head(case.dy, fmt.emax << fmt.frac_bits), x1=head(case.x1, 0),
-                               x2=head(case.x2, 0), length=None, id=f"{case.id} tail in a body")
-    tail = dataclasses.replace(case, dy=case.dy[-k:], x1=case.x1[-k:], x2=case.x2[-k:], length=None,
-                               id=f"{case.id} tail alone")
-    return [(body, 1), (tail, 0)]
-
-
-def position_changes(case: Case, out, moved) -> list:
-    """(element of ``case``, its bits in the moved call, description) for every element of the
-    last MOVED - 1 whose bits changed in one of the moved calls (``moved``: [(outcome, offset, call)])."""
-    k, changes = MOVED - 1, []
-    for o, offset, call in moved:
-        if o.status != "ok":
-            continue
-        differ = np.flatnonzero(~F.same_result(case.format, out[case.n - k:case.n], o.out[offset:offset + k]))
-        changes += [(case.n - k + int(d), o.out[offset + int(d)], f"index {offset + int(d)} of a call of {call.n}")
-                    for d in differ]
-    return changes
 
 
 def _bias_of(profile: Profile, cases: list[Case], outcomes: list, bias: dict) -> None:

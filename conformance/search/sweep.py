@@ -51,10 +51,13 @@ from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.catalog import (SEEN_UNDER, add_bias_counts, bias_counts, bias_findings, by_id,
-                                               call_bias_counts, rounding_bias)
+from sl1conf.conformance.requirements import by_id
+from sl1conf.conformance.requirements.accuracy import (
+    add_bias_counts, bias_counts, bias_findings, call_bias_counts, rounding_bias,
+)
+from sl1conf.conformance.requirements.filing import SEEN_UNDER
+from sl1conf.conformance.requirements.position import moved_calls, position_changes
 from sl1conf.conformance.rules.judge import expected_for, judge
-from sl1conf.conformance.search.fuzz import moved_calls, position_changes
 from sl1conf.conformance.search.shards import WHOLE, Shard
 
 __all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset", "block_task",
@@ -263,7 +266,7 @@ class Tally:
         self.excepted = 0  # accepted beyond the budget: reachable under the error model, or an alternative
         self.excepted_worst = None
         self.open = {}  # alternative -> elements it accepted that the oracle's answer would not be (R16)
-        self.bias = {}  # R01's rounding-bias counts (rules.catalog.bias_counts) of the blocks sampled for it
+        self.bias = {}  # R01's rounding-bias counts (requirements.accuracy.bias_counts) of the blocks sampled for it
 
     def merge(self, other: "Tally") -> "Tally":
         self.elements += other.elements
@@ -293,7 +296,7 @@ class Tally:
         add_bias_counts(self.bias, call_bias_counts(FP16, profile, got, dy, x1, x2, beta))
 
     def position(self, lo, x1, x2, want, changes) -> None:
-        """R18, as the fuzzer checks it (``fuzz.position_changes``): elements whose bits changed
+        """R18, as the fuzzer checks it (``requirements.position.position_changes``): elements whose bits changed
         when the block's last elements were moved are rejected under R18 (an element another rule
         rejects too counts twice in ``rejected_elements``)."""
         if not changes:
@@ -312,7 +315,7 @@ class Tally:
 
         ``add`` and ``judge`` look only at the elements that are not the correctly rounded result
         (every rule accepts those; NaN as a class): one ``expected_for`` and one ``judge`` over
-        them serve both. R01's rounding-bias counts (``catalog.bias_counts``) count, on the
+        them serve both. R01's rounding-bias counts (``requirements.accuracy.bias_counts``) count, on the
         ordinary elements, the results that differ from the correctly rounded one, the
         implementation's and each accepted model's: an element where the implementation and every
         model give the correctly rounded result adds nothing but the counters' keys, which exist

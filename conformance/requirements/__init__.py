@@ -1,0 +1,48 @@
+"""The requirements: one module per topic, each holding its catalog row(s) and the code that
+checks them; this package assembles them into :data:`CATALOG`.
+
+Why executable: the statement a report prints, the families a requirement is aimed at,
+whether it is required, recorded or required only on strict profiles, whether it records
+an answer to an open question, and the code that checks it are one object, so certify,
+fuzz, sweep, the pytest plugin, JUnit, the waivers and the reports cannot disagree on what
+a requirement is. Ids are never renumbered; a removed requirement leaves a gap.
+
+To add a requirement: a module here with its ``ROWS`` (one :class:`~.base.Requirement` each,
+with its check) and its line in :data:`CATALOG` below; for a rule about single elements the
+rule itself goes to ``rules.judge.ELEMENT_RULES`` under the same id, and the requirement
+picks it up. Then regenerate docs/requirements.md
+(``python -m sl1conf.conformance.requirements > docs/requirements.md``).
+
+Two kinds of check:
+
+* element rules (R01 to R06, in ``rules.judge``, the tolerance policy): which elements a rule
+  is about and which of them it accepts. The judge applies every one of them to every
+  element wherever it is judged, so an element breaks the same requirement in a vector case,
+  a fuzz batch or a sweep block; the requirement's check counts the rejections of a run.
+* run checks (``Requirement.check(ctx, req)``): a function of one certify run
+  (:class:`~.base.RunContext`, given by the engine) returning what the report says of the
+  requirement: counts, the worst element, examples, what was observed.
+"""
+
+from __future__ import annotations
+
+from sl1conf.conformance.requirements import (
+    accuracy, core_masks, determinism, elements, evaluation_model, in_place, lengths, memory, open_behaviour,
+    position, returns, subnormals,
+)
+from sl1conf.conformance.requirements.base import Requirement
+
+__all__ = ["CATALOG", "CATALOG_BY_ID", "by_id"]
+
+CATALOG: tuple = (*accuracy.ROWS, *elements.ROWS, *subnormals.ROWS, *lengths.ROWS, *core_masks.ROWS, *memory.ROWS,
+                  *returns.ROWS, *determinism.ROWS, *in_place.ROWS, *open_behaviour.ROWS, *evaluation_model.ROWS,
+                  *position.ROWS)
+"""Every requirement, in id order."""
+CATALOG_BY_ID = {r.id: r for r in CATALOG}
+
+
+def by_id(rid: str) -> Requirement:
+    try:
+        return CATALOG_BY_ID[rid]
+    except KeyError:
+        raise KeyError(f"unknown requirement {rid!r}; known: {', '.join(CATALOG_BY_ID)}") from None

@@ -1,0 +1,148 @@
+"""R01 accuracy: every element within the budget or reachable under the error model, and,
+over a run, results that do not lean one way beyond what the accepted models do (the
+rounding-bias test, which fuzz and sweep sum over their batches and blocks too)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sl1conf.conformance.rules.judge import expected_for, is_special, judge
+from sl1conf.reference import formats as F
+from sl1conf.reference.reachable import reach
+from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, Tally
+
+
+BIAS_SIGMAS = 6.0
+"""The rounding-bias test's margin, in binomial standard deviations: one-sided false-alarm
+rate below 1e-9 per direction (normal approximation) for an implementation that leans no
+more than the most leaning accepted model."""
+BIAS_MIN = 100  # fewer deviating elements than this: too few to judge a lean
+BIAS_DIRECTIONS = ("toward zero", "away from zero", "down", "up")
+
+
+def bias_counts(judged, profile) -> dict:
+    """Per direction, over the ordinary elements (normal inputs, a normal correctly rounded
+    result that flushing does not change and no open question touches, not on the boundary,
+    no intermediate overflow, a finite accepted result) of the judgements: how many results
+    differ from the correctly rounded one by one to ``max_ulp`` ULPs (a rounding, not an
+    answer to another question) and how many of those lie that way, for the implementation
+    ("got") and for each enumerated model on the same elements. Why against the correctly rounded
+    result: an evaluation that rounds to nearest deviates from it both ways; a truncation or a
+    rounding mode left changed deviates one way only. Where the profile's error model allows an
+    approximate operation, the implementation's deviations that such an operation in fp32 or
+    wider reaches are not counted ("approximate", apart): a reciprocal converging from below
+    leans as a rounding mode does, and nothing per element tells them apart
+    (docs/conformance.md, "Rounding bias"); the last rounding to the data format is still tested."""
+    out: dict = {}
+    for j in judged:
+        fmt = j.fmt
+        o = j.expected.oracle
+        budget = profile.max_ulp[fmt.name]
+        normal = ((o & fmt.exp_mask) != 0) & ~is_special(fmt, o)
+        open_ = np.zeros(o.shape, bool)
+        for bits in j.expected.alternatives.values():
+            open_ |= ~F.same_result(fmt, bits, o)
+        ordinary = (j.ok & normal & ~open_ & ~j.boundary & ~j.subnormal_inputs & ~j.overflow_prone
+                    & ~is_special(fmt, j.got) & F.same_result(fmt, o, j.expected.oracle_ftz))
+        idx = np.flatnonzero(ordinary)
+        if not idx.size:
+            continue
+        for who, bits in [("got", j.got), *j.expected.models.items()]:
+            at = idx[bits[idx] != o[idx]]  # an element equal to the oracle is 0 ULPs from it: never counted
+            b = bits[at]
+            d = F.ulp_distance(fmt, b, o[at])
+            near = (d >= 1) & (d <= budget)
+            c = out.setdefault(who, {"differ": 0, **{k: 0 for k in BIAS_DIRECTIONS}})
+            if who == "got" and profile.error_model.approximate and near.any():
+                k = at[near]
+                inputs = [np.broadcast_to(np.asarray(a, fmt.uint), o.shape)[k] for a in j.inputs]
+                approx = reach(fmt, profile.error_model, j.got[k], *inputs, o[k], stages=(2,), min_precision=4).stage > 0
+                c["approximate"] = c.get("approximate", 0) + int(approx.sum())
+                near[np.flatnonzero(near)[approx]] = False
+            v, w = F.from_bits(fmt, b[near]).astype(np.float64), F.from_bits(fmt, o[at][near]).astype(np.float64)
+            c["differ"] += int(near.sum())
+            for k, lean in zip(BIAS_DIRECTIONS, (np.abs(v) < np.abs(w), np.abs(v) > np.abs(w), v < w, v > w)):
+                c[k] += int(lean.sum())
+    return out
+
+
+def call_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p", core_mask: int = 0xFF) -> dict:
+    """:func:`bias_counts` of one call judged whole, everything acceptable computed afresh (the
+    accepted models on every element): what fuzz batches and sweep blocks add up."""
+    exp = expected_for(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask)
+    return bias_counts([judge(fmt, profile, got, exp, dy, x1, x2, beta)], profile)
+
+
+def add_bias_counts(total: dict, more: dict) -> dict:
+    """``total`` with ``more`` (both as :func:`bias_counts` gives them) added in: what fuzz
+    batches and sweep blocks accumulate, so the test judges the whole campaign at once."""
+    for who, c in more.items():
+        mine = total.setdefault(who, {k: 0 for k in c})
+        for k, v in c.items():
+            mine[k] = mine.get(k, 0) + v
+    return total
+
+
+def bias_findings(result: "dict | None") -> list:
+    """One line per failing direction of :func:`rounding_bias`'s result (what R01 reports)."""
+    if not result:
+        return []
+    return [f"rounding bias: {d['count']} of {result['inexact_deviations']} ordinary results that differ from the "
+            f"correctly rounded one ({d['share']:.1%}) lie {d['direction']}; the enumerated models allow at most "
+            f"{d['allowed_share']:.1%} ({d['allowed_by']}) plus {BIAS_SIGMAS:g} standard deviations"
+            for d in result["directions"] if d["fails"]]
+
+
+def rounding_bias(counts: dict) -> "dict | None":
+    """The lean of the implementation's deviations from the correctly rounded result against
+    what the accepted models do on the same elements: for each direction the implementation's
+    share, the largest share of an accepted model with at least BIAS_MIN deviations (else one
+    half, a balanced rounding), and whether the implementation's count exceeds that share's
+    binomial expectation by more than BIAS_SIGMAS standard deviations. None: fewer than
+    BIAS_MIN deviations, nothing to judge."""
+    got = counts.get("got")
+    if not got or got["differ"] < BIAS_MIN:
+        return None
+    n = got["differ"]
+    out = {"inexact_deviations": n, "directions": []}
+    for d in BIAS_DIRECTIONS:
+        shares = [(c[d] / c["differ"], m) for m, c in counts.items() if m != "got" and c["differ"] >= BIAS_MIN]
+        allowed, model = max(shares, default=(0.5, "a balanced rounding"))
+        if allowed < 0.5:
+            allowed, model = 0.5, "a balanced rounding"
+        limit = n * allowed + BIAS_SIGMAS * (n * allowed * (1 - allowed)) ** 0.5
+        out["directions"].append({"direction": d, "count": got[d], "share": round(got[d] / n, 4),
+                                  "allowed_share": round(allowed, 4), "allowed_by": model,
+                                  "fails": got[d] > limit})
+    return out
+
+
+def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
+    """The element rule's rejections, family by family (nothing judged: not applicable), and
+    the rounding-bias test over the run's ordinary elements."""
+    per_family = {}
+    for j in ctx.judged:
+        per_family.setdefault(j.family, Tally(ctx.fmt)).add(j, j.rejected[req.id])
+    total = Tally(ctx.fmt)
+    for t in per_family.values():
+        total.merge(t)
+    extra = {"families": [{"family": n, "status": "fail" if t.failed else "pass", **t.entry(details=False)}
+                          for n, t in per_family.items()]}
+    bias = rounding_bias(bias_counts(ctx.judged, ctx.profile))
+    if bias is not None:
+        extra["rounding_bias"] = bias
+    for line in bias_findings(bias):
+        total.note(None, line)
+    return Check(total, applicable=total.checked > 0, extra=extra)
+
+
+ROWS = (
+    Requirement("R01", "accuracy",
+                "Every element is within the profile's ULP budget of the correctly rounded result, or reachable "
+                "under the profile's error model (its evaluation orders and precisions, each operation's "
+                "accuracy, flushing where it may happen), or an acceptable alternative the vectors list; judged "
+                "per family. Over the run, the results that differ from the correctly rounded ones do not lean "
+                "one way (toward zero, away from it, down or up) beyond what the enumerated models do (rounding "
+                "bias; an approximate operation's lean excepted where the profile allows one).",
+                _accuracy, families=("*",), per_family=True),
+)

@@ -1,0 +1,299 @@
+"""What every requirement module shares: the :class:`Requirement` row, the evidence a check
+returns (:class:`Check` with its :class:`Tally`), the run it reads (:class:`RunContext`) and
+the calls several checks read again (:func:`start_layout`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional
+
+import numpy as np
+
+from sl1conf.adapters.base import fill_bits
+from sl1conf.conformance.rules.diagnosis import diagnose
+from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, SPECIALS, special_class
+from sl1conf.reference import formats as F
+
+EXAMPLES = 5  # failing inputs listed per requirement
+
+
+# --------------------------------------------------------------------------------------
+# run checks
+
+
+ERROR_KINDS = (*SPECIALS, "not written (dx1 still holds the fill)", "1 ULP from the correctly rounded result",
+               "2 ULP from it", "3 or 4 ULP from it", "5 to 64 ULP from it", "65 ULP or more from it",
+               "a zero of the other sign")
+"""What a failing element's error is, for a block's bulk: a kind that is no distance (judge.SPECIALS),
+an element left unwritten, or a distance class."""
+_KIND_EDGES = np.array([1, 2, 4, 64])  # upper ends of the distance classes but the last
+
+
+def error_kinds(j, idx: np.ndarray) -> np.ndarray:
+    """Index into ERROR_KINDS of elements ``idx`` of judgement ``j``."""
+    fmt = j.fmt
+    got, want = j.got[idx], j.expected.oracle[idx]
+    out = special_class(fmt, got, want)
+    rest = out < 0
+    unwritten = rest & (got == fill_bits(fmt)) & (j.case is None or j.case.out_alias is None)
+    out[unwritten] = len(SPECIALS)
+    rest &= ~unwritten
+    d = j.dist[idx]
+    out[rest] = np.where(d[rest] == 0, len(ERROR_KINDS) - 1,
+                         len(SPECIALS) + 1 + np.searchsorted(_KIND_EDGES, np.minimum(d[rest], 1 << 40), side="left"))
+    return out
+
+
+class Tally:
+    """Counts and the worst failing element of one requirement (or one family of it)."""
+
+    def __init__(self, fmt):
+        self.fmt, self.checked, self.failed, self.worst, self.examples = fmt, 0, 0, None, []
+        self.seen = []  # (judgement, failing mask, checked mask) per call added: what the diagnosis reads
+        self.far, self.far_by, self.far_worst = 0, {}, None  # accepted beyond the budget: reachable under the error model, or an alternative
+        self.far_special = {}  # accepted infinities or NaNs against numbers (no distance), by kind
+        self.kinds = {}  # error kind (ERROR_KINDS index) -> [failing elements, the first (j, k)]: the bulk
+        self.noted = []  # per failing call or comparison of calls (not an element): the case ids involved
+
+    def add(self, j, bad: np.ndarray, among: "np.ndarray | None" = None):
+        """``bad`` elements of judgement ``j`` (``among``: the elements the rule looked at, default all)."""
+        among = np.ones(bad.shape, bool) if among is None else among
+        self.checked += int(among.sum())
+        self.seen.append((j, bad, among))
+        self._accepted_far(j, among & ~bad)
+        idx = np.flatnonzero(bad)
+        if not idx.size:
+            return
+        self.failed += int(idx.size)
+        kinds = error_kinds(j, idx)
+        for kind, first, n in zip(*np.unique(kinds, return_index=True, return_counts=True)):
+            slot = self.kinds.setdefault(int(kind), [0, None])
+            slot[0] += int(n)
+            if slot[1] is None:
+                slot[1] = (j, int(idx[first]))
+        k = int(idx[int(np.argmax(j.dist[idx]))])
+        ex = self.element(j, k)
+        if self.worst is None or ex["ulp_value"] > self.worst["ulp_value"]:
+            self.worst = ex
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(ex)
+
+    def _accepted_far(self, j, accepted: np.ndarray) -> None:
+        """Count the accepted elements that are beyond the budget (reachable under the error
+        model, or an alternative's bits): how many, with what it took, the farthest; those that
+        are no distance at all (an infinity or NaN against a number) by kind."""
+        far = accepted & j.excepted
+        if not far.any():
+            return
+        cls = special_class(self.fmt, j.got, j.expected.oracle)
+        named = j.accepted_as()
+        for kind in np.unique(cls[far & (cls >= 0)]):
+            self.far_special[SPECIALS[kind]] = self.far_special.get(SPECIALS[kind], 0) + int((far & (cls == kind)).sum())
+        far &= cls < 0
+        if not far.any():
+            return
+        self.far += int(far.sum())
+        for name in named[far]:
+            self.far_by[name] = self.far_by.get(name, 0) + 1
+        k = int(np.flatnonzero(far)[int(np.argmax(j.dist[far]))])
+        if self.far_worst is None or int(j.dist[k]) > self.far_worst["ulp_value"]:
+            self.far_worst = {**self.element(j, k), "accepted_as": named[k]}
+
+    def note(self, case_id: "str | None", detail: str, also: tuple = ()) -> None:
+        """One failing call (not an element), with what was wrong; ``case_id`` None: a finding
+        about the whole run (listed first: it says more than any one element). ``also``: the
+        ids of other calls the failure involves (the call it was compared with)."""
+        self.count((case_id, *also))
+        if case_id is None:
+            self.examples.insert(0, {"detail": detail})
+            del self.examples[EXAMPLES:]
+        elif len(self.examples) < EXAMPLES:
+            self.examples.append({"case": case_id, "detail": detail})
+
+    def count(self, case_ids: tuple) -> None:
+        """One failing call or comparison of calls, without an example: the ids of the calls it
+        involved (a repeat and its first call), which the diagnosis's call findings look for."""
+        self.failed += 1
+        self.noted.append(tuple(case_ids))
+
+    def merge(self, other: "Tally") -> None:
+        self.seen += other.seen
+        self.noted += other.noted
+        for kind, (n, first) in other.kinds.items():
+            slot = self.kinds.setdefault(kind, [0, first])
+            slot[0] += n
+        self.far += other.far
+        for name, n in other.far_by.items():
+            self.far_by[name] = self.far_by.get(name, 0) + n
+        for kind, n in other.far_special.items():
+            self.far_special[kind] = self.far_special.get(kind, 0) + n
+        if other.far_worst and (self.far_worst is None or other.far_worst["ulp_value"] > self.far_worst["ulp_value"]):
+            self.far_worst = other.far_worst
+        self.checked += other.checked
+        self.failed += other.failed
+        if other.worst and (self.worst is None or other.worst["ulp_value"] > self.worst["ulp_value"]):
+            self.worst = other.worst
+        self.examples += other.examples[: max(0, EXAMPLES - len(self.examples))]
+
+    def element(self, j, k: int, got=None) -> dict:
+        """Element ``k`` of judgement ``j`` as a report example; ``got``: another result of it
+        (a rearranged call's) in place of the judged one, its distance measured the same way."""
+        fmt, c = self.fmt, j.case
+        if got is None:
+            got, d = j.got[k], int(j.dist[k])
+        else:
+            pair = np.array([got], fmt.uint), j.expected.oracle[k:k + 1]
+            d = 0 if F.same_result(fmt, *pair)[0] else int(F.ulp_distance(fmt, *pair)[0])
+        cls = int(special_class(fmt, np.array([got], fmt.uint), j.expected.oracle[k:k + 1])[0])
+        out = {"case": j.row["id"], "element": k, "length": int(c.call_length), "dy": F.hex_bits(fmt, c.dy[k]), "x1": F.hex_bits(fmt, c.x1[k]),
+               "x2": F.hex_bits(fmt, c.x2[k]), "beta": F.hex_bits(fmt, c.beta),
+               "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, got),
+               "ulp": SPECIALS[cls] if cls >= 0 else d, "ulp_value": d}
+        if c.out_alias is None and int(got) == fill_bits(fmt):
+            out["not_written"] = True  # dx1's bits from before the call: all but surely never written
+        return out
+
+    def entry(self, details: bool = True, calls: "dict | None" = None) -> dict:
+        """The report's entry; ``details`` False: counts, worst and examples only (no diagnosis,
+        no accepted-far counts: a family's line under its requirement). ``calls``: findings about
+        whole calls the diagnosis tries as patterns (``RunContext.findings``)."""
+        out = {"checked": self.checked, "failed": self.failed}
+        if details and self.far:
+            out["accepted_far"] = {"elements": self.far, "max_ulp": self.far_worst["ulp_value"],
+                                   "by": dict(sorted(self.far_by.items())),
+                                   "worst": {k: v for k, v in self.far_worst.items() if k != "ulp_value"}}
+        if details and self.far_special:
+            out["accepted_not_a_distance"] = dict(sorted(self.far_special.items()))
+        def example(j, k):
+            e = self.element(j, k)
+            e.pop("ulp_value")
+            return e
+        if details and self.kinds:  # the bulk: the commonest kind of error, with its first element
+            kind, (n, first) = max(self.kinds.items(), key=lambda kv: (kv[1][0], -kv[0]))
+            out["bulk"] = {"kind": ERROR_KINDS[kind], "failed": n, "of": sum(v[0] for v in self.kinds.values()),
+                           "example": example(*first)}
+        if details and self.failed and (any(bad.any() for _, bad, _ in self.seen) or calls and self.noted):
+            out["diagnosis"] = diagnose(self.seen, example, calls, self.noted)
+        if self.worst is not None:
+            out["worst"] = {k: v for k, v in self.worst.items() if k != "ulp_value"}
+        if self.examples:
+            out["examples"] = [{k: v for k, v in e.items() if k != "ulp_value"} for e in self.examples]
+        return out
+
+
+@dataclass
+class Check:
+    """What a run check found: ``tally`` (None for a recorded requirement that counts nothing),
+    ``applicable`` (False: nothing this requirement is about was in the run), extra fields."""
+
+    tally: Optional[Tally] = None
+    applicable: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class RunContext:
+    """One certify run, as the run checks see it (the engine fills it in)."""
+
+    fmt: F.Format
+    profile: object
+    variant: str
+    adapter: object
+    judged: list  # Judgement per call that returned, with row, case, outcome, family, fill_ok
+    broken: list  # (row, case, outcome) per call that crashed, hung or failed
+    calls: list  # (row, vector case, case) per call made
+    memo: dict = field(default_factory=dict)  # calls made again, shared by the checks that read them
+    rejected: list = field(default_factory=list)  # (row, case, outcome, family) per call the implementation refused
+    findings: dict = field(default_factory=dict)
+    """Findings about whole calls that explain failures elsewhere, which the diagnosis tries as
+    call-level patterns in every requirement: key -> (pattern, {case id: what was seen}). R13
+    adds the calls that wrote dx1 after they returned ("late-write")."""
+
+    def of(self, families) -> list:
+        return [j for j in self.judged if j.family in families]
+
+
+START_LAYOUT_MAX = 100_000
+"""Calls up to this many elements run a second time with every array's first element right
+after a guard page (``Case.guard = "start"``), so reads before the start fault as reads past
+the end do; longer calls (a handful of 1,000,000-element ones) run in the first layout only."""
+
+
+def start_layout(ctx: RunContext) -> list:
+    """(judgement, outcome) for every returned call of at most START_LAYOUT_MAX elements, run
+    again in the "start" guard layout (once per run, for the memory, return and position
+    checks); empty where the adapter guards no buffers."""
+    if "start-layout" not in ctx.memo:
+        picked = [j for j in ctx.judged if j.case.n <= START_LAYOUT_MAX] if ctx.adapter.capabilities.memory_checked else []
+        first = ctx.adapter.calls_made + 1  # the calls' numbers in the adapter's history follow on from it
+        outcomes = ctx.adapter.run([replace(j.case, guard="start") for j in picked])
+        ctx.memo["start-layout"] = (list(zip(picked, outcomes)), first)
+    return ctx.memo["start-layout"][0]
+
+
+RECORDED_NOTE = ("not observed from a results file: the board made each case's call once, and this requirement "
+                 "needs calls of its own ({}); certify the library through sim: with the bundled harness for it")
+
+
+def replayed(ctx: RunContext, needs: str) -> "Check | None":
+    """Not applicable, and why, where the adapter replays recorded results and so can make none
+    of the calls ``needs`` names; None where it can."""
+    if getattr(ctx.adapter.capabilities, "recorded", False):
+        return Check(applicable=False, extra={"observed": RECORDED_NOTE.format(needs)})
+    return None
+
+
+def element_check(ctx: RunContext, req: "Requirement") -> Check:
+    """A run check counting the requirement's element rule's rejections over every judged call."""
+    t = Tally(ctx.fmt)
+    for j in ctx.judged:
+        t.add(j, j.rejected[req.id], among=j.checked[req.id])
+    return Check(t, applicable=t.checked > 0)
+LONG_CALL = 65_536  # past 32,768, where framework kernels split work between threads
+
+
+# --------------------------------------------------------------------------------------
+# the catalog
+
+_RULE = {rule.id: rule for rule in ELEMENT_RULES}
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One requirement: what the report prints and how it is checked.
+
+    ``kind``: "required" (a failure fails the verdict) or "recorded" (the manual leaves the
+    behaviour open: the report says what was observed). ``strict_only`` (from its element
+    rule): required under a strict profile, recorded otherwise. ``element``: the judge's rule
+    of the same id, if the requirement is about single elements (its default check counts
+    that rule's rejections). ``families``: the vector families it is aimed at
+    ("*": every family; empty: every call). ``per_family``: judged and reported family by
+    family (waivers may name families). ``observes``: the report records what was observed
+    (an answer to an open question, or the behaviour seen)."""
+
+    id: str
+    title: str
+    statement: str
+    check: Callable[[RunContext, "Requirement"], Check] = element_check
+    kind: str = "required"
+    families: tuple = ()
+    per_family: bool = False
+    observes: bool = False
+    reports_model: bool = False  # what it observes is the evaluation model matched
+    prepare: Optional[Callable[[RunContext, "Requirement"], None]] = None  # runs before the run's calls
+    last: bool = False  # checked after every other requirement: it reads what their calls did too (R13)
+    element: Optional[ElementRule] = None  # the judge's rule for single elements, for R01 to R06
+
+    def __post_init__(self):
+        if self.element is None:
+            object.__setattr__(self, "element", _RULE.get(self.id))
+        if self.check is element_check and self.element is None:
+            raise ValueError(f"{self.id}: a requirement without an element rule needs a check")
+
+    @property
+    def strict_only(self) -> bool:
+        """Required under a strict profile (zero signs checked), recorded otherwise."""
+        return bool(self.element and self.element.strict_only)
+
+    def kind_for(self, profile) -> str:
+        return "recorded" if self.strict_only and not profile.strict_zero_sign else self.kind

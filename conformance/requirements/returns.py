@@ -1,0 +1,42 @@
+"""R13: every call returns, and has finished when it does: crashes, hangs and errors, and
+the calls the adapter saw writing dx1 after the return (checked last, once every call of the
+run is made; the write after the return is a call finding the diagnosis tries everywhere)."""
+
+from __future__ import annotations
+
+from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, Tally, start_layout
+
+
+LATE_WRITE_KEY = "late-write"  # the diagnosis's key for them (rules.diagnosis.pattern_keys, a waiver's pattern)
+LATE_WRITE = "in calls that wrote dx1 after they returned (a core or thread not waited for)"
+"""The diagnosis's words for the calls R13 saw writing after the return: the cause of every
+failure in them (an element read back before it was written, a repeat that differs)."""
+
+
+def _returns(ctx: RunContext, req: "Requirement") -> Check:
+    """Every call returned, and had finished when it did: crashes and hangs, then the calls the
+    adapter saw writing dx1 after the return (asked once every call of the run is made: the
+    requirement is checked last)."""
+    t = Tally(ctx.fmt)
+    again = [(j.row, o) for j, o in start_layout(ctx)]
+    t.checked = len(ctx.calls) + len(again)
+    for row, o in [(row, o) for row, _, o in ctx.broken] + [(row, o) for row, o in again if o.status != "ok"]:
+        t.note(row["id"], f"{o.status}: {o.detail}")
+    late: dict = {}  # case id -> what each of its calls wrote after returning (a case may run several times)
+    for cid, text in ctx.adapter.late_writes():
+        late.setdefault(cid, []).append(text)
+    rows = {row["id"] for row, _, _ in ctx.calls}
+    t.checked += sum(cid not in rows for cid in late)  # other requirements' own calls (R18's rearranged ones)
+    if late:
+        ctx.findings[LATE_WRITE_KEY] = (LATE_WRITE, {cid: texts[0] for cid, texts in late.items()})
+    for cid, texts in late.items():
+        t.note(cid, texts[0] + (f" (and in {len(texts) - 1} more of its calls)" if len(texts) > 1 else ""))
+    return Check(t)
+
+
+ROWS = (
+    Requirement("R13", "no-crash-no-hang",
+                "Every call returns, and has finished when it returns: no crash, no hang past the timeout, "
+                "nothing written into dx1 after the return (the ctypes worker watches each call's dx1 for "
+                "100 ms after it returns; other adapters cannot see it).", _returns, last=True),
+)

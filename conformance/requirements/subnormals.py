@@ -1,0 +1,73 @@
+"""R06 subnormals: gradual underflow, or flushing where the profile allows it, consistently;
+the report says which was observed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+import numpy as np
+
+from sl1conf.conformance.rules.judge import is_subnormal
+from sl1conf.reference import formats as F
+from sl1conf.reference.reachable import FLUSH_PLACES, reach
+from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, element_check
+
+
+def _subnormals(ctx: RunContext, req: "Requirement") -> Check:
+    """R06's element rule, what was observed, and consistency: among the elements flushing
+    changes whose result is arithmetic (not a copy of dy or -dy, which no FPU flushes), those
+    that are the gradual (IEEE) result and those the error model reaches only through a flush
+    must not both occur in one run, on any profile: like is compared with like. The first
+    flushed and the first gradual call are named, so a switch after some calls (call history) shows."""
+    c = element_check(ctx, req)
+    fmt = ctx.fmt
+    flushed = gradual = explained = 0
+    first_flushed = first_gradual = None
+    for j in ctx.judged:
+        o = j.expected.oracle
+        dy = np.broadcast_to(j.inputs[0], o.shape) if j.inputs else o
+        copied = F.same_result(fmt, o, dy) | F.same_result(fmt, o, dy ^ np.array(fmt.sign_mask, fmt.uint))
+        sensitive = ~F.same_result(fmt, o, j.expected.oracle_ftz) & ~copied
+        only_flushed = sensitive & j.flushed
+        ieee = _gradual(fmt, ctx.profile, j, sensitive & j.exact)
+        if only_flushed.any():
+            flushed += int(only_flushed.sum())
+            first_flushed = first_flushed or (j, int(np.flatnonzero(only_flushed)[0]))
+        if ieee.any():
+            gradual += int(ieee.sum())
+            first_gradual = first_gradual or (j, int(np.flatnonzero(ieee)[0]))
+        explained += int((sensitive & j.ftz & ~j.exact & ~j.flushed).sum())
+    if flushed and gradual:
+        (jf, kf), (jg, kg) = first_flushed, first_gradual
+        c.tally.note(jf.row["id"], f"flushes inconsistently: {flushed} elements flushed (first: case {jf.row['id']} "
+                     f"element {kf}) and {gradual} with gradual underflow (first: case {jg.row['id']} element {kg})")
+    c.extra["observed"] = (
+        "gradual underflow (no flushing seen)" if not flushed and not explained else
+        f"flush-to-zero ({flushed} elements), consistently" if not gradual and flushed else
+        f"inconsistent: {flushed} elements flushed and {gradual} with gradual underflow in one run" if flushed else
+        f"gradual underflow; {explained} elements equal the flush-to-zero result too, each one explained by an "
+        "evaluation's rounding or the budget (not counted as flushing)")
+    return c
+
+
+def _gradual(fmt, profile, j, candidates: np.ndarray) -> np.ndarray:
+    """Of the ``candidates`` (the gradual result, where flushing changes it), those that show
+    gradual underflow: a subnormal result of arithmetic, or a result that reading the subnormal
+    inputs as zero cannot give under the error model (flushing allowed everywhere). A result that
+    a flushing evaluation gives too is evidence of neither."""
+    out = candidates.copy()
+    idx = np.flatnonzero(candidates & ~is_subnormal(fmt, j.got))
+    if idx.size:
+        model = replace(profile.error_model, flush=FLUSH_PLACES)
+        pick = lambda a: np.broadcast_to(np.asarray(a, fmt.uint), j.got.shape)[idx]  # noqa: E731
+        r = reach(fmt, model, j.got[idx], *(pick(a) for a in j.inputs), j.expected.oracle[idx], flushing_inputs=True)
+        out[idx[r.stage > 0]] = False
+    return out
+
+
+ROWS = (
+    Requirement("R06", "subnormals",
+                "Subnormal inputs and results follow gradual underflow, or, where the profile's error model "
+                "allows it, flush to zero (inputs, intermediates, the result) consistently; the report says "
+                "which was observed.", _subnormals,
+                families=("underflow",), observes=True),
+)
