@@ -242,9 +242,10 @@ def ordered(fmt: Format, bits: np.ndarray) -> np.ndarray:
     step past the largest finite). NaN patterns land past inf and must be
     masked by the caller (see :func:`ulp_distance`).
     """
-    b = np.asarray(bits).astype(fmt.uint, copy=False).astype(np.int64)
-    mag = b & (fmt.exp_mask | fmt.frac_mask)
-    return np.where(b & fmt.sign_mask, -mag, mag)
+    b = np.asarray(bits).astype(fmt.uint, copy=False)
+    mag = np.array(b & np.array(fmt.exp_mask | fmt.frac_mask, fmt.uint), dtype=np.int64)  # masked in the narrow type
+    np.negative(mag, out=mag, where=(b & np.array(fmt.sign_mask, fmt.uint)) != 0)
+    return mag
 
 
 NAN_MISMATCH = np.iinfo(np.int64).max

@@ -358,9 +358,11 @@ def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, stri
                 new = (inside | flushed | nan | copy) & ~hit
                 if not new.any():
                     continue
-                for k in np.flatnonzero(new):
-                    label[k] = _words(name, order, st, ulp, combo, int(out.z[k]) if flushed[k] and not inside[k] else 0,
-                                      bool(nan[k] and not inside[k]), bool(copy[k] and not inside[k]))
+                # the words depend on the evaluation and three flags: one label per distinct triple
+                zc = np.where(flushed & ~inside, out.z, 0).astype(np.int64)
+                key = zc * 4 + (nan & ~inside) * 2 + (copy & ~inside)
+                for kk in np.unique(key[new]).tolist():
+                    label[new & (key == kk)] = _words(name, order, st, ulp, combo, kk // 4, bool(kk & 2), bool(kk & 1))
                 hit |= new
                 if hit.all():
                     break

@@ -52,7 +52,8 @@ class SelectionError(SuiteError):
 
 def vectors_for(dtype: str, vectors_dir=None, quick: bool = False, seed: int = 2026) -> V.VectorSet:
     """The given vector set (a folder, loaded and checked once, or a VectorSet already made),
-    or the canonical families generated afresh in memory (quick: edge families only)."""
+    or the canonical families generated in memory (quick: edge families only), kept on disk
+    for the next certification by ``vectors.cache`` (keyed by the code that generates them)."""
     if isinstance(vectors_dir, V.VectorSet):
         if vectors_dir.manifest["dtype"] != dtype:
             raise V.VectorSetError(f"the given vector set holds {vectors_dir.manifest['dtype']} vectors, not {dtype}")
@@ -62,10 +63,12 @@ def vectors_for(dtype: str, vectors_dir=None, quick: bool = False, seed: int = 2
         if vs.manifest["dtype"] != dtype:
             raise V.VectorSetError(f"{vectors_dir}: holds {vs.manifest['dtype']} vectors, not {dtype}")
         return vs
+    from sl1conf.conformance.vectors.cache import cached
     from sl1conf.conformance.vectors.families import generate
 
     names = list(quick_families() if quick else default_families())
-    return V.in_memory(dtype, generate(dtype, seed, names, large=not quick), seed=seed, large=not quick)
+    return cached(dtype, seed, names, not quick,
+                  lambda: V.in_memory(dtype, generate(dtype, seed, names, large=not quick), seed=seed, large=not quick))
 
 
 def dtypes_to_run(profile: Profile, dtypes=None, vectors=None):

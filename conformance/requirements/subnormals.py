@@ -22,13 +22,15 @@ def _subnormals(ctx: RunContext, req: "Requirement") -> Check:
     fmt = ctx.fmt
     flushed = gradual = explained = 0
     first_flushed = first_gradual = None
+    sensitive_of = []
     for j in ctx.judged:
         o = j.expected.oracle
         dy = np.broadcast_to(j.inputs[0], o.shape) if j.inputs else o
         copied = F.same_result(fmt, o, dy) | F.same_result(fmt, o, dy ^ np.array(fmt.sign_mask, fmt.uint))
-        sensitive = ~F.same_result(fmt, o, j.expected.oracle_ftz) & ~copied
+        sensitive_of.append(~F.same_result(fmt, o, j.expected.oracle_ftz) & ~copied)
+    gradual_of = _gradual(fmt, ctx.profile, ctx.judged, [s & j.exact for j, s in zip(ctx.judged, sensitive_of)])
+    for j, sensitive, ieee in zip(ctx.judged, sensitive_of, gradual_of):
         only_flushed = sensitive & j.flushed
-        ieee = _gradual(fmt, ctx.profile, j, sensitive & j.exact)
         if only_flushed.any():
             flushed += int(only_flushed.sum())
             first_flushed = first_flushed or (j, int(np.flatnonzero(only_flushed)[0]))
@@ -49,18 +51,24 @@ def _subnormals(ctx: RunContext, req: "Requirement") -> Check:
     return c
 
 
-def _gradual(fmt, profile, j, candidates: np.ndarray) -> np.ndarray:
-    """Of the ``candidates`` (the gradual result, where flushing changes it), those that show
-    gradual underflow: a subnormal result of arithmetic, or a result that reading the subnormal
-    inputs as zero cannot give under the error model (flushing allowed everywhere). A result that
-    a flushing evaluation gives too is evidence of neither."""
-    out = candidates.copy()
-    idx = np.flatnonzero(candidates & ~is_subnormal(fmt, j.got))
-    if idx.size:
+def _gradual(fmt, profile, judged: list, candidates: list) -> list:
+    """Per judgement, of its ``candidates`` (the gradual result, where flushing changes it),
+    those that show gradual underflow: a subnormal result of arithmetic, or a result that
+    reading the subnormal inputs as zero cannot give under the error model (flushing allowed
+    everywhere). A result that a flushing evaluation gives too is evidence of neither. One
+    ``reach`` over every judgement's elements (its cost is per call, not per element)."""
+    out = [c.copy() for c in candidates]
+    picked = [(j, np.flatnonzero(c & ~is_subnormal(fmt, j.got))) for j, c in zip(judged, candidates)]
+    picked = [(i, j, idx) for i, (j, idx) in enumerate(picked) if idx.size]
+    if picked:
         model = replace(profile.error_model, flush=FLUSH_PLACES)
-        pick = lambda a: np.broadcast_to(np.asarray(a, fmt.uint), j.got.shape)[idx]  # noqa: E731
-        r = reach(fmt, model, j.got[idx], *(pick(a) for a in j.inputs), j.expected.oracle[idx], flushing_inputs=True)
-        out[idx[r.stage > 0]] = False
+        column = lambda a, j, idx: np.broadcast_to(np.asarray(a, fmt.uint), j.got.shape)[idx]  # noqa: E731
+        inputs = [np.concatenate([column(j.inputs[n], j, idx) for _, j, idx in picked]) for n in range(4)]
+        got = np.concatenate([j.got[idx] for _, j, idx in picked])
+        oracle = np.concatenate([j.expected.oracle[idx] for _, j, idx in picked])
+        reached = reach(fmt, model, got, *inputs, oracle, flushing_inputs=True).stage > 0
+        for (i, _, idx), r in zip(picked, np.split(reached, np.cumsum([idx.size for _, _, idx in picked])[:-1])):
+            out[i][idx[r]] = False
     return out
 
 
