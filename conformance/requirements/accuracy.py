@@ -34,7 +34,7 @@ def bias_counts(judged, profile) -> dict:
     leans as a rounding mode does, and nothing per element tells them apart
     (docs/conformance.md, "Rounding bias"); the last rounding to the data format is still tested."""
     out: dict = {}
-    deviations = []  # (judgement, elements, who, their bits, ULPs from the oracle), in order
+    parts: dict = {}  # who -> [(judgement, its ordinary elements)], every judgement's in order
     for j in judged:
         fmt = j.fmt
         o = j.expected.oracle
@@ -45,44 +45,29 @@ def bias_counts(judged, profile) -> dict:
         ordinary = (j.ok & normal & ~open_ & ~j.boundary & ~j.subnormal_inputs & ~j.overflow_prone
                     & ~is_special(fmt, j.got) & F.same_result(fmt, o, j.expected.oracle_ftz))
         idx = np.flatnonzero(ordinary)
-        if not idx.size:
-            continue
-        for who, bits in [("got", j.got), *j.expected.models.items()]:
-            at = idx[bits[idx] != o[idx]]  # an element equal to the oracle is 0 ULPs from it: never counted
-            d = F.ulp_distance(fmt, bits[at], o[at])
-            near = (d >= 1) & (d <= profile.max_ulp[fmt.name])
-            deviations.append((j, at[near], who))
-    approx = _approximate(profile, [(j, k) for j, k, who in deviations if who == "got"])
-    for j, k, who in deviations:
-        c = out.setdefault(who, {"differ": 0, **{d: 0 for d in BIAS_DIRECTIONS}})
-        bits = j.got if who == "got" else j.expected.models[who]
-        if who == "got" and profile.error_model.approximate:
-            reached = next(approx)
-            if k.size:
-                c["approximate"] = c.get("approximate", 0) + int(reached.sum())
-            k = k[~reached]
-        v = F.from_bits(j.fmt, bits[k]).astype(np.float64)
-        w = F.from_bits(j.fmt, j.expected.oracle[k]).astype(np.float64)
-        c["differ"] += int(k.size)
-        for d, lean in zip(BIAS_DIRECTIONS, (np.abs(v) < np.abs(w), np.abs(v) > np.abs(w), v < w, v > w)):
-            c[d] += int(lean.sum())
+        if idx.size:
+            for who in ("got", *j.expected.models):
+                parts.setdefault(who, []).append((j, idx))
+    # every judgement's ordinary elements at once (the work is per element, the overhead per array)
+    for who, picked in parts.items():
+        fmt = picked[0][0].fmt
+        bits = np.concatenate([(j.got if who == "got" else j.expected.models[who])[k] for j, k in picked])
+        o = np.concatenate([j.expected.oracle[k] for j, k in picked])
+        at = np.flatnonzero(bits != o)  # an element equal to the oracle is 0 ULPs from it: never counted
+        d = F.ulp_distance(fmt, bits[at], o[at])
+        at = at[(d >= 1) & (d <= profile.max_ulp[fmt.name])]
+        c = out.setdefault(who, {"differ": 0, **{k: 0 for k in BIAS_DIRECTIONS}})
+        if who == "got" and profile.error_model.approximate and at.size:
+            inputs = [np.concatenate([np.broadcast_to(np.asarray(j.inputs[i], fmt.uint), j.got.shape)[k]
+                                      for j, k in picked])[at] for i in range(4)]
+            approx = reach(fmt, profile.error_model, bits[at], *inputs, o[at], stages=(2,), min_precision=4).stage > 0
+            c["approximate"] = int(approx.sum())
+            at = at[~approx]
+        v, w = F.from_bits(fmt, bits[at]).astype(np.float64), F.from_bits(fmt, o[at]).astype(np.float64)
+        c["differ"] = int(at.size)
+        for k, lean in zip(BIAS_DIRECTIONS, (np.abs(v) < np.abs(w), np.abs(v) > np.abs(w), v < w, v > w)):
+            c[k] = int(lean.sum())
     return out
-
-
-def _approximate(profile, picked: list):
-    """For each (judgement, elements) in turn, which of the implementation's results there an
-    approximate operation in fp32 or wider reaches under the profile's error model: one
-    ``reach`` over all of them (its cost is per call, not per element), split back."""
-    if not profile.error_model.approximate or not picked:
-        return iter(())
-    fmt = picked[0][0].fmt
-    cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, fmt.uint)  # noqa: E731
-    columns = [cat([np.broadcast_to(np.asarray(j.inputs[i], fmt.uint), j.got.shape)[k] for j, k in picked])
-               for i in range(4)]
-    got = cat([j.got[k] for j, k in picked])
-    oracle = cat([j.expected.oracle[k] for j, k in picked])
-    reached = reach(fmt, profile.error_model, got, *columns, oracle, stages=(2,), min_precision=4).stage > 0
-    return iter(np.split(reached, np.cumsum([k.size for _, k in picked])[:-1]))
 
 
 def call_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p", core_mask: int = 0xFF) -> dict:
