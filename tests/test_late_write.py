@@ -93,3 +93,18 @@ def test_the_late_writing_library_is_one_cause(late_lib, tmp_path):
     assert r13["examples"][0]["detail"].startswith("dx1 written after the call returned")
     md = (tmp_path / "report" / "report.md").read_text()
     assert "**Causes** (1;" in md and "in calls that wrote dx1 after they returned" in md
+
+
+def test_fuzz_files_the_write_after_the_return_under_r13(late_lib, tmp_path):
+    """The fuzzer asks the same question certify does: a batch's shared calls that wrote dx1
+    after they returned are late-write findings under R13, with what changed."""
+    import json
+
+    from sl1conf.conformance.cli import main
+
+    code = main(["fuzz", "--impl", f"ctypes:{late_lib}", "--platform", "ieee", "--dtype", "fp32", "--variant", "s",
+                 "--elements", "5000", "--batch-elements", "4096", "--max-cases", "2", "--workers", "1", "--seed", "3",
+                 "--out", str(tmp_path / "fuzz")])
+    summary = json.loads((tmp_path / "fuzz" / "summary.json").read_text())
+    keys = summary["failures"]["keys"]
+    assert code == 1 and any(k.startswith("R13/fp32/s/") and k.endswith("/late-write") for k in keys), keys

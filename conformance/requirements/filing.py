@@ -32,8 +32,8 @@ def rejection_failures(ctx: RunContext) -> dict:
     return out
 
 
-SEEN_UNDER = {"crash": "R13", "timeout": "R13", "error": "R13", "past-length": "R07", "core-mask": "R09",
-              "determinism": "R14", "position": "R18"}
+SEEN_UNDER = {"crash": "R13", "timeout": "R13", "error": "R13", "late-write": "R13", "past-length": "R07",
+              "core-mask": "R09", "determinism": "R14", "position": "R18"}
 """The requirement each kind of observation outside a single element is filed under (the
 fuzzer's findings, the comparison of the shared and private versions)."""
 MEMORY = {"R10": "memory", "R11": "memory", "R12": "inputs-changed"}

@@ -112,8 +112,9 @@ class Campaign:
 class Finding:
     """One failure on one case of a batch: ``requirement`` the catalog id it breaks (as certify
     reports it), ``kind`` what was seen (element, crash, timeout, error, memory,
-    inputs-changed, core-mask, determinism, position or rejected: an input the manual defines was
-    refused); ``element`` the first failing element."""
+    inputs-changed, core-mask, determinism, position, late-write (dx1 written after the call
+    returned) or rejected: an input the manual defines was refused); ``element`` the first
+    failing element."""
 
     kind: str
     case: int
@@ -411,10 +412,13 @@ def _bias_of(profile: Profile, cases: list[Case], outcomes: list, bias: dict) ->
         add_bias_counts(bias.setdefault(run, {}), counts)
 
 
-def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], bias: "dict | None" = None) -> list[Finding]:
+def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], bias: "dict | None" = None,
+                late: bool = True) -> list[Finding]:
     """Every finding on ``cases``: each call judged, short shared-variant calls run again under
     another core_mask (the same bits expected), the first short call run twice (determinism),
-    the last elements of each long call run again in a call of their own (position). ``bias``,
+    the last elements of each long call run again in a call of their own (position), and the
+    calls the adapter saw writing dx1 after they returned (R13, as certify asks it; ``late``
+    False: not asked, which saves the worker's wait for the last calls' watch). ``bias``,
     if given ("dtype/variant" -> counts), gets the rounding-bias counts of the longest call of each."""
     extra, twins, moved = [], {}, {}
     for i, c in enumerate(cases):
@@ -447,6 +451,11 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], bias: "di
         if a.status == b.status == "ok" and not np.array_equal(a.out, b.out):
             findings.append(Finding("determinism", repeat, key(SEEN_UNDER["determinism"], cases[repeat], "determinism"),
                                     detail="a repeated call gave different bits"))
+    index = {c.id: i for i, c in enumerate(cases)}  # a twin keeps its case's id
+    for cid, detail in dict(adapter.late_writes() if late else ()).items():  # dx1 watched after each call returned
+        if cid in index:
+            i = index[cid]
+            findings.append(Finding("late-write", i, key(SEEN_UNDER["late-write"], cases[i], "late-write"), detail=detail))
     for i, runs in moved.items():
         c, o = cases[i], outcomes[i]
         if o.status != "ok":
@@ -585,7 +594,7 @@ def same_failure(adapter: Adapter, profile: Profile, finding: Finding) -> Callab
     same error: not written, NaN or a wrong value, so the saved case fails in certify as the
     finding did), or None."""
     def fails(case: Case) -> Optional[Finding]:
-        for f in check_cases(adapter, profile, [case]):
+        for f in check_cases(adapter, profile, [case], late=finding.kind == "late-write"):
             if (f.requirement, f.kind, f.breaks, f.error) == (finding.requirement, finding.kind, finding.breaks,
                                                               finding.error) and (
                     f.kind != "element" or f.key[4] == finding.key[4]):
