@@ -701,7 +701,7 @@ class PropertyItem(pytest.Item):
     def _reproducer(self, case, findings) -> str:
         """The call hypothesis shrank to, minimized further (shortest array, simplest values)."""
         from sl1conf.reference import fast_oracle
-        from sl1conf.reference import formats as F
+        from sl1conf.reference import formats
 
         from sl1conf.conformance.search import fuzz
         from sl1conf.conformance.search.minimize import minimize
@@ -709,7 +709,7 @@ class PropertyItem(pytest.Item):
         f = findings[0]
         case, f = minimize(case, f, fuzz.same_failure(self.plugin.adapter, self.plugin.profile, f), f.element)
         fmt = case.format
-        hx = lambda b: F.hex_bits(fmt, b)  # noqa: E731
+        hx = lambda b: formats.hex_bits(fmt, b)  # noqa: E731
         lines = [f"property failed for {self.plugin.spec} ({self.dtype} variant {self.variant} on "
                  f"{self.plugin.profile.name}): {f.kind}: {f.detail}",
                  f"  minimal call: length {case.n}, beta {hx(case.beta)}" + (

@@ -23,7 +23,7 @@ from sl1conf.conformance.requirements.filing import rejection_failures
 from sl1conf.conformance.requirements.verdict import incomplete_reasons, report_verdict, run_verdict
 from sl1conf.conformance.rules.judge import Expected, judge
 from sl1conf.conformance.rules.profiles import Profile
-from sl1conf.conformance.vectors import store as V
+from sl1conf.conformance.vectors import store
 from sl1conf.reference.models import accepted_models
 
 __all__ = ["quick_families", "default_families", "SelectionError", "vectors_for", "dtypes_to_run", "judge_run", "certify",
@@ -50,25 +50,25 @@ class SelectionError(SuiteError):
     """``only`` names a requirement or a case that does not exist."""
 
 
-def vectors_for(dtype: str, vectors_dir=None, quick: bool = False, seed: int = 2026) -> V.VectorSet:
+def vectors_for(dtype: str, vectors_dir=None, quick: bool = False, seed: int = 2026) -> store.VectorSet:
     """The given vector set (a folder, loaded and checked once, or a VectorSet already made),
     or the canonical families generated in memory (quick: edge families only), kept on disk
     for the next certification by ``vectors.cache`` (keyed by the code that generates them)."""
-    if isinstance(vectors_dir, V.VectorSet):
+    if isinstance(vectors_dir, store.VectorSet):
         if vectors_dir.manifest["dtype"] != dtype:
-            raise V.VectorSetError(f"the given vector set holds {vectors_dir.manifest['dtype']} vectors, not {dtype}")
+            raise store.VectorSetError(f"the given vector set holds {vectors_dir.manifest['dtype']} vectors, not {dtype}")
         return vectors_dir
     if vectors_dir is not None:
-        vs = V.load(vectors_dir)
+        vs = store.load(vectors_dir)
         if vs.manifest["dtype"] != dtype:
-            raise V.VectorSetError(f"{vectors_dir}: holds {vs.manifest['dtype']} vectors, not {dtype}")
+            raise store.VectorSetError(f"{vectors_dir}: holds {vs.manifest['dtype']} vectors, not {dtype}")
         return vs
     from sl1conf.conformance.vectors.cache import cached
     from sl1conf.conformance.vectors.families import generate
 
     names = list(quick_families() if quick else default_families())
     return cached(dtype, seed, names, not quick,
-                  lambda: V.in_memory(dtype, generate(dtype, seed, names, large=not quick), seed=seed, large=not quick))
+                  lambda: store.in_memory(dtype, generate(dtype, seed, names, large=not quick), seed=seed, large=not quick))
 
 
 def dtypes_to_run(profile: Profile, dtypes=None, vectors=None):
@@ -80,7 +80,7 @@ def dtypes_to_run(profile: Profile, dtypes=None, vectors=None):
     return [d for d in profile.dtypes if d in vectors] + [d for d in vectors if d not in profile.dtypes]
 
 
-def _judge_all(vs: V.VectorSet, profile: Profile, items: list) -> list:
+def _judge_all(vs: store.VectorSet, profile: Profile, items: list) -> list:
     """One Judgement per (row, vector case, call, outcome, family) of ``items``, judged in one
     pass over all their written elements (every rule is a function of the element and its
     call's beta, so judging the calls together gives each the bits it would get alone)."""
@@ -110,7 +110,7 @@ def _judge_all(vs: V.VectorSet, profile: Profile, items: list) -> list:
     return out
 
 
-def _calls(vs: V.VectorSet, variant: str, profile: Profile, cases=None) -> list:
+def _calls(vs: store.VectorSet, variant: str, profile: Profile, cases=None) -> list:
     """(row, vector case, call) for every vector case (or those whose ids ``cases`` names), as
     the variant's API would be called."""
     out = []
@@ -127,7 +127,7 @@ def _calls(vs: V.VectorSet, variant: str, profile: Profile, cases=None) -> list:
     return out
 
 
-def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: list, bar=None,
+def _judge_calls(adapter: Adapter, profile: Profile, vs: store.VectorSet, calls: list, bar=None,
                  unsupported: "list | None" = None) -> tuple:
     """Run ``calls`` in order and judge them: (judgements of the calls that returned, (row,
     call, outcome) of those that did not). Each judgement's ``call_no`` is the call's number in
@@ -171,7 +171,7 @@ def _judge_calls(adapter: Adapter, profile: Profile, vs: V.VectorSet, calls: lis
     return judged, broken, rejected
 
 
-def judge_run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None) -> tuple:
+def judge_run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, cases=None) -> tuple:
     """Run the variant's calls of the set and judge them: (calls, judgements of the calls that
     returned, (row, call, outcome) of those that did not, rejected inputs included)."""
     calls = _calls(vs, variant, profile, cases)
@@ -179,7 +179,7 @@ def judge_run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str,
     return calls, judged, broken + [r[:3] for r in rejected]
 
 
-def _run(adapter: Adapter, profile: Profile, vs: V.VectorSet, variant: str, cases=None, progress=None) -> dict:
+def _run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, cases=None, progress=None) -> dict:
     fmt = vs.format
     every = _calls(vs, variant, profile, cases)
     calls = [c for c in every if adapter.holds(c[2])]  # a recorded run holds only the calls that were made

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.conformance.rules.judge import SPECIALS, special_class
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 
 __all__ = ["BUCKETS", "RATIO_EDGES", "NOT_WRITTEN", "bucket_of", "ErrorStats"]
 
@@ -36,7 +36,7 @@ RATIO_EDGES = [round(-4 + 0.1 * i, 10) for i in range(81)]
 def bucket_of(dist: np.ndarray) -> np.ndarray:
     """Index into BUCKETS for each ULP distance."""
     idx = np.searchsorted(_UPPER, np.minimum(dist, 1 << 62), side="left")
-    return np.where(dist == F.NAN_MISMATCH, len(BUCKETS) - 1, idx)
+    return np.where(dist == formats.NAN_MISMATCH, len(BUCKETS) - 1, idx)
 
 
 class ErrorStats:
@@ -56,7 +56,7 @@ class ErrorStats:
         # elements, of them accepted, first (where, k); an unwritten element (still the fill) is no result at all
         self.specials = {name: [0, 0, None] for name in (*SPECIALS, NOT_WRITTEN)}
 
-    def add(self, family: str, fmt: F.Format, dist: np.ndarray, x1, x2, beta, where, excepted=None,
+    def add(self, family: str, fmt: formats.Format, dist: np.ndarray, x1, x2, beta, where, excepted=None,
             got=None, oracle=None, accepted_by=None, accepted=None, unwritten=None) -> None:
         """``dist``: the distances of one case's written elements; ``x1``, ``x2`` its inputs
         (bit patterns) and ``beta`` its scalar; ``where`` identifies the case for :attr:`worst_at`.
@@ -72,7 +72,7 @@ class ErrorStats:
             return
         counts = np.bincount(bucket_of(dist), minlength=len(BUCKETS))
         self.hist[family] = self.hist.get(family, 0) + counts
-        real = dist != F.NAN_MISMATCH
+        real = dist != formats.NAN_MISMATCH
         self.nan_mismatches += int((~real & ~(excepted if excepted is not None else False)).sum())
         if got is not None:
             cls = special_class(fmt, got[:dist.size], oracle[:dist.size])
@@ -102,9 +102,9 @@ class ErrorStats:
             if int(dist[k]) > self.worst_ulp:
                 self.worst_ulp, self.worst_at = int(dist[k]), (where, k)
         with np.errstate(all="ignore"):
-            a = F.from_bits(fmt, x1[:dist.size]).astype(np.float64)
-            b = F.from_bits(fmt, x2[:dist.size]).astype(np.float64)
-            r = (a - b) / float(F.from_bits(fmt, np.array([beta], fmt.uint))[0])
+            a = formats.from_bits(fmt, x1[:dist.size]).astype(np.float64)
+            b = formats.from_bits(fmt, x2[:dist.size]).astype(np.float64)
+            r = (a - b) / float(formats.from_bits(fmt, np.array([beta], fmt.uint))[0])
         inside = np.isfinite(r) & (r >= RATIO_EDGES[0]) & (r < RATIO_EDGES[-1])
         self.outside += int((~inside).sum())
         bins = np.clip(np.searchsorted(RATIO_EDGES, r[inside], side="right") - 1, 0, len(self.elements) - 1)
@@ -113,7 +113,7 @@ class ErrorStats:
         np.add.at(self.inexact, bins, (d != 0).astype(np.int64))
         np.maximum.at(self.max_ulp, bins, np.where(real[inside], d, 0))
         ex = excepted[inside] if excepted is not None else np.zeros(d.shape, bool)
-        np.add.at(self.nan, bins, ((d == F.NAN_MISMATCH) & ~ex).astype(np.int64))
+        np.add.at(self.nan, bins, ((d == formats.NAN_MISMATCH) & ~ex).astype(np.int64))
 
     def entry(self, worst: "dict | None", describe=None) -> dict:
         """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`;

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from sl1conf.conformance.common.errors import SuiteError
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 
 __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values",
            "out_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU"]
@@ -56,10 +56,10 @@ def seed_arg(text: str) -> int:
     return value
 
 
-def dtype_arg(text: str) -> F.Format:
+def dtype_arg(text: str) -> formats.Format:
     """argparse type: fp16 or fp32."""
     try:
-        return F.format_by_name(text)
+        return formats.format_by_name(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -13,7 +13,7 @@ from sl1conf.conformance.cli.args import count_arg, dtype_arg, seed_arg
 
 import numpy as np
 
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.models import SPEC_ORDER, get_model, models_for
 from sl1conf.reference.fast_oracle import smoothl1lossgrad  # exact, bit for bit the mpmath oracle
 
@@ -25,9 +25,9 @@ BATCH = 250
 
 def run_demo(dtypes, *, elements: int, seed: int, out=print) -> int:
     rng = np.random.default_rng(seed)
-    for fmt in dtypes or [F.FP16, F.FP32]:
+    for fmt in dtypes or [formats.FP16, formats.FP32]:
         batches = [random_batch(fmt, min(BATCH, elements - i), rng) for i in range(0, elements, BATCH)]
-        expected = [F.to_bits(fmt, smoothl1lossgrad(*b.floats(fmt))) for b in batches]
+        expected = [formats.to_bits(fmt, smoothl1lossgrad(*b.floats(fmt))) for b in batches]
         out(f"\n{fmt.name}: {elements} boundary-weighted elements, {len(batches)} betas, seed {seed}")
         out(f"  {'model':<16}{'bit-exact':>10}{'max ULP':>12}{'NaN/sign':>9}  worst element (dy, x1, x2, beta)")
         worst_spec = None
@@ -35,23 +35,23 @@ def run_demo(dtypes, *, elements: int, seed: int, out=print) -> int:
             exact = nan_or_sign = 0
             worst = (-1, None)
             for b, want in zip(batches, expected):
-                got = F.to_bits(fmt, model(*b.floats(fmt)))
-                dist = F.ulp_distance(fmt, got, want)
-                exact += int(np.sum(F.same_result(fmt, got, want)))
-                nan_or_sign += int(np.sum((dist == F.NAN_MISMATCH) | ((dist == 0) & (got != want)
-                                                                      & ~F.is_nan_bits(fmt, got))))
-                finite = np.where(dist == F.NAN_MISMATCH, -1, dist)
+                got = formats.to_bits(fmt, model(*b.floats(fmt)))
+                dist = formats.ulp_distance(fmt, got, want)
+                exact += int(np.sum(formats.same_result(fmt, got, want)))
+                nan_or_sign += int(np.sum((dist == formats.NAN_MISMATCH) | ((dist == 0) & (got != want)
+                                                                      & ~formats.is_nan_bits(fmt, got))))
+                finite = np.where(dist == formats.NAN_MISMATCH, -1, dist)
                 i = int(np.argmax(finite))
                 if finite[i] > worst[0]:
                     worst = (int(finite[i]), (b.dy[i], b.x1[i], b.x2[i], b.beta))
-            where = ", ".join(F.hex_bits(fmt, v) for v in worst[1]) if worst[0] > 0 else "-"
+            where = ", ".join(formats.hex_bits(fmt, v) for v in worst[1]) if worst[0] > 0 else "-"
             out(f"  {model.name:<16}{exact:>10}{worst[0]:>12}{nan_or_sign:>9}  {where}")
             if model.name == f"{SPEC_ORDER}-{fmt.name}" and worst[0] > 0:
                 worst_spec = worst[1]
         if worst_spec is not None:
             out(f"  take the spec-order model's worst element apart:\n"
-                f"    {explain_command(fmt.name, *(F.hex_bits(fmt, v) for v in worst_spec))}")
-    return demo_sample_library(dtypes or [F.FP16, F.FP32], seed=seed, out=out)
+                f"    {explain_command(fmt.name, *(formats.hex_bits(fmt, v) for v in worst_spec))}")
+    return demo_sample_library(dtypes or [formats.FP16, formats.FP32], seed=seed, out=out)
 
 
 def demo_sample_library(dtypes, *, seed: int, out=print) -> int:
@@ -83,11 +83,11 @@ def demo_sample_library(dtypes, *, seed: int, out=print) -> int:
                     continue
                 memory |= {"wrote outside dx1"} if o.wrote_outside else set()
                 memory |= {f"changed {name}" for name in o.inputs_changed or ()}
-                want = F.to_bits(fmt, exact(*c.floats()))
-                model = F.to_bits(fmt, get_model(f"{SPEC_ORDER}-{fmt.name}")(*c.floats()))
-                same += int(F.same_result(fmt, o.out, model).sum())
-                dist = F.ulp_distance(fmt, o.out, want)
-                worst = max(worst, int(np.where(dist == F.NAN_MISMATCH, 0, dist).max(initial=0)))
+                want = formats.to_bits(fmt, exact(*c.floats()))
+                model = formats.to_bits(fmt, get_model(f"{SPEC_ORDER}-{fmt.name}")(*c.floats()))
+                same += int(formats.same_result(fmt, o.out, model).sum())
+                dist = formats.ulp_distance(fmt, o.out, want)
+                worst = max(worst, int(np.where(dist == formats.NAN_MISMATCH, 0, dist).max(initial=0)))
                 elements += c.n
             out(f"  {fmt.name:<6}{len(cases):>6}{elements:>10}{same:>9}{worst:>9}  "
                 f"{'; '.join(sorted(memory)) or 'clean (guard pages, canaries, inputs)'}")

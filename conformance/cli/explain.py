@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from sl1conf.conformance.cli.args import EXIT_OK, UsageError, dtype_arg
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.models import models_for
 from sl1conf.reference.oracle import evaluate_element
 
@@ -35,17 +35,17 @@ def decimal_text(value: "Fraction | str", sign_bit: int = 0) -> str:
     return text if Fraction(d) == q else "~" + text
 
 
-def value_text(fmt: F.Format, bits: int) -> str:
-    cls, sign = F.classify(fmt, bits)
-    if cls is F.FloatClass.INF:
+def value_text(fmt: formats.Format, bits: int) -> str:
+    cls, sign = formats.classify(fmt, bits)
+    if cls is formats.FloatClass.INF:
         return "-inf" if sign else "+inf"
     if cls.is_nan:
-        return ("-" if sign else "") + ("sNaN" if cls is F.FloatClass.SNAN else "NaN")
-    return decimal_text(F.decode(fmt, bits), sign)
+        return ("-" if sign else "") + ("sNaN" if cls is formats.FloatClass.SNAN else "NaN")
+    return decimal_text(formats.decode(fmt, bits), sign)
 
 
 
-def intermediate_class(fmt: F.Format, value: "Fraction | None") -> str:
+def intermediate_class(fmt: formats.Format, value: "Fraction | None") -> str:
     """What the data format does to an exact intermediate: zero, exact, rounded, subnormal (below
     the smallest normal: gradual underflow, or zero where the platform flushes), underflows to
     zero (below half the smallest subnormal), overflows (rounds to infinity)."""
@@ -54,23 +54,23 @@ def intermediate_class(fmt: F.Format, value: "Fraction | None") -> str:
     if value == 0:
         return "zero"
     mag = abs(value)
-    rounded = F.round_to_format(fmt, mag)
-    cls, _ = F.classify(fmt, rounded)
-    if cls is F.FloatClass.INF:
+    rounded = formats.round_to_format(fmt, mag)
+    cls, _ = formats.classify(fmt, rounded)
+    if cls is formats.FloatClass.INF:
         return f"overflows {fmt.name} (rounds to infinity)"
-    if cls is F.FloatClass.ZERO:
+    if cls is formats.FloatClass.ZERO:
         return f"underflows to zero in {fmt.name}"
-    exact = F.decode(fmt, rounded) == mag
+    exact = formats.decode(fmt, rounded) == mag
     if mag < fmt.min_normal:
         return f"subnormal in {fmt.name}" + (", exact" if exact else ", rounded") + " (a flushing platform reads zero)"
     return "exact in " + fmt.name if exact else "rounded in " + fmt.name
 
 
-def _intermediates(fmt: F.Format, bits: dict, diff) -> list:
+def _intermediates(fmt: formats.Format, bits: dict, diff) -> list:
     """Lines naming the class of every intermediate an evaluation order computes."""
     def value(name):
-        cls, _ = F.classify(fmt, bits[name])
-        return None if cls is F.FloatClass.INF or cls.is_nan else F.decode(fmt, bits[name])
+        cls, _ = formats.classify(fmt, bits[name])
+        return None if cls is formats.FloatClass.INF or cls.is_nan else formats.decode(fmt, bits[name])
     dy, beta = value("dy"), value("beta")
     d = diff if isinstance(diff, Fraction) else None
     terms = [("x1 - x2", d),
@@ -84,22 +84,22 @@ def _intermediates(fmt: F.Format, bits: dict, diff) -> list:
     return out
 
 
-def explain(fmt: F.Format, texts: dict[str, str]) -> str:
+def explain(fmt: formats.Format, texts: dict[str, str]) -> str:
     """The report for one element given as texts (decimal, hex float or hex bits)."""
     lines = [f"SmoothL1LossGrad, {fmt.name}, one element", ""]
     bits = {}
     lines.append(f"  {'input':<6}{'bits':<{fmt.bits // 4 + 4}}{'class':<11}value")
     for name in ("dy", "x1", "x2", "beta"):
-        b, exact = F.parse_value(fmt, texts[name])
+        b, exact = formats.parse_value(fmt, texts[name])
         bits[name] = b
-        cls, _ = F.classify(fmt, b)
+        cls, _ = formats.classify(fmt, b)
         note = "" if exact else f"   ({texts[name]} rounded to {fmt.name})"
-        lines.append(f"  {name:<6}{F.hex_bits(fmt, b):<{fmt.bits // 4 + 4}}{cls.value:<11}{value_text(fmt, b)}{note}")
+        lines.append(f"  {name:<6}{formats.hex_bits(fmt, b):<{fmt.bits // 4 + 4}}{cls.value:<11}{value_text(fmt, b)}{note}")
     e = evaluate_element(fmt, bits["dy"], bits["x1"], bits["x2"], bits["beta"])
     ftz = evaluate_element(fmt, bits["dy"], bits["x1"], bits["x2"], bits["beta"], flush_subnormals=True)
     lines.append("")
     diff = e.diff
-    diff_hex = f"  = {F.hexfloat(diff)}" if isinstance(diff, Fraction) and diff != 0 else ""
+    diff_hex = f"  = {formats.hexfloat(diff)}" if isinstance(diff, Fraction) and diff != 0 else ""
     lines.append(f"  diff = x1 - x2 = {decimal_text(diff)}{diff_hex}   (exact)")
     lines.append(f"  branch: {e.branch}" + {
         "diff > beta": "   ->  dx1 = dy",
@@ -109,22 +109,22 @@ def explain(fmt: F.Format, texts: dict[str, str]) -> str:
     lines += _intermediates(fmt, bits, diff)
     lines.append("")
     lines.append(f"  exact dx1 = {decimal_text(e.exact)}" + (f"   ({e.note})" if e.note else ""))
-    lines.append(f"  correctly rounded dx1 = {F.hex_bits(fmt, e.bits)}  {value_text(fmt, e.bits)}")
+    lines.append(f"  correctly rounded dx1 = {formats.hex_bits(fmt, e.bits)}  {value_text(fmt, e.bits)}")
     if ftz.bits != e.bits:
-        lines.append(f"  flush-to-zero oracle:   {F.hex_bits(fmt, ftz.bits)}  {value_text(fmt, ftz.bits)}"
+        lines.append(f"  flush-to-zero oracle:   {formats.hex_bits(fmt, ftz.bits)}  {value_text(fmt, ftz.bits)}"
                      + (f"   ({ftz.note})" if ftz.note else ""))
     else:
         lines.append("  flush-to-zero oracle:   the same")
     lines += ["", "  evaluation models (docs/evaluation-models.md)",
               f"  {'model':<16}{'bits':<{fmt.bits // 4 + 4}}{'ULP':>5}  value"]
-    arrays = {k: F.from_bits(fmt, np.array([v], dtype=fmt.uint)) for k, v in bits.items()}
+    arrays = {k: formats.from_bits(fmt, np.array([v], dtype=fmt.uint)) for k, v in bits.items()}
     for model in models_for(fmt):
-        out = int(F.to_bits(fmt, model(arrays["dy"], arrays["x1"], arrays["x2"], arrays["beta"][0]))[0])
-        dist = int(F.ulp_distance(fmt, out, e.bits))
-        ulp = "NaN" if dist == F.NAN_MISMATCH else str(dist)
-        if dist == 0 and out != e.bits and not F.is_nan_bits(fmt, out):
+        out = int(formats.to_bits(fmt, model(arrays["dy"], arrays["x1"], arrays["x2"], arrays["beta"][0]))[0])
+        dist = int(formats.ulp_distance(fmt, out, e.bits))
+        ulp = "NaN" if dist == formats.NAN_MISMATCH else str(dist)
+        if dist == 0 and out != e.bits and not formats.is_nan_bits(fmt, out):
             ulp = "sign"  # +0 against -0
-        lines.append(f"  {model.name:<16}{F.hex_bits(fmt, out):<{fmt.bits // 4 + 4}}{ulp:>5}  {value_text(fmt, out)}")
+        lines.append(f"  {model.name:<16}{formats.hex_bits(fmt, out):<{fmt.bits // 4 + 4}}{ulp:>5}  {value_text(fmt, out)}")
     return "\n".join(lines)
 
 
@@ -132,7 +132,7 @@ def _run(args) -> int:
     texts = {"dy": args.dy, "x1": args.x1, "x2": args.x2, "beta": args.beta}
     for name, text in texts.items():
         try:
-            F.parse_value(args.dtype, text)
+            formats.parse_value(args.dtype, text)
         except ValueError as exc:
             raise UsageError(f"--{name}: {exc}") from None
     print(explain(args.dtype, texts))

@@ -34,9 +34,9 @@ from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.requirements import by_id
 from sl1conf.conformance.requirements.accuracy import add_bias_counts, bias_findings, rounding_bias
 from sl1conf.conformance.requirements.core_masks import twin_mask
-from sl1conf.conformance.search import fuzz as Z
+from sl1conf.conformance.search import fuzz
 from sl1conf.reference import fast_oracle
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 
 SCHEMA = "sl1conf-fuzz"
 SCHEMA_VERSION = 4  # 2: findings keyed by requirement id; saved failures name their requirements;
@@ -92,8 +92,8 @@ def register(sub) -> None:
                    help=f"local worker processes (default 1; at most {WORKERS_PER_CPU} per CPU)")
     p.add_argument("--seed", type=seed_arg, help="campaign seed (default: a fresh one, printed and recorded)")
     p.add_argument("--shard", metavar="I/N", default="1/1", help="run shard I of N (default 1/1)")
-    p.add_argument("--batch-elements", type=count_arg(MAX_BATCH_ELEMENTS, "elements"), default=Z.BATCH_ELEMENTS,
-                   metavar="N", help=f"elements of each batch's long case (default {Z.BATCH_ELEMENTS}, "
+    p.add_argument("--batch-elements", type=count_arg(MAX_BATCH_ELEMENTS, "elements"), default=fuzz.BATCH_ELEMENTS,
+                   metavar="N", help=f"elements of each batch's long case (default {fuzz.BATCH_ELEMENTS}, "
                                      f"at most {MAX_BATCH_ELEMENTS})")
     p.add_argument("--max-cases", type=int, default=MAX_CASES, metavar="N",
                    help=f"most failures minimized and saved (default {MAX_CASES})")
@@ -132,7 +132,7 @@ def register(sub) -> None:
 
 # ------------------------------------------------------------------ argument checks
 
-CAMPAIGN_DEFAULTS = {"workers": 1, "shard": "1/1", "batch_elements": Z.BATCH_ELEMENTS, "max_cases": MAX_CASES,
+CAMPAIGN_DEFAULTS = {"workers": 1, "shard": "1/1", "batch_elements": fuzz.BATCH_ELEMENTS, "max_cases": MAX_CASES,
                      "force": False}
 
 
@@ -176,14 +176,14 @@ def _positive(name: str, value, minimum=1) -> None:
         raise UsageError(f"--{name} must be at least {minimum}, not {value}")
 
 
-def _campaign_from(args, adapter, profile) -> Z.Campaign:
+def _campaign_from(args, adapter, profile) -> fuzz.Campaign:
     if args.seconds is not None and args.elements is not None:
         raise UsageError("give --seconds or --elements, not both")
     if args.seconds is not None and not (args.seconds > 0 and math.isfinite(args.seconds)):
         raise UsageError(f"--seconds must be a positive number, not {args.seconds}")
     _positive("max-cases", args.max_cases, 0)
     try:
-        Z.parse_shard(args.shard)
+        fuzz.parse_shard(args.shard)
     except ValueError as exc:
         raise UsageError(f"--shard: {exc}") from None
     dtypes, variants = profile.select(adapter, [d.name for d in args.dtype] if args.dtype else None,
@@ -194,7 +194,7 @@ def _campaign_from(args, adapter, profile) -> Z.Campaign:
     else:
         seconds = 60.0 if args.seconds is None else args.seconds
     seed = args.seed if args.seed is not None else secrets.randbits(32)
-    return Z.Campaign(args.impl, args.platform, tuple(dtypes), tuple(variants), seed, args.batch_elements,
+    return fuzz.Campaign(args.impl, args.platform, tuple(dtypes), tuple(variants), seed, args.batch_elements,
                       batches, seconds, args.shard)
 
 
@@ -432,7 +432,7 @@ def _local_pool(workers: int, stop: _Stop):
     import multiprocessing
 
     pool = cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                                  initializer=Z.worker_init)
+                                  initializer=fuzz.worker_init)
     ended = False
     try:
         yield pool
@@ -450,7 +450,7 @@ def _local_pool(workers: int, stop: _Stop):
 def _execute(campaign, adapter, profile, workers: int, scheduler, stop):
     bar, seen = _progress(campaign), [0]
 
-    def show(r: Z.Result) -> None:
+    def show(r: fuzz.Result) -> None:
         bar.update(1, elements=r.elements - seen[0], failures=len(r.first))
         seen[0] = r.elements
 
@@ -459,11 +459,11 @@ def _execute(campaign, adapter, profile, workers: int, scheduler, stop):
             from sl1conf.conformance.search.distributed import dask_executor
 
             with dask_executor(scheduler) as (executor, threads):
-                return Z.run(campaign, executor=executor, in_flight=2 * threads, progress=show, stop=stop)
+                return fuzz.run(campaign, executor=executor, in_flight=2 * threads, progress=show, stop=stop)
         if workers > 1:
             with _local_pool(workers, stop) as pool:
-                return Z.run(campaign, executor=pool, in_flight=2 * workers, progress=show, stop=stop)
-        return Z.run(campaign, adapter=adapter, profile=profile, progress=show, stop=stop)
+                return fuzz.run(campaign, executor=pool, in_flight=2 * workers, progress=show, stop=stop)
+        return fuzz.run(campaign, adapter=adapter, profile=profile, progress=show, stop=stop)
 
 
 def _ranges(ks) -> list:
@@ -492,7 +492,7 @@ def _missing_shards(identity: dict, shards: list) -> dict:
     """Shard -> how many batches it would have run (None: a timed campaign, unknown), for the
     shards of the campaign that no merged output holds."""
     missing, total = {}, identity["batches"]
-    for shard in (Z.Shard(i, identity["shards"]) for i in range(1, identity["shards"] + 1)):
+    for shard in (fuzz.Shard(i, identity["shards"]) for i in range(1, identity["shards"] + 1)):
         if str(shard) not in shards:
             missing[str(shard)] = None if total is None else len(shard.items(0, total))
     return missing
@@ -507,7 +507,7 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
         if len(saved) >= max_cases:
             break
         f = group.smallest
-        case, g = Z.shrink(campaign, profile, adapter, f, give_up)
+        case, g = fuzz.shrink(campaign, profile, adapter, f, give_up)
         fmt = case.format
         content = (case.dtype, case.variant, case.core_mask, case.beta, case.dy.tobytes(), case.x1.tobytes(),
                    case.x2.tobytes())
@@ -517,7 +517,7 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
         seen |= {content, final}
         entry = {"requirement": g.requirement, "title": by_id(g.requirement).title,
                  "breaks": list(g.breaks or (g.requirement,)),
-                 "kind": g.kind, "key": Z.key_text(f.key), "pattern": Z.key_text(group.pattern),
+                 "kind": g.kind, "key": fuzz.key_text(f.key), "pattern": fuzz.key_text(group.pattern),
                  "distinct": len(group.keys), "findings": group.findings, "detail": g.detail, "dtype": case.dtype,
                  "variant": case.variant, "core_mask": f"{case.core_mask:#x}", "length": case.n,
                  "element": g.element, "found": {"batch": f.batch, "case": f.case, "element": f.element},
@@ -526,12 +526,12 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
             k = g.element
             o = adapter.run([case])[0]
             want = fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in case.floats()[:3]), case.floats()[3])
-            entry.update({name: F.hex_bits(fmt, getattr(case, name)[k]) for name in ("dy", "x1", "x2")})
-            entry["beta"] = F.hex_bits(fmt, case.beta)
-            entry["expected"] = F.hex_bits(fmt, want.view(fmt.uint)[0])
+            entry.update({name: formats.hex_bits(fmt, getattr(case, name)[k]) for name in ("dy", "x1", "x2")})
+            entry["beta"] = formats.hex_bits(fmt, case.beta)
+            entry["expected"] = formats.hex_bits(fmt, want.view(fmt.uint)[0])
             if o.status == "ok":
-                entry["got"] = F.hex_bits(fmt, o.out[k])
-        family = BOUNDARY_EXACT if g.kind == "element" and g.key[4] == Z.BOUNDARY else REGRESSIONS
+                entry["got"] = formats.hex_bits(fmt, o.out[k])
+        family = BOUNDARY_EXACT if g.kind == "element" and g.key[4] == fuzz.BOUNDARY else REGRESSIONS
         items = [(family, _vector_case(case, g.kind))]
         if g.kind == "core-mask":
             twin = dataclasses.replace(case, core_mask=twin_mask(case, profile.core_mask))
@@ -543,7 +543,7 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
 def _patterns(groups, bias_keys) -> list:
     """The summary's ``failures.patterns``: per finding, its pattern, the distinct failures (keys)
     in it and how many failures; a failing rounding-bias direction is a finding of its own."""
-    rows = [{"pattern": Z.key_text(g.pattern), "keys": sorted(Z.key_text(k) for k in g.keys), "findings": g.findings}
+    rows = [{"pattern": fuzz.key_text(g.pattern), "keys": sorted(fuzz.key_text(k) for k in g.keys), "findings": g.findings}
             for g in groups]
     rows += [{"pattern": k, "keys": [k], "findings": 1} for k in bias_keys]
     return sorted(rows, key=lambda r: r["pattern"])
@@ -553,7 +553,7 @@ def describe_pattern(text: str) -> str:
     """A pattern (search.fuzz.pattern, as text) in words."""
     parts = text.split("/")
     head = " ".join(parts[:3])
-    if len(parts) == 5 and parts[3] == Z.NOT_WRITTEN:
+    if len(parts) == 5 and parts[3] == fuzz.NOT_WRITTEN:
         where = {"end": "the last elements of a call", "start": "the first elements of a call",
                  "scattered": "elements here and there in a call"}.get(parts[4], parts[4])
         return f"{head}: {where} left unwritten"
@@ -591,7 +591,7 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
             "elements_per_second": round(result.rate), "workers": workers, "scheduler": scheduler,
             "interrupted": result.interrupted,
             "failures": {"distinct": len(result.first) + len(bias_keys), "findings": result.findings + len(bias_keys),
-                         "keys": sorted([Z.key_text(k) for k in result.first] + bias_keys),
+                         "keys": sorted([fuzz.key_text(k) for k in result.first] + bias_keys),
                          "patterns": _patterns(result.groups(), bias_keys)},
             "rounding_bias": bias,
             "implementation": adapter.describe(), "profile": profile.summary(), "host": describe_host()}
@@ -734,11 +734,11 @@ def _replay(args) -> int:
     ranges = s["batches"]["ranges"]
     if not any(a <= args.batch < b and (args.batch - a) % c == 0 for a, b, c in ranges):
         raise UsageError(f"--batch {args.batch}: {args.dirs[0]} did not run that batch (it ran {_ranges_text(ranges)})")
-    campaign = Z.Campaign.from_dict(s["campaign"])
+    campaign = fuzz.Campaign.from_dict(s["campaign"])
     adapter, profile = _load(args.replay_impl or campaign.impl, campaign.platform)
     with adapter:
-        cases = Z.make_batch(campaign, profile, args.batch)
-        findings = Z.check_cases(adapter, profile, cases)
+        cases = fuzz.make_batch(campaign, profile, args.batch)
+        findings = fuzz.check_cases(adapter, profile, cases)
     print(f"batch {args.batch} of seed {campaign.seed}: {len(cases)} cases, {sum(c.n for c in cases):,} elements, "
           f"{len(findings)} finding(s)")
     for f in findings:

@@ -16,12 +16,12 @@ import numpy as np
 
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, dtype_arg, out_arg,
                                           workers_arg)
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 
 from sl1conf.conformance.common.commands import explain_command
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.reports.view import distance_text, outcome_text
-from sl1conf.conformance.search import sweep as S
+from sl1conf.conformance.search import sweep
 
 HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
 DESCRIPTION = """Values are decimals (0.1), hex floats (0x1.8p-1) or fp16 bit patterns (0x2e66).
@@ -40,7 +40,7 @@ def register(sub) -> None:
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (as for certify)")
     p.add_argument("--beta", metavar="V", help="beta of every call (a value as above; required)")
     p.add_argument("--dy", metavar="V", help="dy of every element (a value as above; required)")
-    p.add_argument("--dtype", type=dtype_arg, default=F.FP16, help="fp16 only (the default): fp32 has 2^64 pairs")
+    p.add_argument("--dtype", type=dtype_arg, default=formats.FP16, help="fp16 only (the default): fp32 has 2^64 pairs")
     p.add_argument("--subset", default="all", help="all (default), x2=V or around-beta[:K]")
     p.add_argument("--variant", choices=("s", "p"), default="p", help="s or p (default p)")
     p.add_argument("--workers", type=workers_arg, metavar="N",
@@ -89,8 +89,8 @@ def _out_folder(text) -> Path:
         why = "Not a directory: " + str(at)
     elif not os.access(at, os.W_OK | os.X_OK):
         why = "Permission denied"
-    elif at == out and (out / S.STATE_FILE).exists() and not os.access(out / S.STATE_FILE, os.R_OK):
-        why = f"{S.STATE_FILE}: Permission denied"
+    elif at == out and (out / sweep.STATE_FILE).exists() and not os.access(out / sweep.STATE_FILE, os.R_OK):
+        why = f"{sweep.STATE_FILE}: Permission denied"
     if why:
         raise UsageError(f"{out}: cannot write there ({why})")
     return out
@@ -110,7 +110,7 @@ def _sweep(args) -> int:
     values = {}
     for name in ("beta", "dy"):
         try:
-            values[name], _ = F.parse_value(F.FP16, getattr(args, name))
+            values[name], _ = formats.parse_value(formats.FP16, getattr(args, name))
         except ValueError as exc:
             raise UsageError(f"--{name}: {exc}") from None
     try:
@@ -123,13 +123,13 @@ def _sweep(args) -> int:
         raise UsageError("--workers is for local runs; a Dask cluster (--scheduler) has its own workers")
     profile = _profile(args.platform)
     out = _out_folder(args.out)
-    config = S.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant,
+    config = sweep.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant,
                            platform=args.platform)
     show = _Bar()
     try:
         with _runner(args) as run:
             state = run(config, out, shard=shard, max_blocks=args.max_blocks, progress=show)
-    except S.SweepError as exc:
+    except sweep.SweepError as exc:
         raise UsageError(str(exc)) from None
     except AdapterError as exc:
         raise UsageError(f"--impl {args.impl}: {exc}") from None
@@ -148,12 +148,12 @@ def _runner(args):
     if not args.scheduler:
         from sl1conf.reference import kernel
 
-        yield functools.partial(S.run_sweep, workers=args.workers or kernel.default_threads())
+        yield functools.partial(sweep.run_sweep, workers=args.workers or kernel.default_threads())
         return
     from sl1conf.conformance.search.distributed import dask_executor
 
     with dask_executor(args.scheduler) as (executor, threads):
-        yield functools.partial(S.run_sweep, workers=threads, executor=executor, scheduler=args.scheduler)
+        yield functools.partial(sweep.run_sweep, workers=threads, executor=executor, scheduler=args.scheduler)
 
 
 def _merge(args) -> int:
@@ -163,16 +163,16 @@ def _merge(args) -> int:
         raise UsageError(f"--out {out} is one of the inputs: merge into another folder")
     states = []
     for d in dirs:
-        state = S.load_state(d)
+        state = sweep.load_state(d)
         if state is None:
-            raise S.SweepError(f"{d} holds no {S.STATE_FILE}")
+            raise sweep.SweepError(f"{d} holds no {sweep.STATE_FILE}")
         states.append(state)
-    merged = S.merge_states(states)
-    old = S.load_state(out)
+    merged = sweep.merge_states(states)
+    old = sweep.load_state(out)
     if old is not None:
-        S.check_same(old, merged["config"], out)
+        sweep.check_same(old, merged["config"], out)
         if not old["done"] <= merged["done"]:
-            raise S.SweepError(f"{out} holds blocks the inputs do not: merge into another folder")
+            raise sweep.SweepError(f"{out} holds blocks the inputs do not: merge into another folder")
     profile = _profile(merged["config"]["platform"])  # the profile the shards judged under
     missing = merged["blocks"] - len(merged["done"])
     note = f"incomplete: {missing} blocks are in none of the inputs" if missing else ""
@@ -183,16 +183,16 @@ def _merge(args) -> int:
 def _finish(state, profile, out, note: str = "") -> int:
     """Print the summary, write it into OUT/sweep.json, and choose the exit status."""
     tally = state["tally"]
-    seconds = S.elapsed(state)
+    seconds = sweep.elapsed(state)
     state["summary"] = {
         "elements": tally.elements, "seconds": round(seconds, 2),
         "elements_per_second": round(tally.elements / seconds) if seconds else None,
         "histogram": tally.histogram(), "worst": tally.worst_overall(),
-        "verdict": S.verdict(tally, profile, int(state["config"]["beta"], 16))}
-    S.save_state(out, state)
+        "verdict": sweep.verdict(tally, profile, int(state["config"]["beta"], 16))}
+    sweep.save_state(out, state)
     for line in summary_lines(state, note):
         print(line)
-    print(f"summary: {Path(out) / S.STATE_FILE}")
+    print(f"summary: {Path(out) / sweep.STATE_FILE}")
     return EXIT_OK if state["summary"]["verdict"]["pass"] else EXIT_FAIL
 
 
@@ -235,7 +235,7 @@ def summary_lines(state: dict, note: str = "") -> list:
     for question, answers in v["open_answers"].items():
         lines.append(f"open ({question}, R16): " + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
     for line in v.get("rounding_bias", {}).get("findings", []):
-        lines.append(f"R01 over the blocks sampled (every {S.POSITION_EVERY}th): {line}")
+        lines.append(f"R01 over the blocks sampled (every {sweep.POSITION_EVERY}th): {line}")
     if note:
         lines.append(note)
     failure = _first_failure(state)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from sl1conf.conformance.cli.args import Parser, UsageError, dtype_arg, names_arg, out_arg, seed_arg
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 
-from sl1conf.conformance.vectors import store as V
+from sl1conf.conformance.vectors import store
 
 __all__ = ["generate", "verify", "list_set", "show", "export", "register"]
 
 
-def generate(dtype: F.Format, out, *, seed: int, names, large: bool, force: bool, echo=print) -> int:
+def generate(dtype: formats.Format, out, *, seed: int, names, large: bool, force: bool, echo=print) -> int:
     from sl1conf.conformance.vectors.families import generate as make_families
 
     try:
@@ -19,7 +19,7 @@ def generate(dtype: F.Format, out, *, seed: int, names, large: bool, force: bool
         raise UsageError(str(exc)) from None
     if not families:
         raise UsageError(f"none of the families asked for applies to {dtype.name}")
-    path = V.write(out, dtype, families, seed=seed, large=large, force=force)
+    path = store.write(out, dtype, families, seed=seed, large=large, force=force)
     cases = sum(len(f.cases) for f in families)
     elements = sum(c.n for f in families for c in f.cases)
     echo(f"wrote {path}: {dtype.name}, {len(families)} families, {cases} cases, {elements} elements, seed {seed}")
@@ -27,8 +27,8 @@ def generate(dtype: F.Format, out, *, seed: int, names, large: bool, force: bool
 
 
 def verify(path, echo=print) -> int:
-    vs = V.load(path)
-    problems = V.verify(vs)
+    vs = store.load(path)
+    problems = store.verify(vs)
     for line in problems:
         echo(f"{vs.path}/{line}")
     m = vs.manifest
@@ -41,7 +41,7 @@ def verify(path, echo=print) -> int:
 
 
 def list_set(path, echo=print) -> int:
-    vs = V.load(path)
+    vs = store.load(path)
     m = vs.manifest
     echo(f"{vs.path}: {m['dtype']}, seed {m['seed']}, generator {m['generator']['name']} "
          f"{m['generator']['version']}, {len(m['cases'])} cases, {m['elements']} elements")
@@ -52,9 +52,9 @@ def list_set(path, echo=print) -> int:
 
 
 def show(path, key: str, echo=print, limit: int = 8) -> int:
-    vs = V.load(path)
+    vs = store.load(path)
     fmt = vs.format
-    hx = lambda b: F.hex_bits(fmt, b)  # noqa: E731
+    hx = lambda b: formats.hex_bits(fmt, b)  # noqa: E731
     if "." in key:  # a case id
         rows = [r for r in vs.manifest["cases"] if r["id"] == key]
         if not rows:
@@ -78,7 +78,7 @@ def show(path, key: str, echo=print, limit: int = 8) -> int:
         return 0
     try:
         fam = vs.family(key)
-    except V.VectorSetError as exc:
+    except store.VectorSetError as exc:
         raise UsageError(f"{exc} (give a family id or name, or a case id like 3.12)") from None
     echo(f"family {fam['id']} {fam['name']}: {fam['cases']} cases, {fam['elements']} elements")
     echo(f"  {fam['description']}")
@@ -90,7 +90,7 @@ def show(path, key: str, echo=print, limit: int = 8) -> int:
 
 
 def export(path, fmt_name: str, out, *, force: bool, platform=None, profile_file=None, echo=print) -> int:
-    from sl1conf.conformance.vectors import export as E
+    from sl1conf.conformance.vectors.export import export as write_export
 
     if platform and profile_file:
         raise UsageError("give at most one of --platform NAME and --profile FILE")
@@ -101,9 +101,9 @@ def export(path, fmt_name: str, out, *, force: bool, platform=None, profile_file
         from sl1conf.conformance.rules.profiles import load_profile
 
         profile = load_profile(platform or profile_file)
-    vs = V.load(path)
+    vs = store.load(path)
     try:
-        written = E.export(vs, fmt_name, out or ("sl1_vectors_c" if fmt_name == "c-header" else "sl1_vectors.txt"),
+        written = write_export(vs, fmt_name, out or ("sl1_vectors_c" if fmt_name == "c-header" else "sl1_vectors.txt"),
                            force=force, profile=profile)
     except OSError as exc:
         raise UsageError(f"{out}: cannot write the export ({exc.strerror or exc})") from None

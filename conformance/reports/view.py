@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.requirements import CATALOG_BY_ID
@@ -26,8 +26,8 @@ STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
 
 def decimal(dtype: str, hex_bits: str) -> str:
     """A pattern of the report (``0x3c00``) as its shortest decimal in its own format (``1.0``)."""
-    fmt = F.format_by_name(dtype)
-    value = F.from_bits(fmt, np.array([int(hex_bits, 16)], fmt.uint))[0]
+    fmt = formats.format_by_name(dtype)
+    value = formats.from_bits(fmt, np.array([int(hex_bits, 16)], fmt.uint))[0]
     return str(value)
 
 
@@ -109,7 +109,7 @@ def _why_far(dtype: str, e: dict) -> str:
     the manual leaves open (an alternative answered), the quotient diff / beta below the format's
     smallest normal (an evaluation dividing first loses it), or diff * dy beyond its largest
     finite value (one multiplying first overflows)."""
-    fmt = F.format_by_name(dtype)
+    fmt = formats.format_by_name(dtype)
     dy, x1, x2, beta = (float(decimal(dtype, e[k])) for k in ("dy", "x1", "x2", "beta"))
     with np.errstate(all="ignore"):
         diff = x1 - x2

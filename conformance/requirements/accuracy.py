@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.conformance.rules.judge import expected_for, is_special, judge
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.reachable import reach
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, Tally
 
@@ -41,9 +41,9 @@ def bias_counts(judged, profile) -> dict:
         normal = ((o & fmt.exp_mask) != 0) & ~is_special(fmt, o)
         open_ = np.zeros(o.shape, bool)
         for bits in j.expected.alternatives.values():
-            open_ |= ~F.same_result(fmt, bits, o)
+            open_ |= ~formats.same_result(fmt, bits, o)
         ordinary = (j.ok & normal & ~open_ & ~j.boundary & ~j.subnormal_inputs & ~j.overflow_prone
-                    & ~is_special(fmt, j.got) & F.same_result(fmt, o, j.expected.oracle_ftz))
+                    & ~is_special(fmt, j.got) & formats.same_result(fmt, o, j.expected.oracle_ftz))
         idx = np.flatnonzero(ordinary)
         if idx.size:
             for who in ("got", *j.expected.models):
@@ -54,7 +54,7 @@ def bias_counts(judged, profile) -> dict:
         bits = np.concatenate([(j.got if who == "got" else j.expected.models[who])[k] for j, k in picked])
         o = np.concatenate([j.expected.oracle[k] for j, k in picked])
         at = np.flatnonzero(bits != o)  # an element equal to the oracle is 0 ULPs from it: never counted
-        d = F.ulp_distance(fmt, bits[at], o[at])
+        d = formats.ulp_distance(fmt, bits[at], o[at])
         at = at[(d >= 1) & (d <= profile.max_ulp[fmt.name])]
         c = out.setdefault(who, {"differ": 0, **{k: 0 for k in BIAS_DIRECTIONS}})
         if who == "got" and profile.error_model.approximate and at.size:
@@ -63,7 +63,7 @@ def bias_counts(judged, profile) -> dict:
             approx = reach(fmt, profile.error_model, bits[at], *inputs, o[at], stages=(2,), min_precision=4).stage > 0
             c["approximate"] = int(approx.sum())
             at = at[~approx]
-        v, w = F.from_bits(fmt, bits[at]).astype(np.float64), F.from_bits(fmt, o[at]).astype(np.float64)
+        v, w = formats.from_bits(fmt, bits[at]).astype(np.float64), formats.from_bits(fmt, o[at]).astype(np.float64)
         c["differ"] = int(at.size)
         for k, lean in zip(BIAS_DIRECTIONS, (np.abs(v) < np.abs(w), np.abs(v) > np.abs(w), v < w, v > w)):
             c[k] = int(lean.sum())

@@ -12,7 +12,7 @@ import numpy as np
 from sl1conf.adapters.base import fill_bits
 from sl1conf.conformance.rules.diagnosis import diagnose
 from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, SPECIALS, special_class
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 
 EXAMPLES = 5  # failing inputs listed per requirement
 
@@ -143,11 +143,11 @@ class Tally:
             got, d = j.got[k], int(j.dist[k])
         else:
             pair = np.array([got], fmt.uint), j.expected.oracle[k:k + 1]
-            d = 0 if F.same_result(fmt, *pair)[0] else int(F.ulp_distance(fmt, *pair)[0])
+            d = 0 if formats.same_result(fmt, *pair)[0] else int(formats.ulp_distance(fmt, *pair)[0])
         cls = int(special_class(fmt, np.array([got], fmt.uint), j.expected.oracle[k:k + 1])[0])
-        out = {"case": j.row["id"], "element": k, "length": int(c.call_length), "dy": F.hex_bits(fmt, c.dy[k]), "x1": F.hex_bits(fmt, c.x1[k]),
-               "x2": F.hex_bits(fmt, c.x2[k]), "beta": F.hex_bits(fmt, c.beta),
-               "expected": F.hex_bits(fmt, j.expected.oracle[k]), "got": F.hex_bits(fmt, got),
+        out = {"case": j.row["id"], "element": k, "length": int(c.call_length), "dy": formats.hex_bits(fmt, c.dy[k]), "x1": formats.hex_bits(fmt, c.x1[k]),
+               "x2": formats.hex_bits(fmt, c.x2[k]), "beta": formats.hex_bits(fmt, c.beta),
+               "expected": formats.hex_bits(fmt, j.expected.oracle[k]), "got": formats.hex_bits(fmt, got),
                "ulp": SPECIALS[cls] if cls >= 0 else d, "ulp_value": d}
         if c.out_alias is None and int(got) == fill_bits(fmt):
             out["not_written"] = True  # dx1's bits from before the call: all but surely never written
@@ -195,7 +195,7 @@ class Check:
 class RunContext:
     """One certify run, as the run checks see it (the engine fills it in)."""
 
-    fmt: F.Format
+    fmt: formats.Format
     profile: object
     variant: str
     adapter: object

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Optional
 
 from sl1conf.adapters.base import Case
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import Check, EXAMPLES, Requirement, RunContext, Tally
 from sl1conf.conformance.requirements.verdict import run_verdict
 
@@ -24,13 +24,13 @@ def _core_masks(ctx: RunContext, req: "Requirement") -> Check:
         for js in groups.values():
             for j in js[1:]:
                 t.checked += 1
-                if not F.same_result(ctx.fmt, j.outcome.out, js[0].outcome.out).all():
+                if not formats.same_result(ctx.fmt, j.outcome.out, js[0].outcome.out).all():
                     t.note(j.row["id"], f"core_mask {j.case.core_mask:#x} differs from {js[0].case.core_mask:#x} "
                            f"(case {js[0].row['id']})", also=(js[0].row["id"],))
     return Check(t, applicable=ctx.variant == "s" and t.checked > 0)
 
 
-def compare_variants(shared: dict, private: dict, fmt: F.Format, outputs_shared: dict, outputs_private: dict,
+def compare_variants(shared: dict, private: dict, fmt: formats.Format, outputs_shared: dict, outputs_private: dict,
                      findings: "dict | None" = None) -> None:
     """R09's second half, added to the shared run's R09 entry: the shared version (all cores)
     and the private version give the same bits, case by case (``outputs_*``: case id -> dx1).
@@ -43,7 +43,7 @@ def compare_variants(shared: dict, private: dict, fmt: F.Format, outputs_shared:
     examples = entry.setdefault("examples", [])
     for cid in sorted(set(outputs_shared) & set(outputs_private)):
         checked += 1
-        if not F.same_result(fmt, outputs_shared[cid], outputs_private[cid]).all():
+        if not formats.same_result(fmt, outputs_shared[cid], outputs_private[cid]).all():
             failed += 1
             for key, (_, ids) in findings.items():
                 if cid in ids:

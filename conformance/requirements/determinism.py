@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import Check, EXAMPLES, LONG_CALL, Requirement, RunContext, START_LAYOUT_MAX, Tally, replayed, start_layout
 
 
@@ -83,11 +83,11 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
         no0, what0, ref = obs[0]
         for no, what, o in obs[1:]:
             t.checked += 1
-            differ = np.flatnonzero(~F.same_result(fmt, o.out, ref.out))
+            differ = np.flatnonzero(~formats.same_result(fmt, o.out, ref.out))
             if differ.size:
                 k = int(differ[0])
                 changes.append((no, c.id, f"{differ.size} elements differ; element {k}: call #{no0} ({what0}) gave "
-                                f"{F.hex_bits(fmt, ref.out[k])}, call #{no} ({what}) {F.hex_bits(fmt, o.out[k])}",
+                                f"{formats.hex_bits(fmt, ref.out[k])}, call #{no} ({what}) {formats.hex_bits(fmt, o.out[k])}",
                                 j, k, o.out[k]))
     changes.sort(key=lambda x: x[0])
     for change in changes:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.conformance.rules.diagnosis import beta_classes
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.reachable import evaluations, point
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext
 from sl1conf.conformance.requirements.position import POSITION_WIDTHS
@@ -66,7 +66,7 @@ def model_identification(judged: list, fmt) -> dict:
         bits = [j.expected.models[m] for m in names]
         disputed = np.zeros(j.exact.size, bool)
         for b in bits[1:]:
-            disputed |= ~F.same_result(fmt, b, bits[0])
+            disputed |= ~formats.same_result(fmt, b, bits[0])
         idx = np.flatnonzero(disputed)
         if idx.size:
             index.append(idx)
@@ -133,12 +133,12 @@ def other_orders(judged: list, fmt, profile) -> list:
     for j in judged:
         bits = [np.broadcast_to(np.asarray(a, fmt.uint), j.got.shape) for a in j.inputs]
         with np.errstate(invalid="ignore"):  # signalling NaNs convert quietly
-            v = [F.from_bits(fmt, a).astype(np.float64) for a in bits]
+            v = [formats.from_bits(fmt, a).astype(np.float64) for a in bits]
         defined = ~np.isnan(v[0]) & ~np.isnan(v[1]) & ~np.isnan(v[2]) & (v[3] > 0)
         if defined.any():
-            calls.append(([F.from_bits(fmt, a[defined]) for a in bits], j.got[defined]))
+            calls.append(([formats.from_bits(fmt, a[defined]) for a in bits], j.got[defined]))
     return [name for name, order, P in evaluations(fmt, profile.error_model) if name not in known and all(
-        F.same_result(fmt, got, F.to_bits(fmt, point(fmt, order, P, *inputs))).all() for inputs, got in calls)]
+        formats.same_result(fmt, got, formats.to_bits(fmt, point(fmt, order, P, *inputs))).all() for inputs, got in calls)]
 
 
 def model_text(found: dict) -> str:

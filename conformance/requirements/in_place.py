@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, Tally, replayed
 
 
@@ -20,7 +20,7 @@ def _in_place(ctx: RunContext, req: "Requirement") -> Check:
     pairs = [(j, replace(j.case, out_alias=alias, length=None)) for j in sample for alias in ("dy", "x1", "x2")]
     for (j, ac), o in zip(pairs, ctx.adapter.run([ac for _, ac in pairs])):
         t.checked += 1
-        if o.status != "ok" or not F.same_result(ctx.fmt, o.out, j.outcome.out).all():
+        if o.status != "ok" or not formats.same_result(ctx.fmt, o.out, j.outcome.out).all():
             t.note(ac.id, f"dx1 over {ac.out_alias}: " + (o.detail if o.status != "ok" else "different bits"))
     return Check(t)
 

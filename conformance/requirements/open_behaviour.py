@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext
 
 
@@ -22,7 +22,7 @@ def open_answers(judgements) -> dict:
     for j in judgements:
         opened = {}
         for name, bits in j.expected.alternatives.items():
-            open_ = ~F.same_result(j.fmt, bits, j.expected.oracle)
+            open_ = ~formats.same_result(j.fmt, bits, j.expected.oracle)
             if open_.any():
                 q = openbehaviour.QUESTION_OF[name]
                 opened[q] = opened.get(q, np.zeros(open_.shape, bool)) | open_

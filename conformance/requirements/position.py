@@ -8,7 +8,7 @@ import numpy as np
 
 from sl1conf.adapters.base import Case
 from sl1conf.conformance.rules.judge import is_special
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import Check, EXAMPLES, LONG_CALL, Requirement, RunContext, Tally, replayed
 
 
@@ -107,15 +107,15 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
                 t.note(j.row["id"], f"the rearranged call ({name}) failed: {o.status}: {o.detail}")
                 continue
             moves.append((orig, (i, L)))
-            if not F.same_result(fmt, o.out[i:i + 1], j.outcome.out[k:k + 1])[0]:
+            if not formats.same_result(fmt, o.out[i:i + 1], j.outcome.out[k:k + 1])[0]:
                 changed.append((orig, (i, L)))
                 t.count((j.row["id"], calls[first + c].id))
                 if len(t.examples) < EXAMPLES:
                     ex = t.element(j, k, got=o.out[i])
                     ex.pop("ulp_value")
                     ex["detail"] = (f"element {k} of a call of {j.case.call_length} gave "
-                                    f"{F.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
-                                    f"call of {L} ({name}) gives {F.hex_bits(fmt, o.out[i])}")
+                                    f"{formats.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
+                                    f"call of {L} ({name}) gives {formats.hex_bits(fmt, o.out[i])}")
                     t.examples.append(ex)
     extra = {}
     if changed:
@@ -161,7 +161,7 @@ def position_changes(case: Case, out, moved) -> list:
     for o, offset, call in moved:
         if o.status != "ok":
             continue
-        differ = np.flatnonzero(~F.same_result(case.format, out[case.n - k:case.n], o.out[offset:offset + k]))
+        differ = np.flatnonzero(~formats.same_result(case.format, out[case.n - k:case.n], o.out[offset:offset + k]))
         changes += [(case.n - k + int(d), o.out[offset + int(d)], f"index {offset + int(d)} of a call of {call.n}")
                     for d in differ]
     return changes

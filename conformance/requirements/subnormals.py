@@ -7,7 +7,7 @@ from dataclasses import replace
 import numpy as np
 
 from sl1conf.conformance.rules.judge import is_subnormal
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.reachable import FLUSH_PLACES, reach
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, element_check
 
@@ -26,8 +26,8 @@ def _subnormals(ctx: RunContext, req: "Requirement") -> Check:
     for j in ctx.judged:
         o = j.expected.oracle
         dy = np.broadcast_to(j.inputs[0], o.shape) if j.inputs else o
-        copied = F.same_result(fmt, o, dy) | F.same_result(fmt, o, dy ^ np.array(fmt.sign_mask, fmt.uint))
-        sensitive_of.append(~F.same_result(fmt, o, j.expected.oracle_ftz) & ~copied)
+        copied = formats.same_result(fmt, o, dy) | formats.same_result(fmt, o, dy ^ np.array(fmt.sign_mask, fmt.uint))
+        sensitive_of.append(~formats.same_result(fmt, o, j.expected.oracle_ftz) & ~copied)
     gradual_of = _gradual(fmt, ctx.profile, ctx.judged, [s & j.exact for j, s in zip(ctx.judged, sensitive_of)])
     for j, sensitive, ieee in zip(ctx.judged, sensitive_of, gradual_of):
         only_flushed = sensitive & j.flushed

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sl1conf.reference import exact as X
-from sl1conf.reference import formats as F
+from sl1conf.reference import exact
+from sl1conf.reference import formats
 from sl1conf.reference.cores import core_chunks
 
 __all__ = ["diagnose", "WIDTHS", "TILES", "pattern_keys", "beta_classes"]
@@ -56,7 +56,7 @@ def _masks(j):
     o = j.expected.oracle
     inputs = (case.dy[:m], case.x1[:m], case.x2[:m])
     magnitude = lambda b: b & np.array(~fmt.sign_mask & ((1 << fmt.bits) - 1), fmt.uint)  # noqa: E731
-    nan = np.logical_or.reduce([F.is_nan_bits(fmt, b) for b in (*inputs, o)])
+    nan = np.logical_or.reduce([formats.is_nan_bits(fmt, b) for b in (*inputs, o)])
     inf = np.logical_or.reduce([magnitude(b) == fmt.exp_mask for b in (*inputs, o)])
     yield "nan", "a NaN input or result", nan
     yield "inf", "an infinite input or result", inf & ~nan
@@ -65,17 +65,17 @@ def _masks(j):
     yield "subnormal", "a subnormal input or result", sub
     yield "boundary", "diff = +-beta exactly", j.boundary
     yield "overflow", "an intermediate (x1 - x2, diff * dy, 1 / beta) overflows the format", j.overflow_prone
-    s, e = X.exact_diff(fmt, case.x1[:m], case.x2[:m])
-    beta = float(X.beta_value(fmt, case.beta))
+    s, e = exact.exact_diff(fmt, case.x1[:m], case.x2[:m])
+    beta = float(exact.beta_value(fmt, case.beta))
     with np.errstate(invalid="ignore"):
-        gt, lt = X.gt(s, e, beta), X.lt(s, e, -beta)
+        gt, lt = exact.gt(s, e, beta), exact.lt(s, e, -beta)
     yield "gt", "diff > beta (the result is dy)", gt & ~j.boundary
     yield "lt", "diff < -beta (the result is -dy)", lt & ~j.boundary
     yield "mid", "|diff| < beta (the middle line, diff / beta * dy)", ~gt & ~lt & ~j.boundary & ~np.isnan(s)
     # the intermediates' classes: where an honest evaluation leaves the normal range
     with np.errstate(all="ignore"):
         tiny = float(2.0 ** fmt.emin)
-        rounded = X.rounded_diff(fmt, case.x1[:m], case.x2[:m]).astype(np.float64)
+        rounded = exact.rounded_diff(fmt, case.x1[:m], case.x2[:m]).astype(np.float64)
         yield "diff-subnormal", "x1 - x2 subnormal in the data format", (np.abs(s) < tiny) & (s != 0)
         yield "diff-overflow", "x1 - x2 overflows the data format (its rounding is infinite)", \
             np.isinf(rounded) & np.isfinite(s)
@@ -113,23 +113,23 @@ def pattern_keys() -> tuple:
 
 def beta_classes(fmt, beta: int):
     """(key, text) of every class the call's beta is in (docs/vector-format.md names them)."""
-    cls, sign = F.classify(fmt, int(beta))
+    cls, sign = formats.classify(fmt, int(beta))
     if cls.is_nan:
         yield "beta-nan", "beta is NaN"
         return
-    if cls is F.FloatClass.ZERO:
+    if cls is formats.FloatClass.ZERO:
         yield "beta-zero", "beta = 0"
         return
     if sign:
         yield "beta-negative", "beta < 0"
         return
-    if cls is F.FloatClass.INF:
+    if cls is formats.FloatClass.INF:
         yield "beta-inf", "beta = +inf"
         return
-    if cls is F.FloatClass.SUBNORMAL:
+    if cls is formats.FloatClass.SUBNORMAL:
         yield "beta-subnormal", "beta subnormal"
         return
-    value = float(X.beta_value(fmt, beta))
+    value = float(exact.beta_value(fmt, beta))
     frac = int(beta) & fmt.frac_mask
     yield ("beta-pow2", "beta a power of two (its reciprocal exact)") if frac == 0 else (
         "beta-not-pow2", "beta not a power of two (its reciprocal rounded)")

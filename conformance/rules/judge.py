@@ -33,9 +33,9 @@ from typing import Callable
 import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.reference import exact as X
+from sl1conf.reference import exact as exact_math  # 'exact' is a Judgement's mask here
 from sl1conf.reference import fast_oracle, kernel
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference import reachable as RE
 from sl1conf.reference.models import accepted_models
 
@@ -60,7 +60,7 @@ class Expected:
                         None if self.diff is None else (self.diff[0][idx], self.diff[1][idx]))
 
 
-def expected_for(fmt: F.Format, dy, x1, x2, beta: int, *, variant: str = "p", core_mask: int = 0xFF,
+def expected_for(fmt: formats.Format, dy, x1, x2, beta: int, *, variant: str = "p", core_mask: int = 0xFF,
                  oracle: "np.ndarray | None" = None) -> Expected:
     """Everything acceptable for these inputs, computed afresh (fuzz and sweep; certify reads
     the same columns from the vector set). ``oracle``: the correctly rounded bits, where the
@@ -74,14 +74,14 @@ def expected_for(fmt: F.Format, dy, x1, x2, beta: int, *, variant: str = "p", co
     if oracle is None:
         oracle = bits(fast_oracle.smoothl1lossgrad(*args, b))
     with np.errstate(all="ignore"):
-        diff = X.exact_diff(fmt, x1, x2)
+        diff = exact_math.exact_diff(fmt, x1, x2)
     return Expected(oracle, _flushed_oracle(fmt, args, b, beta, oracle),
                     {m.name: bits(kernel.smoothl1lossgrad(*args, b, model=m.name, threads=1)) for m in accepted_models(fmt)},
                     openbehaviour.alternatives(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask, oracle=oracle,
                                                diff=diff), diff)
 
 
-def _flushed_oracle(fmt: F.Format, args, b, beta: int, oracle: np.ndarray) -> np.ndarray:
+def _flushed_oracle(fmt: formats.Format, args, b, beta: int, oracle: np.ndarray) -> np.ndarray:
     """The flush-to-zero oracle's bits: computed where flushing can change the element (a
     subnormal input or a subnormal correctly rounded result), the oracle's bits elsewhere,
     which is what flushing nothing gives (all of it computed when beta is subnormal)."""
@@ -109,7 +109,7 @@ steps for fp32). Between subnormals of either sign, or a subnormal and zero, the
 few and the distance means what it says."""
 
 
-def special_class(fmt: F.Format, got: np.ndarray, want: np.ndarray) -> np.ndarray:
+def special_class(fmt: formats.Format, got: np.ndarray, want: np.ndarray) -> np.ndarray:
     """Index into SPECIALS per element (-1: a distance: both finite and not one of the classes
     above, or the same special value, NaN as a class)."""
     def kind(b):
@@ -130,17 +130,17 @@ def special_class(fmt: F.Format, got: np.ndarray, want: np.ndarray) -> np.ndarra
     return out
 
 
-def is_special(fmt: F.Format, bits) -> np.ndarray:
+def is_special(fmt: formats.Format, bits) -> np.ndarray:
     """Infinity or NaN."""
     return (np.asarray(bits) & fmt.exp_mask) == fmt.exp_mask
 
 
-def is_zero(fmt: F.Format, bits) -> np.ndarray:
+def is_zero(fmt: formats.Format, bits) -> np.ndarray:
     """+0 or -0."""
     return (np.asarray(bits) & ~np.array(fmt.sign_mask, fmt.uint)) == 0
 
 
-def is_subnormal(fmt: F.Format, bits) -> np.ndarray:
+def is_subnormal(fmt: formats.Format, bits) -> np.ndarray:
     """A nonzero subnormal."""
     b = np.asarray(bits)
     return ((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0)
@@ -160,7 +160,7 @@ class Judgement:
 same for the rules that decide under the profile (a strict-only rule is recorded elsewhere).
     """
 
-    fmt: F.Format
+    fmt: formats.Format
     got: np.ndarray
     expected: Expected
     exact: np.ndarray
@@ -284,7 +284,7 @@ ELEMENT_RULES: tuple = (
     ElementRule("R05", lambda j: is_zero(j.fmt, j.expected.oracle) & is_zero(j.fmt, j.got),
                 lambda j: (j.got == j.expected.oracle) | j.excused, strict_only=True),
     # R06: elements flushing would change, or with a subnormal input: R01's rule, reported apart.
-    ElementRule("R06", lambda j: ~F.same_result(j.fmt, j.expected.oracle, j.expected.oracle_ftz) | j.subnormal_inputs,
+    ElementRule("R06", lambda j: ~formats.same_result(j.fmt, j.expected.oracle, j.expected.oracle_ftz) | j.subnormal_inputs,
                 _within_budget),
     # R01: every element, within the budget.
     ElementRule("R01", lambda j: np.ones(j.exact.shape, bool), _within_budget),
@@ -292,7 +292,7 @@ ELEMENT_RULES: tuple = (
 """The element rules: together with the profile, the whole tolerance policy of the suite."""
 
 
-def _within(fmt: F.Format, profile, got, want, dist, budget) -> np.ndarray:
+def _within(fmt: formats.Format, profile, got, want, dist, budget) -> np.ndarray:
     """Within ``budget`` ULPs of ``want``, the sign of a zero included where the profile is strict."""
     within = dist <= budget
     if profile.strict_zero_sign:
@@ -300,24 +300,24 @@ def _within(fmt: F.Format, profile, got, want, dist, budget) -> np.ndarray:
     return within
 
 
-def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> Judgement:
+def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> Judgement:
     """Every element of ``got`` (bits, as many as ``expected`` has) under ``profile``: the
     masks, then each element rule of the catalog; ``ok`` is where none rejects. ``beta``: the
     call's bit pattern, or one per element (many calls judged at once)."""
     got = np.asarray(got, fmt.uint)
     oracle = expected.oracle
-    exact = F.same_result(fmt, got, oracle)
-    dist = np.where(exact, 0, F.ulp_distance(fmt, got, oracle))
+    exact = formats.same_result(fmt, got, oracle)
+    dist = np.where(exact, 0, formats.ulp_distance(fmt, got, oracle))
     budget = profile.max_ulp[fmt.name]
     within = _within(fmt, profile, got, oracle, dist, budget)
     with np.errstate(all="ignore"):  # diff exactly (binary64 holds it), then the products in binary64
-        s, e = expected.diff if expected.diff is not None else X.exact_diff(fmt, x1, x2)
-        top = X.beta_value(fmt, fmt.inf_bits - 1)
-        b = np.abs(X.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), got.shape)))
-        prone = (np.abs(s) > top) | (np.abs(s * X.as_f64(fmt, dy)) > top) | (1.0 / b > top)
+        s, e = expected.diff if expected.diff is not None else exact_math.exact_diff(fmt, x1, x2)
+        top = exact_math.beta_value(fmt, fmt.inf_bits - 1)
+        b = np.abs(exact_math.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), got.shape)))
+        prone = (np.abs(s) > top) | (np.abs(s * exact_math.as_f64(fmt, dy)) > top) | (1.0 / b > top)
     sub = is_subnormal(fmt, dy) | is_subnormal(fmt, x1) | is_subnormal(fmt, x2) | is_subnormal(fmt, beta)
-    alt = {name: F.same_result(fmt, got, bits) for name, bits in expected.alternatives.items()}
-    boundary = X.at_boundary(fmt, x1, x2, beta, diff=(s, e))
+    alt = {name: formats.same_result(fmt, got, bits) for name, bits in expected.alternatives.items()}
+    boundary = exact_math.at_boundary(fmt, x1, x2, beta, diff=(s, e))
     open_q = openbehaviour.open_question(fmt, x1, x2, beta, diff=(s, e))
     bounded = openbehaviour.within_bounds(fmt, got, dy, x1, x2, np.where(exact, -1, open_q), oracle, budget,
                                           diff=(s, e))
@@ -331,8 +331,8 @@ def judge(fmt: F.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> 
         r = RE.reach(fmt, profile.error_model, got[idx], pick(dy), pick(x1), pick(x2), pick(beta), oracle[idx],
                      strict_zero_sign=profile.strict_zero_sign)
         stage[idx], how[idx] = r.stage, r.how
-    j = Judgement(fmt, got, expected, exact, dist, within, F.same_result(fmt, got, expected.oracle_ftz), RE.Reach(stage, how),
-                  {name: F.same_result(fmt, got, bits) for name, bits in expected.models.items()}, alt,
+    j = Judgement(fmt, got, expected, exact, dist, within, formats.same_result(fmt, got, expected.oracle_ftz), RE.Reach(stage, how),
+                  {name: formats.same_result(fmt, got, bits) for name, bits in expected.models.items()}, alt,
                   boundary, np.broadcast_to(sub, got.shape), prone, open_q, bounded,
                   tuple(np.asarray(a, fmt.uint) for a in (dy, x1, x2)) + (beta if np.ndim(beta) == 0 else np.asarray(beta, fmt.uint),))
     ok = np.ones(got.shape, bool)

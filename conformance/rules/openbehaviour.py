@@ -62,9 +62,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sl1conf.reference import exact as X
+from sl1conf.reference import exact
 from sl1conf.reference import fast_oracle
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.formats import Format
 
 __all__ = ["NOTES", "QUESTION_OF", "QUESTIONS", "alternatives", "CORE_MASK_ZERO", "BETA_NAN", "open_input",
@@ -116,10 +116,10 @@ def open_input(fmt: Format, beta: int, variant: str = "p", core_mask: int = 0xFF
     gives an acceptable answer, recorded under R16; refusing any other call is a failure."""
     if variant == "s" and core_mask == 0:
         return CORE_MASK_ZERO
-    cls, sign = F.classify(fmt, beta)
+    cls, sign = formats.classify(fmt, beta)
     if cls.is_nan:
         return BETA_NAN
-    if cls is F.FloatClass.ZERO:
+    if cls is formats.FloatClass.ZERO:
         return "beta = 0"
     return "beta < 0" if sign else None
 
@@ -143,9 +143,9 @@ def open_question(fmt: Format, x1, x2, beta, diff=None) -> np.ndarray:
     out[((b & fmt.sign_mask) != 0) & (mag != 0) & ~nan] = 1
     plus_inf = b == fmt.exp_mask
     if plus_inf.any():
-        s = (diff if diff is not None else X.exact_diff(fmt, x1, x2))[0]
+        s = (diff if diff is not None else exact.exact_diff(fmt, x1, x2))[0]
         with np.errstate(all="ignore"):
-            infinite = np.isinf(s) | np.isinf(X.rounded_diff(fmt, x1, x2).astype(np.float64))
+            infinite = np.isinf(s) | np.isinf(exact.rounded_diff(fmt, x1, x2).astype(np.float64))
         out[plus_inf & infinite] = 2
     out[nan] = 3
     return out
@@ -166,7 +166,7 @@ def within_bounds(fmt: Format, got, dy, x1, x2, question: np.ndarray, oracle, bu
     mag_mask = np.array(~fmt.sign_mask & ((1 << fmt.bits) - 1), fmt.uint)
     mag = lambda b: (b & mag_mask).astype(np.int64)  # noqa: E731  on the ordered line of magnitudes
     is_nan = lambda b: mag(b) > fmt.exp_mask  # noqa: E731
-    s = (diff[0][idx] if diff is not None else X.exact_diff(fmt, x1, x2)[0])
+    s = (diff[0][idx] if diff is not None else exact.exact_diff(fmt, x1, x2)[0])
     must_nan = is_nan(dy) | is_nan(x1) | is_nan(x2) | (question[idx] == BOUNDED.index(BETA_NAN)) | np.isnan(s)
     may_nan = must_nan | (mag(dy) == fmt.exp_mask) | np.isinf(s) | is_nan(oracle)
     bounded = ~is_nan(got) & ((mag(got) <= mag(dy) + budget) | (mag(dy) == fmt.exp_mask)) & (got != fill_bits(fmt))
@@ -195,16 +195,16 @@ def alternatives(fmt: Format, dy, x1, x2, beta: int, *, variant: str = "p", core
     if (variant == "s" and core_mask == 0) or n == 0:
         return {}
     alts: dict = {}
-    s, e = diff if diff is not None else X.exact_diff(fmt, x1, x2)
+    s, e = diff if diff is not None else exact.exact_diff(fmt, x1, x2)
     diff_nan = np.isnan(s)
     ndy = (dy ^ np.array(fmt.sign_mask, fmt.uint)).astype(fmt.uint)
     nan = np.full(n, fmt.qnan_bits, fmt.uint)
-    cls, bsign = F.classify(fmt, beta)
-    beta_f = X.beta_value(fmt, beta)
-    dyf = X.as_f64(fmt, dy)
+    cls, bsign = formats.classify(fmt, beta)
+    beta_f = exact.beta_value(fmt, beta)
+    dyf = exact.as_f64(fmt, dy)
 
-    if cls is F.FloatClass.ZERO:
-        pos, negd, zero = X.gt(s, e, 0.0), X.lt(s, e, 0.0), X.eq(s, e, 0.0)
+    if cls is formats.FloatClass.ZERO:
+        pos, negd, zero = exact.gt(s, e, 0.0), exact.lt(s, e, 0.0), exact.eq(s, e, 0.0)
         base = np.where(pos, dy, np.where(negd, ndy, nan)).astype(fmt.uint)
         # the sign of a zero diff is s's sign (IEEE: only (-0) - (+0) is -0, as in binary64)
         zsign = (np.signbit(s).astype(np.int64) ^ bsign ^ np.signbit(dyf).astype(np.int64))
@@ -214,24 +214,24 @@ def alternatives(fmt: Format, dy, x1, x2, beta: int, *, variant: str = "p", core
             alts[name] = np.where(zero, np.asarray(at_zero).astype(fmt.uint), base).astype(fmt.uint)
     elif bsign and not cls.is_nan:  # beta < 0, -inf included
         mag = -beta_f
-        below = X.lt(s, e, mag)
+        below = exact.lt(s, e, mag)
         alts["neg-branch-first"] = np.where(diff_nan, nan, np.where(below, ndy, dy)).astype(fmt.uint)
-        below_eq = below | X.eq(s, e, mag)
+        below_eq = below | exact.eq(s, e, mag)
         alts["neg-branch-first-inclusive"] = np.where(diff_nan, nan, np.where(below_eq, ndy, dy)).astype(fmt.uint)
-        alts["sign-of-diff"] = np.where(diff_nan, nan, np.where(X.gt(s, e, 0.0), dy, ndy)).astype(fmt.uint)
+        alts["sign-of-diff"] = np.where(diff_nan, nan, np.where(exact.gt(s, e, 0.0), dy, ndy)).astype(fmt.uint)
         alts["abs-beta"] = _oracle(fmt, dy, x1, x2, beta & ~fmt.sign_mask)
-    elif cls is F.FloatClass.INF:  # beta = +inf
+    elif cls is formats.FloatClass.INF:  # beta = +inf
         with np.errstate(invalid="ignore"):
             middle = _as_bits(fmt, (s / np.inf) * dyf)
-        middle = np.where(np.isnan(X.as_f64(fmt, middle)), nan, middle)
+        middle = np.where(np.isnan(exact.as_f64(fmt, middle)), nan, middle)
         for name, d in (("outer-branch", s),
-                        ("rounded-diff-outer-branch", X.rounded_diff(fmt, x1, x2).astype(np.float64))):
+                        ("rounded-diff-outer-branch", exact.rounded_diff(fmt, x1, x2).astype(np.float64))):
             alts[name] = np.where(np.isposinf(d), dy, np.where(np.isneginf(d), ndy, middle)).astype(fmt.uint)
 
     # rounded diff: on the elements whose branch or boundary position moves
     if not np.isnan(beta_f):
-        r = X.rounded_diff(fmt, x1, x2)
-        moved = X.position(s, e, beta_f) != X.position(r.astype(np.float64), np.zeros(n), beta_f)
+        r = exact.rounded_diff(fmt, x1, x2)
+        moved = exact.position(s, e, beta_f) != exact.position(r.astype(np.float64), np.zeros(n), beta_f)
         if moved.any():
             oracle = _oracle(fmt, dy, x1, x2, beta) if oracle is None else oracle
             rounded = _oracle(fmt, dy, r.view(fmt.uint), np.zeros(n, fmt.uint), beta)

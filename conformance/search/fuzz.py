@@ -35,8 +35,8 @@ import numpy as np
 
 from sl1conf.adapters.base import Adapter, Case, Outcome
 from sl1conf.reference import fast_oracle
-from sl1conf.reference import formats as F
-from sl1conf.reference import exact as X
+from sl1conf.reference import formats
+from sl1conf.reference import exact
 
 from sl1conf.conformance.requirements.accuracy import add_bias_counts, call_bias_counts
 from sl1conf.conformance.requirements.core_masks import twin_mask
@@ -225,7 +225,7 @@ def batch_seed(seed: int, k: int) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(k,))
 
 
-def _draw(fmt: F.Format, n: int, rng: np.random.Generator, long: bool = False):
+def _draw(fmt: formats.Format, n: int, rng: np.random.Generator, long: bool = False):
     """Boundary-weighted inputs: sampling's mixtures, hard ties, or the hypothesis strategies'
     decoding of random bytes (specials, +-beta, overflow, underflow); for the long call,
     sampling's mixtures drawn by compiled loops (``fast_batch``), which cost a tenth."""
@@ -238,7 +238,7 @@ def _draw(fmt: F.Format, n: int, rng: np.random.Generator, long: bool = False):
     if u < 0.2:
         return decode_batch(fmt.name, rng.bytes(8 + n * (6 + 3 * fmt.dtype.itemsize)))
     # hard ties send most fp32 elements to the exact (slow) fallback: short cases only there
-    b = hard_batch(fmt, n, rng) if u < 0.45 and (fmt is F.FP16 or n <= HARD_FP32) else random_batch(fmt, n, rng)
+    b = hard_batch(fmt, n, rng) if u < 0.45 and (fmt is formats.FP16 or n <= HARD_FP32) else random_batch(fmt, n, rng)
     return b.dy, b.x1, b.x2, b.beta
 
 
@@ -250,7 +250,7 @@ def make_batch(campaign: Campaign, profile: Profile, k: int) -> list[Case]:
     rng = np.random.default_rng(batch_seed(campaign.seed, k))
     full, cases = profile.core_mask, []
     for dtype in campaign.dtypes:
-        fmt = F.format_by_name(dtype)
+        fmt = formats.format_by_name(dtype)
         for variant in campaign.variants:
             long_n = max(1, campaign.batch_elements - int(rng.integers(0, 64)))
             extra = rng.integers(18, 1100, EXTRA_LENGTHS)
@@ -266,13 +266,13 @@ def make_batch(campaign: Campaign, profile: Profile, k: int) -> list[Case]:
 
 # ------------------------------------------------------------------ checking
 
-def _classes(fmt: F.Format, case: Case, idx: np.ndarray) -> list[tuple]:
+def _classes(fmt: formats.Format, case: Case, idx: np.ndarray) -> list[tuple]:
     """(branch, value kind) of elements: what a failure is keyed by beside its requirement."""
-    s, e = X.exact_diff(fmt, case.x1[idx], case.x2[idx])
+    s, e = exact.exact_diff(fmt, case.x1[idx], case.x2[idx])
     beta = float(case.floats()[3])
     branch = np.where(np.isnan(s) | np.isnan(beta), "nan", np.where(
-        X.gt(s, e, beta), "gt", np.where(X.lt(s, e, -beta), "lt", "mid")))
-    branch = np.where(X.at_boundary(fmt, case.x1[idx], case.x2[idx], case.beta), BOUNDARY, branch)
+        exact.gt(s, e, beta), "gt", np.where(exact.lt(s, e, -beta), "lt", "mid")))
+    branch = np.where(exact.at_boundary(fmt, case.x1[idx], case.x2[idx], case.beta), BOUNDARY, branch)
     bits = [a[idx] for a in (case.dy, case.x1, case.x2)]
     special = np.logical_or.reduce([is_special(fmt, b) for b in bits])
     zero = np.logical_or.reduce([is_zero(fmt, b) for b in bits])
@@ -281,8 +281,8 @@ def _classes(fmt: F.Format, case: Case, idx: np.ndarray) -> list[tuple]:
     return list(zip(branch.tolist(), kind.tolist()))
 
 
-def _beta_class(fmt: F.Format, beta: int) -> str:
-    cls, sign = F.classify(fmt, beta)
+def _beta_class(fmt: formats.Format, beta: int) -> str:
+    cls, sign = formats.classify(fmt, beta)
     return ("-" if sign else "+") + cls.value
 
 
@@ -346,7 +346,7 @@ def judge_call(profile: Profile, case: Case, got: np.ndarray) -> dict:
     fmt, w = case.format, case.elements_written
     dy, x1, x2, beta = case.floats()
     oracle = fast_oracle.smoothl1lossgrad(dy[:w], x1[:w], x2[:w], beta).view(fmt.uint)
-    idx = np.flatnonzero(~F.same_result(fmt, got, oracle))
+    idx = np.flatnonzero(~formats.same_result(fmt, got, oracle))
     if not idx.size:
         return {}
     sub = [a[:w][idx] for a in (case.dy, case.x1, case.x2)]
@@ -380,7 +380,7 @@ def _call_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Fin
         code = sum(np.isin(bad, rejected[rid]).astype(np.int64) << r for r, rid in enumerate(rids))
         got = o.out[bad]
         unwritten = got == case.initial_out()[bad]
-        error = np.where(unwritten, NOT_WRITTEN, np.where(F.is_nan_bits(fmt, got), "nan", "wrong"))
+        error = np.where(unwritten, NOT_WRITTEN, np.where(formats.is_nan_bits(fmt, got), "nan", "wrong"))
         where = _unwritten_where(bad[unwritten], w) if unwritten.any() else None
         branch = _rounded_branch(case, bad)
         seen = {}
@@ -442,7 +442,7 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], bias: "di
     fmt_of = lambda i: cases[i].format  # noqa: E731
     for i, j in twins.items():
         a, b = outcomes[i], outcomes[j]
-        if a.status == b.status == "ok" and not F.same_result(fmt_of(i), a.out, b.out).all():
+        if a.status == b.status == "ok" and not formats.same_result(fmt_of(i), a.out, b.out).all():
             findings.append(Finding("core-mask", i, key(SEEN_UNDER["core-mask"], cases[i], "core-mask"),
                                     detail=f"core_mask {cases[i].core_mask:#x} and {extra[j - len(cases)].core_mask:#x} "
                                            "give different bits"))
@@ -467,8 +467,8 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], bias: "di
             unwritten = all(o.out[k] == fill[k] or b == fill[k] for k, b, _ in changes)
             findings.append(Finding("position", i, key(SEEN_UNDER["position"], c, "position"), element=e,
                                     detail=f"{len(changes)} of the last {MOVED - 1} elements of a call of {c.n} give "
-                                           f"other bits when moved (element {e}: {F.hex_bits(c.format, o.out[e])}, "
-                                           f"then {F.hex_bits(c.format, bits)} at {where})"
+                                           f"other bits when moved (element {e}: {formats.hex_bits(c.format, o.out[e])}, "
+                                           f"then {formats.hex_bits(c.format, bits)} at {where})"
                                            + ("; the bits that differ were never written" if unwritten else ""),
                                     length=c.n, shape=("position", NOT_WRITTEN) if unwritten else ()))
     return findings

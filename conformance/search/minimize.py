@@ -28,7 +28,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from sl1conf.adapters.base import Case
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 
 __all__ = ["minimize", "simpler_patterns", "take", "MAX_WINDOW"]
 
@@ -77,7 +77,7 @@ def _drop_chunks(case: Case, found, fails: Predicate):
     return take(case, idx), found
 
 
-def simpler_patterns(fmt: F.Format, bits: int, pool=()) -> list[int]:
+def simpler_patterns(fmt: formats.Format, bits: int, pool=()) -> list[int]:
     """Patterns simpler than ``bits``: those of ``pool`` (canonical values, simplest first:
     each is simpler than any pattern not in it) and ``bits`` with an exponent nearer 1.0's
     or fewer significant bits, simplest first; each strictly simpler, so shrinking ends."""

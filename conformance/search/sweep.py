@@ -44,7 +44,7 @@ import numpy as np
 from sl1conf.adapters import load
 from sl1conf.adapters.base import Case
 from sl1conf.reference import kernel
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.models import accepted_models
 
 from sl1conf.conformance.common import jsonfiles
@@ -63,7 +63,7 @@ from sl1conf.conformance.search.shards import WHOLE, Shard
 __all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset", "block_task",
            "run_sweep", "merge_states", "load_state", "save_state", "verdict", "elapsed"]
 
-FP16 = F.FP16
+FP16 = formats.FP16
 BLOCK = 1 << 20
 LARGE = 16
 BUCKETS = tuple(str(d) for d in range(LARGE)) + (f"{LARGE}+", "nan", "zero-sign")
@@ -146,12 +146,12 @@ def around_beta(beta_bits: int, k: int) -> Subset:
     windows meet around zero), found by binary search.
     """
     if FP16.exp_mask & beta_bits == FP16.exp_mask:
-        raise SweepError(f"around-beta needs a finite beta, not {F.hex_bits(FP16, beta_bits)}")
+        raise SweepError(f"around-beta needs a finite beta, not {formats.hex_bits(FP16, beta_bits)}")
     finite = ALL_PATTERNS[(ALL_PATTERNS & FP16.exp_mask) != FP16.exp_mask]
     vals = finite.view(np.float16).astype(np.float64)
     order = np.argsort(vals, kind="stable")
     table, vals = finite[order], vals[order]
-    o = int(F.ordered(FP16, np.array([beta_bits & ~FP16.sign_mask], np.uint16))[0])
+    o = int(formats.ordered(FP16, np.array([beta_bits & ~FP16.sign_mask], np.uint16))[0])
     top = FP16.inf_bits - 1  # the largest finite pattern, on the ordered line
     a, b = (float(np.uint16(_from_ordered(v)).view(np.float16))
             for v in (max(o - k, -top), min(o + k, top)))
@@ -173,10 +173,10 @@ def parse_subset(text: str, beta_bits: int) -> Subset:
         return _full_runs("all", ALL_PATTERNS)
     if t.startswith("x2="):
         try:
-            bits, _ = F.parse_value(FP16, t[3:])
+            bits, _ = formats.parse_value(FP16, t[3:])
         except ValueError as exc:
             raise SweepError(f"subset {text!r}: {exc}") from None
-        return _full_runs(f"x2={F.hex_bits(FP16, bits)}", np.array([bits], np.uint16))
+        return _full_runs(f"x2={formats.hex_bits(FP16, bits)}", np.array([bits], np.uint16))
     name, _, k = t.partition(":")
     if name == "around-beta":
         if k and not (k.isdigit() and int(k) <= 4096):
@@ -195,10 +195,10 @@ def _example(index, x1, x2, want, got, ulp) -> dict:
     other sign, a normal result flushed ...), which reports say in its place."""
     from sl1conf.conformance.rules.judge import SPECIALS, special_class
 
-    h = lambda b: F.hex_bits(FP16, b)  # noqa: E731
+    h = lambda b: formats.hex_bits(FP16, b)  # noqa: E731
     cls = int(special_class(FP16, np.array([got], np.uint16), np.array([want], np.uint16))[0])
     return {"index": int(index), "x1": h(x1), "x2": h(x2), "expected": h(want), "got": h(got),
-            "ulp": "nan" if ulp == F.NAN_MISMATCH else int(ulp), **({"kind": SPECIALS[cls]} if cls >= 0 else {})}
+            "ulp": "nan" if ulp == formats.NAN_MISMATCH else int(ulp), **({"kind": SPECIALS[cls]} if cls >= 0 else {})}
 
 
 def _pick(a, b, key):
@@ -219,13 +219,13 @@ def _wrong(got, want) -> np.ndarray:
     the bits differ, and not both NaN."""
     differ = got != want
     if np.count_nonzero(differ) > got.size // 8:  # NaN payloads, say (a NaN x2's blocks): whole arrays
-        differ &= ~(F.is_nan_bits(FP16, got) & F.is_nan_bits(FP16, want))
+        differ &= ~(formats.is_nan_bits(FP16, got) & formats.is_nan_bits(FP16, want))
         return np.flatnonzero(differ)
     bad = np.flatnonzero(differ)
-    nan = np.flatnonzero(F.is_nan_bits(FP16, want[bad]))  # few: got is looked at on those only
+    nan = np.flatnonzero(formats.is_nan_bits(FP16, want[bad]))  # few: got is looked at on those only
     if not nan.size:
         return bad
-    return np.delete(bad, nan[F.is_nan_bits(FP16, got[bad[nan]])])
+    return np.delete(bad, nan[formats.is_nan_bits(FP16, got[bad[nan]])])
 
 
 def _model_bits(dy, x1, x2, beta) -> dict:
@@ -305,7 +305,7 @@ class Tally:
         self.rejected_elements += len(at)
         self.rejected[rid] = self.rejected.get(rid, 0) + len(at)
         i, bits, _ = min(changes, key=lambda c: c[0])
-        d = F.ulp_distance(FP16, np.array([bits], np.uint16), want[i:i + 1])[0]
+        d = formats.ulp_distance(FP16, np.array([bits], np.uint16), want[i:i + 1])[0]
         self.reject_worst[rid] = _pick(self.reject_worst.get(rid), _example(lo + i, x1[i], x2[i], want[i], bits, d),
                                        _first)
 
@@ -366,7 +366,7 @@ class Tally:
 
         def worst(mask):
             at = np.flatnonzero(mask)
-            return ex(int(at[np.argmax(np.where(j.dist[at] == F.NAN_MISMATCH, 1 << 30, j.dist[at]))]))
+            return ex(int(at[np.argmax(np.where(j.dist[at] == formats.NAN_MISMATCH, 1 << 30, j.dist[at]))]))
         self.rejected_elements += int((~j.ok).sum())
         for rid, bad in j.breaks.items():
             if bad.any():
@@ -388,9 +388,9 @@ class Tally:
             return self._add(lo, x1, x2, got, want, bad, None)
         exp = _expected(dy, x1, x2, beta, want, bad)
         g = got[bad]
-        model = np.logical_or.reduce([F.same_result(FP16, g, bits) for bits in exp.models.values()])
-        self._add(lo, x1, x2, got, want, bad, (F.ulp_distance(FP16, g, want[bad]), model,
-                                                F.same_result(FP16, g, exp.oracle_ftz)))
+        model = np.logical_or.reduce([formats.same_result(FP16, g, bits) for bits in exp.models.values()])
+        self._add(lo, x1, x2, got, want, bad, (formats.ulp_distance(FP16, g, want[bad]), model,
+                                                formats.same_result(FP16, g, exp.oracle_ftz)))
 
     def _add(self, lo, x1, x2, got, want, bad, j) -> None:
         """:meth:`add` given the wrong elements ``bad`` and, for them, ``j``: the judgement's
@@ -403,7 +403,7 @@ class Tally:
             return
         dist, model, ftz = (j.dist, np.logical_or.reduce(list(j.models.values())), j.ftz) if hasattr(j, "dist") else j
         g, w = got[bad], want[bad]
-        nan = dist == F.NAN_MISMATCH
+        nan = dist == formats.NAN_MISMATCH
         bucket = np.minimum(dist, LARGE)
         bucket[dist == 0] = B_ZERO
         bucket[nan] = B_NAN
@@ -522,7 +522,7 @@ class SweepConfig:
     platform: str = "ieee"  # the profile that judges (a checkpoint resumes only under the same one)
 
     def key(self, subset: Subset) -> dict:
-        h = lambda b: F.hex_bits(FP16, b)  # noqa: E731
+        h = lambda b: formats.hex_bits(FP16, b)  # noqa: E731
         return {"impl": self.impl, "dtype": "fp16", "beta": h(self.beta), "dy": h(self.dy),
                 "subset": subset.name, "variant": self.variant, "block_elements": self.block,
                 "platform": self.platform}

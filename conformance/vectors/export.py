@@ -36,8 +36,8 @@ import numpy as np
 
 from sl1conf import __version__
 from sl1conf.adapters.base import FILL_BYTE, fill_bits
-from sl1conf.reference import exact as X
-from sl1conf.reference import formats as F
+from sl1conf.reference import exact
+from sl1conf.reference import formats
 from sl1conf.reference.models import accepted_models
 
 from sl1conf.conformance.common.files import write_atomic
@@ -71,7 +71,7 @@ def written_elements(vs: VectorSet, row: dict) -> int:
     return vs.case(row).call(vs.format.name).elements_written
 
 
-def _hex_digits(fmt: F.Format, arr) -> list[str]:
+def _hex_digits(fmt: formats.Format, arr) -> list[str]:
     """Fixed-width lowercase hex of each pattern, no prefix (fast: one bytes.hex for the array)."""
     width = fmt.bits // 4
     text = np.ascontiguousarray(arr, fmt.uint).astype(fmt.uint.newbyteorder(">")).tobytes().hex()
@@ -157,13 +157,13 @@ def boundary_elements(vs: VectorSet) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(all="ignore"):
         for k, row in enumerate(rows):
             off, n = row["offset"], row["n"]
-            hit = np.flatnonzero(X.at_boundary(fmt, vs.arrays["x1"][off:off + n], vs.arrays["x2"][off:off + n],
+            hit = np.flatnonzero(exact.at_boundary(fmt, vs.arrays["x1"][off:off + n], vs.arrays["x2"][off:off + n],
                                                int(row["beta"], 16))) if n else np.zeros(0, np.int64)
             found.append(hit + off)
             first[k + 1] = first[k] + hit.size
     return first, (np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64))
 
-def _c_array(name: str, ctype: str, fmt: F.Format, arr) -> Iterator[str]:
+def _c_array(name: str, ctype: str, fmt: formats.Format, arr) -> Iterator[str]:
     arr = np.asarray(arr)
     size = max(int(arr.size), 1)
     yield f"static const {ctype} {name}[{size}] = {{"
@@ -197,7 +197,7 @@ def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
         buf = max(buf, row["n"], row["length"])
         case_lines.append(
             f"    {{{_c_string(row['id'])}, {int(row['family'])}, {row['offset']}u, {row['n']}u, "
-            f"{row['length']}, {written_elements(vs, row)}u, {F.hex_bits(fmt, int(row['beta'], 16))}, "
+            f"{row['length']}, {written_elements(vs, row)}u, {formats.hex_bits(fmt, int(row['beta'], 16))}, "
             f"'{row['variant']}', {core_mask:#x}u, {first}u, {len(row['alternatives'])}u}},"
             f" /* {row['result']}{': ' + _comment_safe(', '.join(row['flags'])) if row['flags'] else ''} */\n")
     cases_per_family: dict[int, int] = {}
@@ -216,7 +216,7 @@ def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
            " * zero); the further acceptable dx1 arrays of open cases (sl1_alternatives, one block\n"
            " * of n elements per alternative, at sl1_alt_offsets[alt_first ...]). Case k's elements\n"
            " * are [offset, offset + n) of every input and column array. Elements at index >= written\n"
-           f" * keep the fill pattern {F.hex_bits(fmt, _fill_bits(vs))} (the byte {_fill_byte(vs):#04x} "
+           f" * keep the fill pattern {formats.hex_bits(fmt, _fill_bits(vs))} (the byte {_fill_byte(vs):#04x} "
            "in every byte).\n"
            " * See docs/vector-format.md of sl1conf, and sl1_selftest.c for the program that uses them.\n"
            " */\n"
@@ -227,7 +227,7 @@ def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
            f"#define SL1_VEC_SET {_c_string(vs.set_id)} /* the set's name in reports (dtype, seed, manifest sha256) */\n"
            f"#define SL1_VEC_GENERATOR {_c_string(m['generator']['name'] + ' ' + m['generator']['version'])}\n"
            f"#define SL1_VEC_FILL_BYTE {_fill_byte(vs):#04x}\n"
-           f"#define SL1_VEC_FILL {F.hex_bits(fmt, _fill_bits(vs))}u\n"
+           f"#define SL1_VEC_FILL {formats.hex_bits(fmt, _fill_bits(vs))}u\n"
            f"#define SL1_VEC_ELEMENTS {int(m['elements'])}u\n"
            f"#define SL1_VEC_CASES {len(rows)}u\n"
            f"#define SL1_VEC_FAMILIES {len(m['families'])}u\n"

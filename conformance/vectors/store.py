@@ -34,7 +34,7 @@ import numpy as np
 from sl1conf import __version__
 from sl1conf.adapters.base import FILL_BYTE
 from sl1conf.reference import fast_oracle
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.models import models_for
 
 from sl1conf.conformance.common import jsonfiles
@@ -59,11 +59,11 @@ def schema() -> dict:
     return jsonfiles.schema("vector-manifest.schema.json")
 
 
-def columns_for(fmt: F.Format) -> list[str]:
+def columns_for(fmt: formats.Format) -> list[str]:
     return ["oracle", "oracle-ftz", *(f"model-{m.name}" for m in models_for(fmt))]
 
 
-def _columns(fmt: F.Format, cases: list[VectorCase], columns: list[str]) -> dict:
+def _columns(fmt: formats.Format, cases: list[VectorCase], columns: list[str]) -> dict:
     """Each column's dx1 for the cases, concatenated: the fill pattern where a correct call
     writes nothing. Computed over all cases at once (every column is computed once per
     distinct beta), element for element what one case at a time gives."""
@@ -79,7 +79,7 @@ def _columns(fmt: F.Format, cases: list[VectorCase], columns: list[str]) -> dict
     # result carries depends on how numpy's loops meet the elements, so it is computed as the
     # case itself, as one call; the bytes of a set never depend on its other cases)
     case_of = np.repeat(np.arange(len(cases)), n)[written]
-    has_nan = [bool(F.is_nan_bits(fmt, np.concatenate([c.dy, c.x1, c.x2, [c.beta]]).astype(fmt.uint)).any())
+    has_nan = [bool(formats.is_nan_bits(fmt, np.concatenate([c.dy, c.x1, c.x2, [c.beta]]).astype(fmt.uint)).any())
                for c in cases]
     alone = np.array(has_nan, bool)[case_of] if cases else np.zeros(0, bool)
     # group key: beta's bits, or (for a case alone) one past every pattern plus the case's index;
@@ -126,7 +126,7 @@ def _kernel_model(column: str):
     return lambda dy, x1, x2, beta: kernel.smoothl1lossgrad(dy, x1, x2, beta, model=name, threads=1)
 
 
-def _expected(fmt: F.Format, column: str, case: VectorCase) -> np.ndarray:
+def _expected(fmt: formats.Format, column: str, case: VectorCase) -> np.ndarray:
     """One column's dx1 for one case (what :func:`verify` recomputes)."""
     return _columns(fmt, [case], [column])[column]
 
@@ -150,7 +150,7 @@ def _npz_bytes(arrays: dict) -> bytes:
     return buf.getvalue()
 
 
-def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tuple[dict, dict, dict]:
+def _build(fmt: formats.Format, families: list[Family], seed: int, large: bool) -> tuple[dict, dict, dict]:
     """(manifest without file hashes, {file name: bytes}, {file stem: array})."""
     columns = columns_for(fmt)
     data = {name: [] for name in INPUTS}
@@ -172,7 +172,7 @@ def _build(fmt: F.Format, families: list[Family], seed: int, large: bool) -> tup
                 alt_offset += case.n
             cases.append({
                 "id": f"{fam.id}.{index}", "family": fam.id, "offset": offset, "n": case.n,
-                "length": case.call_length, "beta": F.hex_bits(fmt, case.beta), "variant": case.variant,
+                "length": case.call_length, "beta": formats.hex_bits(fmt, case.beta), "variant": case.variant,
                 "core_mask": f"{case.core_mask:#x}", "flags": list(case.flags), "result": case.result,
                 "alternatives": alts, "note": case.note,
             })
@@ -214,7 +214,7 @@ def _complete(fmt, families: list[Family], seed: int, large: bool) -> tuple[dict
 def in_memory(fmt, families: list[Family], *, seed: int, large: bool = False) -> "VectorSet":
     """The vector set :func:`write` would write, without the disk: the same manifest (and so the
     same manifest SHA-256 and set id) and arrays, nothing to load back or validate again."""
-    fmt = F.format_by_name(fmt)
+    fmt = formats.format_by_name(fmt)
     manifest, _, arrays = _complete(fmt, families, seed, large)
     # Not validated here (about a second for the canonical families, on every certify): the
     # manifest is built by _complete, as for write(), which validates it, and the tests check
@@ -226,7 +226,7 @@ def write(out_dir, fmt, families: list[Family], *, seed: int, large: bool = Fals
     """Write a vector set atomically; an existing folder is replaced only with ``force``, and
     then only what the suite wrote there (manifest.json and the files it lists): every other
     file and folder in it is kept, moved into the new set as it is swapped in."""
-    fmt = F.format_by_name(fmt)
+    fmt = formats.format_by_name(fmt)
     out = Path(out_dir)
     if out.exists() and not force:
         raise VectorSetError(f"{out} exists: choose another folder or pass --force to replace it")
@@ -329,8 +329,8 @@ class VectorSet:
     _cases: dict = field(default_factory=dict, repr=False, compare=False)  # case id -> VectorCase, built once
 
     @property
-    def format(self) -> F.Format:
-        return F.format_by_name(self.manifest["dtype"])
+    def format(self) -> formats.Format:
+        return formats.format_by_name(self.manifest["dtype"])
 
     @property
     def set_id(self) -> str:
@@ -385,7 +385,7 @@ def load(path) -> VectorSet:
     if not root.is_dir():
         raise VectorSetError(f"{root}: no such vector set folder")
     manifest = read_checked(mpath, "vector-manifest.schema.json", SCHEMA_VERSION, VectorSetError)
-    fmt = F.format_by_name(manifest["dtype"])
+    fmt = formats.format_by_name(manifest["dtype"])
     arrays = {}
     for name, meta in manifest["files"].items():
         fpath = root / name
@@ -413,7 +413,7 @@ def load(path) -> VectorSet:
     return VectorSet(root, manifest, arrays, _sha256(mpath.read_bytes()))
 
 
-def _check_consistency(mpath: Path, manifest: dict, fmt: F.Format, arrays: dict) -> None:
+def _check_consistency(mpath: Path, manifest: dict, fmt: formats.Format, arrays: dict) -> None:
     """What the schema cannot say: cases tile the data in order, fields fit the C API, totals add up."""
     bad = lambda what: VectorSetError(f"{mpath}: {what}")  # noqa: E731
     if manifest["columns"][:2] != ["oracle", "oracle-ftz"]:
@@ -462,9 +462,9 @@ def verify(vs: VectorSet) -> list[str]:
         for column in vs.manifest["columns"]:
             want = _expected(fmt, column, case)
             got = vs.expected(column, row)
-            bad = np.flatnonzero(~F.same_result(fmt, got, want))
+            bad = np.flatnonzero(~formats.same_result(fmt, got, want))
             if bad.size:
                 i = int(bad[0])
                 problems.append(f"expected-{column}.bin, case {row['id']} element {i}: stored "
-                                f"{F.hex_bits(fmt, got[i])}, recomputed {F.hex_bits(fmt, want[i])} ({bad.size} elements differ)")
+                                f"{formats.hex_bits(fmt, got[i])}, recomputed {formats.hex_bits(fmt, want[i])} ({bad.size} elements differ)")
     return problems

@@ -79,7 +79,7 @@ from sl1conf.conformance.vectors.families.random import (
 )
 from sl1conf.conformance.vectors.families.ranges import overflow_cases, underflow_cases
 from sl1conf.conformance.vectors.families.specials import beta_special_cases, nan_inf_cases, signed_zero_cases
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.formats import Format
 
 __all__ = [
@@ -262,7 +262,7 @@ def generate(dtype: str, seed: int, names: "Sequence[str] | None" = None,
     ValueError naming them and listing the known ones. Large families are generated
     only with ``large=True``; naming one without it raises ValueError.
     """
-    fmt = F.format_by_name(dtype)
+    fmt = formats.format_by_name(dtype)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be a non-negative integer, not {seed!r}")
     if isinstance(names, str):

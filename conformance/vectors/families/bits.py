@@ -11,7 +11,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.formats import Format
 
 __all__ = [
@@ -40,8 +40,8 @@ def bits_of(fmt: Format, values) -> np.ndarray:
 def bits_of_text(fmt: Format, text: str) -> int:
     """Bits of a decimal or hex-float text (parse_value) or a fraction like "1/3", rounded once."""
     if "/" in text:
-        return F.round_to_format(fmt, Fraction(text))
-    return F.parse_value(fmt, text)[0]
+        return formats.round_to_format(fmt, Fraction(text))
+    return formats.parse_value(fmt, text)[0]
 
 
 def as_float64(fmt: Format, bits) -> np.ndarray:
@@ -101,8 +101,8 @@ def is_subnormal(fmt: Format, bits) -> np.ndarray:
     return ((b & fmt.exp_mask) == 0) & ((b & fmt.frac_mask) != 0)
 
 
-def float_class(fmt: Format, bits: int) -> F.FloatClass:
-    return F.classify(fmt, int(bits))[0]
+def float_class(fmt: Format, bits: int) -> formats.FloatClass:
+    return formats.classify(fmt, int(bits))[0]
 
 
 def concat_bits(fmt: Format, *parts) -> np.ndarray:

@@ -16,7 +16,7 @@ from sl1conf.conformance.vectors.families.bits import (
     random_dy, random_significands, random_signs, stepped, ulp_at, value_of,
 )
 from sl1conf.conformance.vectors.families.finish import make_case
-from sl1conf.reference import exact as X
+from sl1conf.reference import exact
 from sl1conf.reference.formats import Format
 
 __all__ = ["boundary_exact_cases", "boundary_neighbours_cases", "boundary_rounded_diff_cases"]
@@ -49,8 +49,8 @@ def _solve_x1(fmt: Format, x2: np.ndarray, target: int) -> tuple[np.ndarray, np.
     t = value_of(fmt, target)
     with np.errstate(all="ignore"):
         x1 = bits_of(fmt, as_float64(fmt, x2) + t)
-    s, e = X.exact_diff(fmt, x1, x2)
-    ok = X.eq(s, e, t) & np.isfinite(as_float64(fmt, x1))
+    s, e = exact.exact_diff(fmt, x1, x2)
+    ok = exact.eq(s, e, t) & np.isfinite(as_float64(fmt, x1))
     return x1, ok
 
 
@@ -123,9 +123,9 @@ def boundary_rounded_diff_cases(fmt: Format, rng: np.random.Generator) -> list:
             swap = rng.random(m) < 0.5
             x1 = np.where(swap, delta, near).astype(fmt.uint)
             x2 = np.where(swap, negated(fmt, near), delta).astype(fmt.uint)
-            s, e = X.exact_diff(fmt, x1, x2)
-            r = X.rounded_diff(fmt, x1, x2).astype(np.float64)
-            pe, pr = X.position(s, e, beta_f), X.position(r, np.zeros(m), beta_f)
+            s, e = exact.exact_diff(fmt, x1, x2)
+            r = exact.rounded_diff(fmt, x1, x2).astype(np.float64)
+            pe, pr = exact.position(s, e, beta_f), exact.position(r, np.zeros(m), beta_f)
             inside = pe == 0
             for side, sel in (("exact-diff-inside", (pe != pr) & inside),
                               ("exact-diff-outside", (pe != pr) & ~inside)):

@@ -23,24 +23,24 @@ from sl1conf.conformance.rules.openbehaviour import NOTES
 from sl1conf.conformance.rules.openbehaviour import alternatives as open_alternatives
 from sl1conf.conformance.vectors.cases import VectorCase
 from sl1conf.conformance.vectors.families.bits import bit_array, float_view, is_subnormal
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.formats import Format
 
 __all__ = ["make_case", "finish_case", "oracle_bits"]
 
 
 def _beta_flags(fmt: Format, beta: int) -> list[str]:
-    cls, sign = F.classify(fmt, beta)
-    if cls is F.FloatClass.QNAN:
+    cls, sign = formats.classify(fmt, beta)
+    if cls is formats.FloatClass.QNAN:
         return ["nan-beta"]
-    if cls is F.FloatClass.SNAN:
+    if cls is formats.FloatClass.SNAN:
         return ["snan-beta"]
-    if cls is F.FloatClass.ZERO:
+    if cls is formats.FloatClass.ZERO:
         return ["beta-zero"] + (["beta-neg-zero"] if sign else [])
     flags = ["beta-negative"] if sign else []
-    if cls is F.FloatClass.INF:
+    if cls is formats.FloatClass.INF:
         flags.append("beta-neg-inf" if sign else "beta-inf")
-    elif cls is F.FloatClass.SUBNORMAL:
+    elif cls is formats.FloatClass.SUBNORMAL:
         flags.append("beta-subnormal")
     return flags
 
@@ -74,10 +74,10 @@ def finish_case(fmt: Format, case: VectorCase) -> VectorCase:
                                            core_mask=case.core_mask).items():
             if alt.shape != oracle.shape:
                 raise AssertionError(f"alternative {name} has the wrong length")
-            if (~F.same_result(fmt, alt, oracle)).any() and not any(
-                    F.same_result(fmt, alt, other).all() for other in kept.values()):
+            if (~formats.same_result(fmt, alt, oracle)).any() and not any(
+                    formats.same_result(fmt, alt, other).all() for other in kept.values()):
                 kept[name] = alt.astype(fmt.uint)
-        if (~F.same_result(fmt, oracle_bits(fmt, case.dy, case.x1, case.x2, case.beta, ftz=True), oracle)).any():
+        if (~formats.same_result(fmt, oracle_bits(fmt, case.dy, case.x1, case.x2, case.beta, ftz=True), oracle)).any():
             flags.append("ftz-sensitive")
         if "rounded-diff" in kept:
             flags.append("rounded-diff-sensitive")
@@ -98,8 +98,8 @@ def finish_case(fmt: Format, case: VectorCase) -> VectorCase:
         for name, alt in open_alternatives(fmt, case.dy[:L], case.x1[:L], case.x2[:L], case.beta,
                                            variant=case.variant, core_mask=case.core_mask).items():
             whole = np.concatenate([alt, fill[L:]]).astype(fmt.uint)
-            if (~F.same_result(fmt, whole, oracle)).any() and not any(
-                    F.same_result(fmt, whole, other).all() for other in kept.values()):
+            if (~formats.same_result(fmt, whole, oracle)).any() and not any(
+                    formats.same_result(fmt, whole, other).all() for other in kept.values()):
                 kept[name] = whole
         if kept:
             case.result = "acceptable"

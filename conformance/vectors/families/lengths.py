@@ -17,8 +17,8 @@ from sl1conf.conformance.vectors.families.bits import (
 )
 from sl1conf.conformance.vectors.families.finish import make_case, oracle_bits
 from sl1conf.conformance.vectors.sampling import fast_batch, random_batch
-from sl1conf.reference import exact as X
-from sl1conf.reference import formats as F
+from sl1conf.reference import exact
+from sl1conf.reference import formats
 from sl1conf.reference.formats import Format
 
 __all__ = [
@@ -74,10 +74,10 @@ def plain_batch(fmt: Format, n: int, rng: np.random.Generator, beta: int, draw=r
     if not n:
         return dy, x1, x2
     beta_f = value_of(fmt, beta)
-    s, e = X.exact_diff(fmt, x1, x2)
-    r = X.rounded_diff(fmt, x1, x2).astype(np.float64)
-    moved = X.position(s, e, beta_f) != X.position(r, np.zeros(n), beta_f)
-    ftz = ~F.same_result(fmt, oracle_bits(fmt, dy, x1, x2, beta), oracle_bits(fmt, dy, x1, x2, beta, ftz=True))
+    s, e = exact.exact_diff(fmt, x1, x2)
+    r = exact.rounded_diff(fmt, x1, x2).astype(np.float64)
+    moved = exact.position(s, e, beta_f) != exact.position(r, np.zeros(n), beta_f)
+    ftz = ~formats.same_result(fmt, oracle_bits(fmt, dy, x1, x2, beta), oracle_bits(fmt, dy, x1, x2, beta, ftz=True))
     bad = moved | ftz | is_subnormal(fmt, dy) | is_subnormal(fmt, x1) | is_subnormal(fmt, x2)
     k = int(bad.sum())
     if k:

@@ -16,7 +16,7 @@ from sl1conf.conformance.vectors.families.bits import (
 from sl1conf.conformance.vectors.families.finish import make_case
 from sl1conf.conformance.vectors.families.lengths import LARGE_LENGTH, length_flags, plain_batch
 from sl1conf.conformance.vectors.sampling import hard_batch, random_batch
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.formats import Format
 
 __all__ = ["random_weighted_cases", "random_boundary_cases", "large_random_cases", "rounding_hard_cases"]
@@ -63,7 +63,7 @@ def _random_betas(fmt: Format, rng: np.random.Generator, k: int) -> list[int]:
     out = list(fixed)
     while len(out) < k:
         b = int(_weighted_bits(fmt, rng, 1)[0]) & ~fmt.sign_mask
-        if b and float_class(fmt, b) in (F.FloatClass.NORMAL, F.FloatClass.SUBNORMAL):
+        if b and float_class(fmt, b) in (formats.FloatClass.NORMAL, formats.FloatClass.SUBNORMAL):
             out.append(b)
     return out[:k]
 

@@ -14,7 +14,7 @@ from sl1conf.conformance.vectors.families.bits import (
     negated, one_bits, quiet_bit, random_dy, random_significands, random_signs, value_of,
 )
 from sl1conf.conformance.vectors.families.finish import make_case
-from sl1conf.reference import formats as F
+from sl1conf.reference import formats
 from sl1conf.reference.formats import Format
 
 __all__ = ["nan_inf_cases", "signed_zero_cases", "beta_special_cases"]
@@ -148,11 +148,11 @@ def beta_special_cases(fmt: Format, rng: np.random.Generator) -> list:
     for beta, flags in betas:
         cls = float_class(fmt, beta)
         bf = abs(value_of(fmt, beta))
-        scale = bf if cls in (F.FloatClass.NORMAL, F.FloatClass.SUBNORMAL) else 1.0
+        scale = bf if cls in (formats.FloatClass.NORMAL, formats.FloatClass.SUBNORMAL) else 1.0
         x1, x2 = _branch_grid(fmt, rng, scale)
         infs = [fmt.inf_bits, fmt.inf_bits | fmt.sign_mask]
         x1, x2 = concat_bits(fmt, infs, [0, 0], x1), concat_bits(fmt, [0, 0], infs, x2)  # infinite diffs
-        if cls is F.FloatClass.SUBNORMAL or scale < 2.0 ** (fmt.emin + fmt.frac_bits):
+        if cls is formats.FloatClass.SUBNORMAL or scale < 2.0 ** (fmt.emin + fmt.frac_bits):
             dy = random_dy(fmt, rng, len(x1), big=False)
         else:
             dy = random_dy(fmt, rng, len(x1))
