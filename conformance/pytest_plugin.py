@@ -624,12 +624,11 @@ class RequirementItem(_ReadsLikeAReport, pytest.Item):
 
 
 def _example(ex: dict) -> str:
-    from sl1conf.conformance.reports.view import outcome_text
+    from sl1conf.conformance.reports.view import element_text
 
     if "dy" not in ex:
         return f"case {ex['case']}: {ex.get('detail', '')}" if "case" in ex else f"over the run: {ex.get('detail', '')}"
-    return (f"case {ex['case']} element {ex['element']}: dy={ex['dy']} x1={ex['x1']} x2={ex['x2']} "
-            f"beta={ex['beta']}: {outcome_text(ex)}")
+    return f"case {ex['case']} element {ex['element']}: {element_text(ex)}"
 
 
 def _explain(dtype: str, ex: dict) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sl1conf.conformance.requirements import CATALOG_BY_ID
+from sl1conf.conformance.reports.view import element_text
 
 __all__ = ["GateResult", "gate", "label", "compare_rows"]
 
@@ -45,7 +46,7 @@ def _worst_text(req: dict) -> str:
     w = req.get("worst")
     if not w:
         return ""
-    return f"; worst dy={w['dy']} x1={w['x1']} x2={w['x2']} beta={w['beta']}: expected {w['expected']} got {w['got']}"
+    return f"; worst {element_text(w)}"
 
 
 def _identity_notes(new: dict, old: dict, out: GateResult) -> bool:
@@ -122,8 +123,7 @@ def gate(new: dict, old: dict) -> GateResult:
                 w = nerr.get("worst") or {}
                 out.regressions.append(
                     f"{where} largest error grew: {oerr['max_ulp']} -> {nerr['max_ulp']} ULP"
-                    + (f" (dy={w['dy']} x1={w['x1']} x2={w['x2']} beta={w['beta']}: expected {w['expected']} "
-                       f"got {w['got']})" if w else ""))
+                    + (f" ({element_text(w)})" if w else ""))
             elif nerr["max_ulp"] < oerr["max_ulp"]:
                 out.improvements.append(f"{where} largest error: {oerr['max_ulp']} -> {nerr['max_ulp']} ULP")
             if nerr["nan_mismatches"] > oerr["nan_mismatches"]:

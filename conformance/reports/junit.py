@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sl1conf.conformance.reports.view import outcome_text, over_the_run, view
+from sl1conf.conformance.reports.view import element_text, over_the_run, view
 from sl1conf.conformance.requirements import CATALOG_BY_ID
 
 __all__ = ["render_junit", "case_names"]
@@ -60,7 +60,7 @@ def _time(element, seconds: float) -> None:
 
 
 def _worst(w: dict) -> str:
-    return f"worst: dy={w['dy']} x1={w['x1']} x2={w['x2']} beta={w['beta']}: {outcome_text(w)}"
+    return f"worst: {element_text(w)}"
 
 
 def _failure_text(f) -> str:

@@ -18,7 +18,7 @@ from sl1conf.reference import formats
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.requirements import CATALOG_BY_ID
 
-__all__ = ["distance_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
+__all__ = ["distance_text", "inputs_text", "element_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER", "ACCEPTED_FAR"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
@@ -64,6 +64,17 @@ def outcome_text(e: dict) -> str:
     if e.get("not_written"):
         return f"expected {e['expected']}, got nothing: {got_text(e)}"
     return f"expected {e['expected']}, got {e['got']} ({distance_text(e)})"
+
+
+def inputs_text(e: dict) -> str:
+    """``dy=0x3c00 x1=0x3c00 x2=0x0000 beta=0x3c00``: an element's inputs, as bits."""
+    return f"dy={e['dy']} x1={e['x1']} x2={e['x2']} beta={e['beta']}"
+
+
+def element_text(e: dict) -> str:
+    """An element's inputs and what became of it, on one line: the words JUnit, the gate and the
+    pytest plugin give an element (``dy=... beta=...: expected 0x3c00, got 0x3c01 (1 ULP)``)."""
+    return f"{inputs_text(e)}: {outcome_text(e)}"
 
 
 def over_the_run(entry: dict) -> tuple:
