@@ -607,3 +607,41 @@ def test_no_module_level_alias_of_a_function_or_class():
     for module, (_, _, path) in sorted(source.files.items()):
         bad += [f"{path}:{line}: {text} (renames a {kind})" for line, text, kind in source.aliases(module)]
     assert not bad, "module-level aliases that only rename a function or class:\n" + "\n".join(bad)
+
+
+# --------------------------------------------------------------- requirement ids stay in requirements/
+
+DRIVERS = ("sl1conf.conformance.certify", "sl1conf.conformance.search", "sl1conf.conformance.cli")
+"""The drivers: they run what the requirements ask and print it; a requirement's id (and so its
+logic) lives in its module of ``conformance/requirements/`` (issue 26)."""
+_RID = __import__("re").compile(r"\bR\d\d\b")
+
+
+def requirement_ids_in_code(tree: ast.AST) -> list:
+    """(line, text) of every string in the code (not a docstring, not a comment) naming a
+    requirement id: a literal or an f-string's literal part."""
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    # an attribute docstring: a string statement after an assignment
+    docstrings |= {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)}
+    # a command's own help (argparse's help=, description=, epilog=): documentation too
+    docstrings |= {id(c) for k in ast.walk(tree) if isinstance(k, ast.keyword) and k.arg in ("help", "description", "epilog")
+                   for c in ast.walk(k.value) if isinstance(c, ast.Constant)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings and _RID.search(n.value)]
+
+
+def test_requirement_ids_in_code_are_found():
+    tree = ast.parse('"""R01 in a docstring"""\nx = "R09"\ny = f"{x}/R13/"\n"R02 a statement"\n'
+                     'def f():\n    """R05"""\n    return "see R18"\np.add_argument("--only", help="ids (R02)")\n')
+    assert [line for line, _ in requirement_ids_in_code(tree)] == [2, 3, 7]
+
+
+def test_no_requirement_id_in_a_driver():
+    source, _ = repository()
+    bad = []
+    for module, (tree, _, path) in sorted(source.files.items()):
+        if module.startswith(DRIVERS):
+            bad += [f"{path}:{line}: {text!r}" for line, text in requirement_ids_in_code(tree)]
+    assert not bad, "requirement ids in driver code (they belong in conformance/requirements/):\n" + "\n".join(bad)

@@ -31,8 +31,11 @@ from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, P
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.common.progress import Progress
-from sl1conf.conformance.requirements import by_id
-from sl1conf.conformance.requirements.accuracy import add_bias_counts, bias_findings, rounding_bias
+from sl1conf.conformance.requirements import accuracy, by_id, core_masks
+from sl1conf.conformance.requirements.elements import BOUNDARY_ID
+from sl1conf.conformance.requirements.accuracy import (
+    add_bias_counts, bias_failure_keys, bias_findings, rounding_bias,
+)
 from sl1conf.conformance.requirements.core_masks import twin_mask
 from sl1conf.conformance.search import fuzz
 from sl1conf.reference import fast_oracle
@@ -45,9 +48,9 @@ SCHEMA_VERSION = 4  # 2: findings keyed by requirement id; saved failures name t
 REGRESSIONS = (100, "fuzz-regressions", "Failures found by sl1conf fuzz, each minimized to the shortest call "
                                         "and the simplest values that still fail.")
 CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data under two core masks gives "
-                                "different bits (compared by certify's R09).")
+                                f"different bits (compared by certify's {core_masks.ID}).")
 BOUNDARY_EXACT = (1, "boundary-exact", "Failures found by sl1conf fuzz where x1 - x2 equals +beta or -beta "
-                                       "exactly: the result must be +-dy bit for bit (checked by certify's R02).")
+                                       f"exactly: the result must be +-dy bit for bit (checked by certify's {BOUNDARY_ID}).")
 MAX_CASES = 20
 INTERRUPTED_MINIMIZE_SECONDS = 10.0
 """After SIGINT or SIGTERM, how long minimizing may go on before the rest is saved as it is."""
@@ -365,7 +368,7 @@ def _print(summary: dict, out: Path) -> None:
               "(no reproducer of its own saved: --max-cases, or the same as one above)")
     for run, e in summary.get("rounding_bias", {}).items():
         for line in e["findings"]:
-            print(f"  R01 {run.replace('/', ' ')}, over the campaign: {line}")
+            print(f"  {accuracy.ID} {run.replace('/', ' ')}, over the campaign: {line}")
     for cmd in summary["certify"]:
         print(f"  certify: {cmd}")
     print(f"summary: {out / 'summary.json'}")
@@ -572,8 +575,7 @@ def _bias(counts: dict) -> tuple:
     for run, c in sorted(counts.items()):
         test = rounding_bias(c)
         entry[run] = {"counts": c, "test": test, "findings": bias_findings(test)}
-        keys += [f"R01/{run}/long/rounding-bias/{d['direction'].replace(' ', '-')}"
-                 for d in (test or {}).get("directions", []) if d["fails"]]
+        keys += bias_failure_keys(run, test)
     return entry, keys
 
 

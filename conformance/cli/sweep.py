@@ -21,6 +21,7 @@ from sl1conf.reference import formats
 from sl1conf.conformance.common.commands import explain_command
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.reports.view import distance_text, outcome_text
+from sl1conf.conformance.requirements import accuracy, open_behaviour
 from sl1conf.conformance.search import sweep
 
 HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
@@ -233,9 +234,9 @@ def summary_lines(state: dict, note: str = "") -> list:
         lines.append(f"accepted beyond the budget (reachable under the error model, or an alternative's bits): "
                      f"{v['excepted']['elements']:,} elements, up to {distance_text(e)} (x1 {e['x1']}, x2 {e['x2']})")
     for question, answers in v["open_answers"].items():
-        lines.append(f"open ({question}, R16): " + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
+        lines.append(f"open ({question}, {open_behaviour.ID}): " + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
     for line in v.get("rounding_bias", {}).get("findings", []):
-        lines.append(f"R01 over the blocks sampled (every {sweep.POSITION_EVERY}th): {line}")
+        lines.append(f"{accuracy.ID} over the blocks sampled (every {sweep.POSITION_EVERY}th): {line}")
     if note:
         lines.append(note)
     failure = _first_failure(state)

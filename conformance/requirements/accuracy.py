@@ -70,6 +70,13 @@ def bias_counts(judged, profile) -> dict:
     return out
 
 
+def bias_failure_keys(run: str, test: "dict | None") -> list:
+    """The fuzzer's failure keys of a rounding-bias test's failing directions over a campaign
+    (``R01/fp16/p/long/rounding-bias/toward-zero``): filed under this requirement."""
+    return [f"{ID}/{run}/long/rounding-bias/{d['direction'].replace(' ', '-')}"
+            for d in (test or {}).get("directions", []) if d["fails"]]
+
+
 def call_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p", core_mask: int = 0xFF) -> dict:
     """:func:`bias_counts` of one call judged whole, everything acceptable computed afresh (the
     accepted models on every element): what fuzz batches and sweep blocks add up."""
@@ -140,8 +147,9 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
     return Check(total, applicable=total.checked > 0, extra=extra)
 
 
+ID = "R01"
 ROWS = (
-    Requirement("R01", "accuracy",
+    Requirement(ID, "accuracy",
                 "Every element is within the profile's ULP budget of the correctly rounded result, or reachable "
                 "under the profile's error model (its evaluation orders and precisions, each operation's "
                 "accuracy, flushing where it may happen), or an acceptable alternative the vectors list; judged "

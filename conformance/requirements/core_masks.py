@@ -37,7 +37,7 @@ def compare_variants(shared: dict, private: dict, fmt: formats.Format, outputs_s
     ``findings``: the call findings of both runs (``RunContext.findings``: key -> (pattern,
     {case id: what was seen}), such as R13's writes after the return): a difference in such
     a call counts for that finding's pattern in the entry's diagnosis."""
-    entry = next(r for r in shared["requirements"] if r["id"] == "R09")
+    entry = next(r for r in shared["requirements"] if r["id"] == ID)
     checked = failed = 0
     findings, explained = findings or {}, {key: [] for key in findings or {}}
     examples = entry.setdefault("examples", [])
@@ -92,8 +92,9 @@ def twin_mask(case: Case, full: int) -> Optional[int]:
     return None if other == case.core_mask else other
 
 
+ID = "R09"
 ROWS = (
-    Requirement("R09", "core-mask-invariance",
+    Requirement(ID, "core-mask-invariance",
                 "Every non-empty core_mask gives the same bits for the same data, and the shared and "
                 "private versions agree.", _core_masks, families=("core-masks",)),
 )

@@ -7,8 +7,9 @@ from __future__ import annotations
 from sl1conf.conformance.requirements.base import Requirement
 
 
+BOUNDARY_ID = "R02"
 ROWS = (
-    Requirement("R02", "boundary",
+    Requirement(BOUNDARY_ID, "boundary",
                 "Where x1 - x2 equals +beta or -beta exactly the result is +dy or -dy exactly, or what the "
                 "error model reaches there (no budget), whatever family the element is in.",
                 families=("boundary-exact",)),

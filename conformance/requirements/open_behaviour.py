@@ -65,8 +65,9 @@ def _open_behaviour(ctx: RunContext, req: "Requirement") -> Check:
     return Check(extra={"observed": {q: observed[q] for q in openbehaviour.QUESTIONS if q in observed}})
 
 
+ID = "R16"
 ROWS = (
-    Requirement("R16", "open-behaviour",
+    Requirement(ID, "open-behaviour",
                 "Where the manual leaves the answer open (beta <= 0, a NaN beta, beta = inf with an infinite "
                 "diff, diff rounded across the boundary, core_mask = 0), which acceptable answer the "
                 "implementation gives, element by element: a named alternative, or another within the "
