@@ -71,7 +71,7 @@ def model_identification(judged: list, fmt) -> dict:
         if idx.size:
             index.append(idx)
             length.append(np.full(idx.size, j.case.elements_written))
-            call.append(np.full(idx.size, getattr(j, "call_no", 0)))
+            call.append(np.full(idx.size, j.call_no))
             extreme.append(np.full(idx.size, int(extreme_beta(fmt, j.case.beta))))
             for m in names:
                 hits[m].append(j.models[m][idx])

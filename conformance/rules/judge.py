@@ -186,6 +186,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     outcome: object = None
     family: str = ""
     fill_ok: bool = True  # elements a correct call does not write still hold the fill
+    call_no: int = 0  # the call's number in the adapter's history (certify: Adapter.calls_made), 0: not known
 
     def part(self, lo: int, hi: int) -> "Judgement":
         """The judgement of elements lo..hi-1 (views): one call's share of a judgement made
