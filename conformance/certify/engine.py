@@ -221,7 +221,7 @@ def _run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, 
 
     stats = ErrorStats()
     for i, j in enumerate(judged):
-        stats.add(j.family, fmt, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.excepted, got=j.got,
+        stats.add(j.family, fmt, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.beyond_budget, got=j.got,
                   oracle=j.expected.oracle, accepted_by=j.accepted_as(), accepted=j.ok,
                   unwritten=j.got == j.case.initial_out()[:j.got.size] if j.case.out_alias is None else None)
 

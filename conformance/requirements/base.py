@@ -82,7 +82,7 @@ class Tally:
         """Count the accepted elements that are beyond the budget (reachable under the error
         model, or an alternative's bits): how many, with what it took, the farthest; those that
         are no distance at all (an infinity or NaN against a number) by kind."""
-        far = accepted & j.excepted
+        far = accepted & j.beyond_budget
         if not far.any():
             return
         cls = special_class(self.fmt, j.got, j.expected.oracle)

@@ -201,7 +201,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
                          cut(self.breaks), cut(self.checked))
 
     @functools.cached_property
-    def excused(self) -> np.ndarray:
+    def acceptable_otherwise(self) -> np.ndarray:
         """Reachable under the error model, an open alternative's bits, or an open input's answer
         within its bounds (whatever the distance); computed once per judgement (every rule reads it)."""
         return np.logical_or.reduce([*self.alt.values(), self.reach.stage > 0, self.bounded])
@@ -212,7 +212,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         return self.reach.stage == 3
 
     @functools.cached_property
-    def excepted(self) -> np.ndarray:
+    def beyond_budget(self) -> np.ndarray:
         """Accepted, but beyond the budget: accepted only as reachable under the error model or as
         an alternative's bits (reports show these apart from the largest error, with what it took).
         Computed once per judgement (every element requirement's tally and the error statistics read it)."""
@@ -228,7 +228,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
 
     def _name_accepted(self) -> np.ndarray:
         out = np.full(self.exact.shape, "", object)
-        todo = self.excepted.copy()
+        todo = self.beyond_budget.copy()
         take = todo & (self.reach.stage > 0)
         out[take] = self.reach.how[take]
         todo &= ~take
@@ -261,12 +261,12 @@ class ElementRule:
 
 def _within_budget(j) -> np.ndarray:
     """Exact, within the budget, reachable under the error model, or an alternative's bits."""
-    return j.exact | j.within | j.excused
+    return j.exact | j.within | j.acceptable_otherwise
 
 
 def _exactly(j) -> np.ndarray:
     """No budget: exact, reachable under the error model, or an alternative's bits."""
-    return j.exact | j.excused
+    return j.exact | j.acceptable_otherwise
 
 
 ELEMENT_RULES: tuple = (
@@ -278,12 +278,12 @@ ELEMENT_RULES: tuple = (
     # R03: where the exact result is finite and an intermediate overflows (or the result is
     # infinite or NaN anyway): no infinity or NaN.
     ElementRule("R03", lambda j: ~is_special(j.fmt, j.expected.oracle) & (j.overflow_prone | is_special(j.fmt, j.got)),
-                lambda j: ~is_special(j.fmt, j.got) | j.excused),
+                lambda j: ~is_special(j.fmt, j.got) | j.acceptable_otherwise),
     # R04: where the exact result is NaN or infinite: that (any NaN), no budget.
     ElementRule("R04", lambda j: is_special(j.fmt, j.expected.oracle), _exactly),
     # R05: a zero result where the exact result is zero: its sign (strict profiles decide on it).
     ElementRule("R05", lambda j: is_zero(j.fmt, j.expected.oracle) & is_zero(j.fmt, j.got),
-                lambda j: (j.got == j.expected.oracle) | j.excused, strict_only=True),
+                lambda j: (j.got == j.expected.oracle) | j.acceptable_otherwise, strict_only=True),
     # R06: elements flushing would change, or with a subnormal input: R01's rule, reported apart.
     ElementRule("R06", lambda j: ~formats.same_result(j.fmt, j.expected.oracle, j.expected.oracle_ftz) | j.subnormal_inputs,
                 _within_budget),

@@ -372,7 +372,7 @@ class Tally:
             if bad.any():
                 self.rejected[rid] = self.rejected.get(rid, 0) + int(bad.sum())
                 self.reject_worst[rid] = _pick(self.reject_worst.get(rid), worst(bad), _worse)
-        far = j.excepted
+        far = j.beyond_budget
         if far.any():
             self.excepted += int(far.sum())
             self.excepted_worst = _pick(self.excepted_worst, worst(far), _worse)
