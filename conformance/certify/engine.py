@@ -215,7 +215,7 @@ def _run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, 
             failed = found.tally.failed if found.tally else 0
             entry["status"] = "recorded" if kind == "recorded" else "fail" if failed else "pass"
             if found.tally is not None:
-                entry.update(found.tally.entry(calls=ctx.findings))
+                entry.update(found.tally.entry(findings=ctx.findings))
         entry.update(found.extra)
         requirements.append(entry)
 
@@ -223,7 +223,7 @@ def _run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, 
     for i, j in enumerate(judged):
         stats.add(j.family, fmt, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.beyond_budget, got=j.got,
                   oracle=j.expected.oracle, accepted_by=j.accepted_as(), accepted=j.ok,
-                  unwritten=j.got == j.case.initial_out()[:j.got.size] if j.case.out_alias is None else None)
+                  unwritten=j.unwritten if j.case.out_alias is None else None)
 
     def describe(i, k):
         element = Tally(fmt).element(judged[i], k)

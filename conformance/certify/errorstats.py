@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from sl1conf.conformance.requirements.base import UNWRITTEN
 from sl1conf.conformance.rules.judge import SPECIALS, special_class
 from sl1conf.reference import formats
 
-__all__ = ["BUCKETS", "RATIO_EDGES", "NOT_WRITTEN", "bucket_of", "ErrorStats"]
+__all__ = ["BUCKETS", "RATIO_EDGES", "bucket_of", "ErrorStats"]
 
-NOT_WRITTEN = "not written (dx1 still holds the fill)"
 
 BUCKETS = ("0", "1", "2", "3", "4", "5-8", "9-64", "65+", "nan")
 """ULP-distance buckets of the per-family histograms ("nan": one side NaN, the other not)."""
@@ -54,7 +54,7 @@ class ErrorStats:
         self.excepted_ulp, self.excepted_at, self.excepted_by = 0, None, {}  # the accepted-but-far elements
         self.excepted_far = 0  # of them, those with a distance (the others are SPECIALS, counted there)
         # elements, of them accepted, first (where, k); an unwritten element (still the fill) is no result at all
-        self.specials = {name: [0, 0, None] for name in (*SPECIALS, NOT_WRITTEN)}
+        self.specials = {name: [0, 0, None] for name in (*SPECIALS, UNWRITTEN)}
 
     def add(self, family: str, fmt: formats.Format, dist: np.ndarray, x1, x2, beta, where, excepted=None,
             got=None, oracle=None, accepted_by=None, accepted=None, unwritten=None) -> None:
@@ -79,7 +79,7 @@ class ErrorStats:
             if unwritten is not None and unwritten.any():
                 cls = np.where(unwritten, len(SPECIALS), cls)
             for c in np.unique(cls[cls >= 0]).tolist():
-                slot, hit = self.specials[(*SPECIALS, NOT_WRITTEN)[c]], cls == c
+                slot, hit = self.specials[(*SPECIALS, UNWRITTEN)[c]], cls == c
                 slot[0] += int(hit.sum())
                 slot[1] += int((hit & accepted).sum()) if accepted is not None else 0
                 if slot[2] is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 
 from sl1conf.adapters.base import FILL_BYTE
+from sl1conf.conformance.rules.diagnosis import CALL_FINDINGS, NOT_WRITTEN
 
 __all__ = ["SHARE", "SPECIFIC", "NOT_WRITTEN", "causes", "cause_line"]
 
@@ -22,8 +23,6 @@ SHARE = 0.9  # a pattern is a requirement's cause when it holds this share of it
 SPECIFIC = 0.5  # ... and, to come before the unwritten elements, at most this share of the elements checked
 POSITIONS = ("tail-", "tile-", "length-", "first", "last", "chunk")  # where in a call, not what it holds ...
 POSITION_SPECIFIC = 0.2  # ... a cause only when this specific: in a run of short calls every element is "in the tail"
-CALL_FINDINGS = ("late-write",)  # diagnosis keys that are observations of the failing calls themselves
-NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # rules.diagnosis's words
 _FILL = re.compile(rf"\b0x({FILL_BYTE:02x}){{2}}(?:({FILL_BYTE:02x}){{2}})?\b")  # the fill's bits, fp16 or fp32
 
 

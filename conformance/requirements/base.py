@@ -21,7 +21,8 @@ EXAMPLES = 5  # failing inputs listed per requirement
 # run checks
 
 
-ERROR_KINDS = (*SPECIALS, "not written (dx1 still holds the fill)", "1 ULP from the correctly rounded result",
+UNWRITTEN = "not written (dx1 still holds the fill)"  # an element's error kind: no result, no distance
+ERROR_KINDS = (*SPECIALS, UNWRITTEN, "1 ULP from the correctly rounded result",
                "2 ULP from it", "3 or 4 ULP from it", "5 to 64 ULP from it", "65 ULP or more from it",
                "a zero of the other sign")
 """What a failing element's error is, for a block's bulk: a kind that is no distance (judge.SPECIALS),
@@ -153,9 +154,9 @@ class Tally:
             out["not_written"] = True  # dx1's bits from before the call: all but surely never written
         return out
 
-    def entry(self, details: bool = True, calls: "dict | None" = None) -> dict:
+    def entry(self, details: bool = True, findings: "dict | None" = None) -> dict:
         """The report's entry; ``details`` False: counts, worst and examples only (no diagnosis,
-        no accepted-far counts: a family's line under its requirement). ``calls``: findings about
+        no accepted-far counts: a family's line under its requirement). ``findings``: findings about
         whole calls the diagnosis tries as patterns (``RunContext.findings``)."""
         out = {"checked": self.checked, "failed": self.failed}
         if details and self.far:
@@ -172,8 +173,8 @@ class Tally:
             kind, (n, first) = max(self.kinds.items(), key=lambda kv: (kv[1][0], -kv[0]))
             out["bulk"] = {"kind": ERROR_KINDS[kind], "failed": n, "of": sum(v[0] for v in self.kinds.values()),
                            "example": example(*first)}
-        if details and self.failed and (any(bad.any() for _, bad, _ in self.seen) or calls and self.noted):
-            out["diagnosis"] = diagnose(self.seen, example, calls, self.noted)
+        if details and self.failed and (any(bad.any() for _, bad, _ in self.seen) or findings and self.noted):
+            out["diagnosis"] = diagnose(self.seen, example, findings, self.noted)
         if self.worst is not None:
             out["worst"] = {k: v for k, v in self.worst.items() if k != "ulp_value"}
         if self.examples:

@@ -4,10 +4,10 @@ run is made; the write after the return is a call finding the diagnosis tries ev
 
 from __future__ import annotations
 
+from sl1conf.conformance.rules import diagnosis
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, Tally, start_layout
 
 
-LATE_WRITE_KEY = "late-write"  # the diagnosis's key for them (rules.diagnosis.pattern_keys, a waiver's pattern)
 LATE_WRITE = "in calls that wrote dx1 after they returned (a core or thread not waited for)"
 """The diagnosis's words for the calls R13 saw writing after the return: the cause of every
 failure in them (an element read back before it was written, a repeat that differs)."""
@@ -28,7 +28,7 @@ def _returns(ctx: RunContext, req: "Requirement") -> Check:
     rows = {row["id"] for row, _, _ in ctx.calls}
     t.checked += sum(cid not in rows for cid in late)  # other requirements' own calls (R18's rearranged ones)
     if late:
-        ctx.findings[LATE_WRITE_KEY] = (LATE_WRITE, {cid: texts[0] for cid, texts in late.items()})
+        ctx.findings[diagnosis.LATE_WRITE] = (LATE_WRITE, {cid: texts[0] for cid, texts in late.items()})
     for cid, texts in late.items():
         t.note(cid, texts[0] + (f" (and in {len(texts) - 1} more of its calls)" if len(texts) > 1 else ""))
     return Check(t)

@@ -21,6 +21,9 @@ from sl1conf.reference.cores import core_chunks
 
 __all__ = ["diagnose", "WIDTHS", "TILES", "pattern_keys", "beta_classes"]
 
+NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # the pattern of unwritten elements
+LATE_WRITE = "late-write"  # the key of R13's call finding: calls that wrote dx1 after they returned
+CALL_FINDINGS = (LATE_WRITE,)  # keys that are observations of the failing calls themselves, not correlations
 WIDTHS = (4, 8, 16, 32, 64)  # vector widths (elements) whose tail is tested
 TILES = (256, 1024, 4096)  # tile sizes (elements) whose boundaries are tested
 LENGTHS = ((1, 16, "calls shorter than 16 elements"), (16, 1024, "calls of 16 to 1,023 elements"),
@@ -36,7 +39,7 @@ def _masks(j):
     fmt, case = j.fmt, j.case
     m = j.exact.size
     k = np.arange(m)
-    yield "not-written", "not written (dx1 still holds what it held before the call)", j.got == case.initial_out()[:m]
+    yield "not-written", NOT_WRITTEN, j.unwritten
     for width in WIDTHS:
         yield f"tail-{width}", f"in the last n mod {width} elements (the tail after a vector body of {width})", \
             k >= m - m % width
@@ -101,7 +104,7 @@ def _masks(j):
 STATIC_KEYS = ("not-written", "first", "last", "chunk", "nan", "inf", "zero", "subnormal", "boundary", "overflow", "gt",
                "lt", "mid", "diff-subnormal", "diff-overflow", "quotient-underflow", "variant-s", "variant-p",
                "one-core", "mask-holes", "beta-nan", "beta-zero", "beta-negative", "beta-inf", "beta-subnormal",
-               "beta-pow2", "beta-not-pow2", "beta-usual", "beta-huge", "beta-tiny", "late-write")
+               "beta-pow2", "beta-not-pow2", "beta-usual", "beta-huge", "beta-tiny", LATE_WRITE)
 
 
 def pattern_keys() -> tuple:
@@ -141,10 +144,10 @@ def beta_classes(fmt, beta: int):
         yield "beta-tiny", f"beta tiny (a normal below 2^{fmt.emin // 2})"
 
 
-def diagnose(seen: list, element, calls: "dict | None" = None, noted=()) -> list:
+def diagnose(seen: list, element, findings: "dict | None" = None, noted=()) -> list:
     """The patterns of a requirement's failures. ``seen``: (judgement, failing mask, checked
     mask) per call the requirement judged; ``element(j, k)``: a report example of element k.
-    ``calls``: findings about whole calls (key -> (pattern, {case id: what was seen})), tried
+    ``findings``: findings about whole calls (key -> (pattern, {case id: what was seen})), tried
     as patterns over the elements and over ``noted``, per failing call or comparison of calls
     the requirement counted (a repeat that differed, a crash), the ids of the calls involved:
     direct evidence, such as a call that wrote dx1 after it returned, explains both.
@@ -152,13 +155,13 @@ def diagnose(seen: list, element, calls: "dict | None" = None, noted=()) -> list
     the tails of several widths are one pattern, reported at the width that fits best."""
     stats: dict = {}  # key -> [text, failed, checked, first failing (j, k), or a call's example]
     failed_total = checked_total = 0
-    calls = calls or {}
+    findings = findings or {}
     for j, bad, among in seen:
         if not among.any():
             continue
         failed_total += int(bad.sum())
         checked_total += int(among.sum())
-        found_in_call = ((key, text, np.full(bad.shape, j.case.id in ids)) for key, (text, ids) in calls.items())
+        found_in_call = ((key, text, np.full(bad.shape, j.case.id in ids)) for key, (text, ids) in findings.items())
         for key, text, mask in (*_masks(j), *found_in_call):
             st = stats.setdefault(key, [text, 0, 0, None])
             hit = mask & bad
@@ -166,8 +169,8 @@ def diagnose(seen: list, element, calls: "dict | None" = None, noted=()) -> list
             st[2] += int((mask & among).sum())
             if st[3] is None and hit.any():
                 st[3] = (j, int(np.flatnonzero(hit)[0]))
-    noted = list(noted) if calls else []
-    for key, (text, ids) in calls.items():  # the failing calls noted, each one failure
+    noted = list(noted) if findings else []
+    for key, (text, ids) in findings.items():  # the failing calls noted, each one failure
         st = stats.setdefault(key, [text, 0, 0, None])
         for involved in noted:  # a failing call, or a comparison of calls: found when any of them was
             cid = next((c for c in involved if c in ids), None)
@@ -183,7 +186,7 @@ def diagnose(seen: list, element, calls: "dict | None" = None, noted=()) -> list
         # the share of the elements checked; for a requirement that noted calls only, of the calls
         base = checked / checked_total if checked_total else share
         # a call finding is what was seen of the failing calls themselves, not a correlation: no lift asked
-        if failed and share >= MIN_SHARE and (share >= MIN_LIFT * base or share == 1.0 and base < 1.0 or key in calls):
+        if failed and share >= MIN_SHARE and (share >= MIN_LIFT * base or share == 1.0 and base < 1.0 or key in findings):
             example = first if isinstance(first, dict) else element(*first)
             found.append((key, share, base, {"pattern": text, "key": key, "failed": failed, "of": failed_total,
                                              "checked_share": round(base, 4), "example": example}))

@@ -206,6 +206,14 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         within its bounds (whatever the distance); computed once per judgement (every rule reads it)."""
         return np.logical_or.reduce([*self.alt.values(), self.reach.stage > 0, self.bounded])
 
+    @functools.cached_property
+    def unwritten(self) -> np.ndarray:
+        """Elements whose dx1 bits are still those the call began with (the fill, or the aliased
+        input): never written. All False where the judgement is of no known call."""
+        if self.case is None:
+            return np.zeros(self.got.shape, bool)
+        return self.got == self.case.initial_out()[:self.got.size]
+
     @property
     def flushed(self) -> np.ndarray:
         """Reachable only through a flush (an input read as zero, an intermediate or the result flushed)."""

@@ -49,18 +49,9 @@ def _code_files() -> list:
     for pkg in (reference, vectors):
         root = Path(pkg.__file__).resolve().parent
         files |= {p for p in root.rglob("*") if p.suffix in _SUFFIXES and p.is_file()}
-    for mod in (kernel, draw):
-        files |= {Path(f).resolve() for f in _compiled(mod)}
+    for extension in (kernel, draw):  # compiled modules, wherever the build put them (an editable install's build folder)
+        files.add(Path(extension.__file__).resolve())
     return sorted(files)
-
-
-def _compiled(module) -> list:
-    """The compiled file(s) behind a module (an extension, or a package holding one)."""
-    path = Path(getattr(module, "__file__", "") or "")
-    if path.suffix in (".so", ".pyd"):
-        return [path]
-    ext = [getattr(module, name, None) for name in dir(module)]
-    return [Path(m.__file__) for m in ext if getattr(m, "__file__", "").endswith((".so", ".pyd"))]
 
 
 def cache_key(dtype: str, seed: int, families: list, large: bool) -> tuple:
@@ -109,17 +100,20 @@ def cached(dtype: str, seed: int, families: list, large: bool, make):
         return make()
     try:
         prefix, key = cache_key(dtype, seed, families, large)
-        folder = _cache_root() / f"{prefix}-{key}"
+    except OSError:  # the code's own files cannot be read: no key, no cache
+        return make()
+    folder = _cache_root() / f"{prefix}-{key}"
+    try:
         if (folder / "entry.json").is_file():
             return _load(folder)
     except (OSError, ValueError, KeyError):
-        pass
+        pass  # a damaged entry: made again, and replaced
     vs = make()
     try:
         for old in _cache_root().glob(f"{prefix}-*"):
             if old.name != folder.name:  # an entry of other code (another process may be writing this one)
                 shutil.rmtree(old, ignore_errors=True)
         _store(folder, vs)
-    except (OSError, NameError):
+    except OSError:
         pass
     return vs
