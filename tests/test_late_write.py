@@ -108,3 +108,17 @@ def test_fuzz_files_the_write_after_the_return_under_r13(late_lib, tmp_path):
     summary = json.loads((tmp_path / "fuzz" / "summary.json").read_text())
     keys = summary["failures"]["keys"]
     assert code == 1 and any(k.startswith("R13/fp32/s/") and k.endswith("/late-write") for k in keys), keys
+
+
+def test_a_correct_result_with_the_fill_bits_is_not_called_unwritten(tmp_path):
+    """Some correct fp16 results have the fill's bits (0x5a5a, 203.25: dy copied, or computed);
+    the judge accepts them, and the accuracy line must not list them as never written."""
+    import json
+
+    from sl1conf.conformance.cli import main
+
+    out = tmp_path / "kernel"
+    assert main(["certify", "--impl", "builtin:kernel", "--platform", "ieee", "--dtype", "fp16", "--variant", "p",
+                 "--out", str(out)]) == 0
+    run = json.loads((out / "report.json").read_text())["runs"][0]
+    assert "not written (dx1 still holds the fill)" not in (run["errors"].get("not_a_distance") or {})

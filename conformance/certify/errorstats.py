@@ -67,7 +67,8 @@ class ErrorStats:
         element) what accepted them. ``got`` and ``oracle``: the results, so that infinities
         and NaNs against numbers are named (SPECIALS) and never enter a distance; ``accepted``:
         the elements the judge accepted (for those, how many were). ``unwritten``: the elements
-        dx1 still holds the fill in (never written: no result, so no distance and no class)."""
+        dx1 still holds the fill in (never written: no result, so no distance and no class), of
+        those the judge rejected (a correct result may have the fill's bits)."""
         if not dist.size:
             return
         counts = np.bincount(bucket_of(dist), minlength=len(BUCKETS))
@@ -76,6 +77,8 @@ class ErrorStats:
         self.nan_mismatches += int((~real & ~(excepted if excepted is not None else False)).sum())
         if got is not None:
             cls = special_class(fmt, got[:dist.size], oracle[:dist.size])
+            if unwritten is not None and accepted is not None:
+                unwritten = unwritten & ~accepted  # an accepted element is a result, even one whose bits are the fill's
             if unwritten is not None and unwritten.any():
                 cls = np.where(unwritten, len(SPECIALS), cls)
             for c in np.unique(cls[cls >= 0]).tolist():
