@@ -178,6 +178,8 @@ class Capabilities:
     observes: tuple = ()  # OBSERVATIONS made without guard pages (memory_checked implies them all)
     notes: tuple = ()  # (observation, how it is made or why not) pairs, for the report
     recorded: bool = False  # answers from results recorded elsewhere (a board's self-test): makes no new call
+    independent_runs: bool = False  # every run() starts the implementation afresh (a simulator's batches): nothing
+    # carries over from one run to the next, so certify makes the next run's calls while it judges this one's
 
     def __post_init__(self):
         unknown = [o for o in (*self.observes, *(k for k, _ in self.notes)) if o not in OBSERVATIONS]

@@ -313,10 +313,12 @@ class SimulatorAdapter(Adapter):
     appear. ``timeout`` is in seconds per case.
     """
 
-    capabilities = Capabilities(isolated=True, observes=("writes-outside", "inputs-changed"), notes=MEMORY_NOTES)
+    capabilities = Capabilities(isolated=True, observes=("writes-outside", "inputs-changed"), notes=MEMORY_NOTES,
+                                independent_runs=True)
     """Writes outside and changed inputs are observed through the harness's memory report, in the
     calls whose results carry one (a harness that sends none observes nothing: the requirements
-    say so); reads outside are never observed (:data:`MEMORY_NOTES`)."""
+    say so); reads outside are never observed (:data:`MEMORY_NOTES`). Every run starts the command
+    afresh (per batch, or per case in version 1), so runs are independent of each other."""
     unreported_note = NO_REPORT_NOTE  # the memory requirements' entry when no result carried a report
 
     def __init__(self, template: str, timeout: float = 30.0, *, batch: int = BATCH_CASES,

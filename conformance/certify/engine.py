@@ -10,12 +10,18 @@ run. The engine itself decides nothing about an element or a requirement.
 
 from __future__ import annotations
 
+import functools
+import threading
+from concurrent.futures import Future, TimeoutError as FutureTimeout
+
 import numpy as np
 
 from sl1conf import __version__
 from sl1conf.adapters.base import Adapter
+from sl1conf.conformance.certify.calls import CallQueue, make_stage
 from sl1conf.conformance.certify.errorstats import ErrorStats
 from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.memory import keep_freed_memory
 from sl1conf.conformance.requirements import CATALOG
 from sl1conf.conformance.requirements.base import RunContext, Tally
 from sl1conf.conformance.requirements.core_masks import compare_variants
@@ -80,10 +86,12 @@ def dtypes_to_run(profile: Profile, dtypes=None, vectors=None):
     return [d for d in profile.dtypes if d in vectors] + [d for d in vectors if d not in profile.dtypes]
 
 
-def _judge_all(vs: store.VectorSet, profile: Profile, items: list) -> list:
+def _judge_all(vs: store.VectorSet, profile: Profile, items: list) -> tuple:
     """One Judgement per (row, vector case, call, outcome, family) of ``items``, judged in one
     pass over all their written elements (every rule is a function of the element and its
-    call's beta, so judging the calls together gives each the bits it would get alone)."""
+    call's beta, so judging the calls together gives each the bits it would get alone): (the
+    judgements, the judgement of all their elements, where each one's elements start in it
+    and where the last ends)."""
     fmt = vs.format
     ws = [call.elements_written for _, _, call, _, _ in items]
     bounds = np.concatenate([[0], np.cumsum(ws, dtype=np.int64)]).astype(np.int64)
@@ -107,7 +115,7 @@ def _judge_all(vs: store.VectorSet, profile: Profile, items: list) -> list:
         j.row, j.case, j.outcome, j.family = row, call, o, family
         j.fill_ok = bool((o.out[ws[k]:] == call.initial_out()[ws[k]:]).all())
         out.append(j)
-    return out
+    return out, whole, bounds
 
 
 def _calls(vs: store.VectorSet, variant: str, profile: Profile, cases=None) -> list:
@@ -127,27 +135,55 @@ def _calls(vs: store.VectorSet, variant: str, profile: Profile, cases=None) -> l
     return out
 
 
-def _judge_calls(adapter: Adapter, profile: Profile, vs: store.VectorSet, calls: list, bar=None,
-                 unsupported: "list | None" = None) -> tuple:
-    """Run ``calls`` in order and judge them: (judgements of the calls that returned, (row,
-    call, outcome) of those that did not). Each judgement's ``call_no`` is the call's number in
-    the adapter's history (``Adapter.calls_made`` counts every call since the last restart).
-    ``bar`` (a progress bar) moves with every outcome and counts the calls that failed so far:
-    those that did not return (crash, timeout, error) while they run, then those whose
-    elements the judge rejects. ``unsupported``, if given, collects the outcomes of calls the
-    adapter offers that the implementation answered unsupported (a harness built without it)."""
-    first = adapter.calls_made
-    if bar is not None:
-        failing = [0]
+class _Seen:
+    """The progress of a run's own calls, counted where the calls are made (the caller's thread,
+    or the call queue's worker) and drawn by the caller's bar: at once where the bar is
+    attached, else when the caller ``drain``s it."""
 
-        def seen(case, o):
-            failing[0] += o.status in ("crash", "timeout", "error")
-            bar.update(1, elements=case.n, failures=failing[0])
-        adapter.observer = seen
+    def __init__(self, bar=None):
+        self.bar, self.lock, self.pending, self.failing = bar, threading.Lock(), [0, 0], 0
+
+    def __call__(self, case, o) -> None:
+        with self.lock:
+            self.failing += o.status in ("crash", "timeout", "error")
+            if self.bar is not None:
+                self.bar.update(1, elements=case.n, failures=self.failing)
+            else:
+                self.pending[0] += 1
+                self.pending[1] += case.n
+
+    def drain(self, bar) -> None:
+        with self.lock:
+            (n, elements), self.pending = self.pending, [0, 0]
+            if bar is not None and n:
+                bar.update(n, elements=elements, failures=self.failing)
+
+
+def _make_calls(ctx: RunContext, seen=None) -> tuple:
+    """The run's calls as the adapter makes them, in order: the plans made before them (R14's
+    sample in a fresh worker), the run's own calls, the plans made after them. (the number
+    of the adapter's last call before the run's own, their outcomes)."""
+    make_stage(ctx, "before")
+    adapter = ctx.adapter
+    first = adapter.calls_made
+    adapter.observer = seen
     try:
-        outcomes = adapter.run([c for _, _, c in calls])
+        outcomes = adapter.run([c for _, _, c in ctx.calls])
     finally:
         adapter.observer = None
+    ctx.returned = [c for (_, _, c), o in zip(ctx.calls, outcomes) if o.status == "ok"]
+    make_stage(ctx, "after")
+    return first, outcomes
+
+
+def _judge_outcomes(adapter: Adapter, profile: Profile, vs: store.VectorSet, calls: list, outcomes: list, first: int,
+                    unsupported: "list | None" = None) -> tuple:
+    """Judge the outcomes of ``calls``: (judgements of the calls that returned, (row, call,
+    outcome) of those that did not, (row, call, outcome, family) of those refused). Each
+    judgement's ``call_no`` is the call's number in the adapter's history (``first``: the
+    adapter's ``calls_made`` before the calls; it counts every call since the last restart).
+    ``unsupported``, if given, collects the outcomes of calls the adapter offers that the
+    implementation answered unsupported (a harness built without it)."""
     fam_name = {f["id"]: f["name"] for f in vs.manifest["families"]}
     returned, broken, rejected, numbers, no = [], [], [], [], first
     for (row, vc, case), o in zip(calls, outcomes):
@@ -163,37 +199,56 @@ def _judge_calls(adapter: Adapter, profile: Profile, vs: store.VectorSet, calls:
             rejected.append((row, case, o, fam_name[row["family"]]))
         else:
             broken.append((row, case, o))
-    judged = _judge_all(vs, profile, returned)
+    judged, whole, bounds = _judge_all(vs, profile, returned)
     for j, no in zip(judged, numbers):
         j.call_no = no
-    if bar is not None:
-        bar.update(0, failures=len(broken) + sum(not bool(np.all(j.ok)) for j in judged))
-    return judged, broken, rejected
+    return judged, broken, rejected, (whole, bounds)
 
 
 def judge_run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, cases=None) -> tuple:
     """Run the variant's calls of the set and judge them: (calls, judgements of the calls that
     returned, (row, call, outcome) of those that did not, rejected inputs included)."""
     calls = _calls(vs, variant, profile, cases)
-    judged, broken, rejected = _judge_calls(adapter, profile, vs, calls)
+    first = adapter.calls_made
+    judged, broken, rejected, _ = _judge_outcomes(adapter, profile, vs, calls, adapter.run([c for _, _, c in calls]),
+                                                  first)
     return calls, judged, broken + [r[:3] for r in rejected]
 
 
-def _run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, cases=None, progress=None) -> dict:
-    fmt = vs.format
-    every = _calls(vs, variant, profile, cases)
-    calls = [c for c in every if adapter.holds(c[2])]  # a recorded run holds only the calls that were made
-    ctx = RunContext(fmt, profile, variant, adapter, [], [], calls)
-    for req in CATALOG:  # what a requirement must see before anything else runs (R14: a fresh worker)
-        if req.prepare is not None:
-            req.prepare(ctx, req)
-    bar = progress(f"{fmt.name} {variant}", len(calls)) if progress else None
+def _context(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, cases=None) -> RunContext:
+    """A run's context before any call: the calls of the variant the adapter makes (a recorded
+    run holds only the calls that were made)."""
+    calls = [c for c in _calls(vs, variant, profile, cases) if adapter.holds(c[2])]
+    return RunContext(vs.format, profile, variant, adapter, [], [], calls)
+
+
+def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, made: Future, seen: _Seen,
+         bar=None) -> dict:
+    """One run's entry in the report, once ``made`` (the queue's :func:`_make_calls` of it) is
+    done: its calls judged, the plans that read judgements made, every requirement checked.
+    ``listed``: the calls certify makes of the set (more than the run's where a recorded run
+    holds fewer). ``bar``: the run's progress bar (closed here)."""
+    adapter, profile, fmt, calls = ctx.adapter, ctx.profile, ctx.fmt, ctx.calls
     try:
+        if seen.bar is None:
+            while True:
+                try:
+                    first, outcomes = made.result(timeout=0.1)
+                    break
+                except FutureTimeout:
+                    seen.drain(bar)
+            seen.drain(bar)
+        else:
+            first, outcomes = made.result()
         answered_unsupported: list = []
-        ctx.judged, ctx.broken, ctx.rejected = _judge_calls(adapter, profile, vs, calls, bar, answered_unsupported)
+        ctx.judged, ctx.broken, ctx.rejected, (ctx.whole, bounds) = _judge_outcomes(
+            adapter, profile, vs, calls, outcomes, first, answered_unsupported)
+        if bar is not None:
+            bar.update(0, failures=len(ctx.broken) + sum(not bool(np.all(j.ok)) for j in ctx.judged))
     finally:
         if bar is not None:
             bar.close()
+    queue.submit(lambda: make_stage(ctx, "judged"), urgent=True).result()
     judged = ctx.judged
     unsupported = sum(not adapter.supports(c) for _, _, c in calls)
     refusals = rejection_failures(ctx)
@@ -220,21 +275,18 @@ def _run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, 
         requirements.append(entry)
 
     stats = ErrorStats()
-    for i, j in enumerate(judged):
-        stats.add(j.family, fmt, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.beyond_budget, got=j.got,
-                  oracle=j.expected.oracle, accepted_by=j.accepted_as(), accepted=j.ok,
-                  unwritten=j.unwritten if j.case.out_alias is None else None)
+    stats.add_run(fmt, ctx.whole, judged, bounds)
 
     def describe(i, k):
         element = Tally(fmt).element(judged[i], k)
         element.pop("ulp_value")
         return element
     worst = describe(*stats.worst_at) if stats.worst_at is not None else None
-    run = {"dtype": fmt.name, "variant": variant, "cases": len(calls),
+    run = {"dtype": fmt.name, "variant": ctx.variant, "cases": len(calls),
            "elements": int(sum(c.n for _, _, c in calls)), "requirements": requirements,
            "errors": stats.entry(worst, describe)}
-    if len(calls) < len(every):
-        run["recorded"] = (f"judged from a results file: {len(calls):,} of the {len(every):,} calls certify makes "
+    if len(calls) < listed:
+        run["recorded"] = (f"judged from a results file: {len(calls):,} of the {listed:,} calls certify makes "
                            "(the board made each case's call once, in the case's own variant and core mask)")
     not_made = sum(o.detail.startswith("not run:") for o in answered_unsupported)
     reasons = incomplete_reasons(requirements, len(calls), unsupported + len(answered_unsupported), not_made,
@@ -242,11 +294,14 @@ def _run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, 
     if reasons:
         run["incomplete"] = reasons
     run["verdict"] = run_verdict(requirements, reasons)
-    # kept for comparing the shared and private versions (dropped before the report is written)
-    run["_findings"] = ctx.findings  # call findings (R13's writes after the return): what explains a difference between the variants
-    run["_outputs"] = {j.row["id"]: j.outcome.out for j in judged
-                       if j.case.variant == "s" and j.case.core_mask == profile.core_mask or j.case.variant == "p"}
     return run
+
+
+def _outputs(ctx: RunContext) -> dict:
+    """Case id -> dx1 of the calls made with every core (all of the private version's): what the
+    shared and private versions are compared on."""
+    return {j.row["id"]: j.outcome.out for j in ctx.judged
+            if j.case.variant == "s" and j.case.core_mask == ctx.profile.core_mask or j.case.variant == "p"}
 
 
 def _merged(*findings: dict) -> dict:
@@ -274,6 +329,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
 
     from sl1conf.conformance.common.hostinfo import describe_host
 
+    keep_freed_memory()  # judging allocates and frees the same large arrays run after run
     only = set(only or ())
     known = {r.id for r in CATALOG}
     only_reqs = {o.upper() for o in only if o.upper().startswith("R")}
@@ -286,6 +342,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     dtypes, variants = profile.select(adapter, dtypes_to_run(profile, dtypes, vectors), variants)
     runs, sets, seen_cases = [], {}, set()
     started = datetime.now(timezone.utc)
+    planned = []  # (vector set, run context, calls listed) per run, in report order
     for dtype in dtypes:
         given = vectors.get(dtype) if isinstance(vectors, dict) else vectors
         vs = vectors_for(dtype, given, quick)
@@ -298,16 +355,33 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
                        "manifest_sha256": manifest_sha}
         if only_cases:
             seen_cases |= only_cases & {row["id"] for row in vs.manifest["cases"]}
-        mine = {}
         for variant in variants:
-            mine[variant] = _run(adapter, profile, vs, variant, only_cases, progress)
-            runs.append(mine[variant])
-        if "s" in mine and "p" in mine:
-            compare_variants(mine["s"], mine["p"], vs.format, mine["s"]["_outputs"], mine["p"]["_outputs"],
-                             findings=_merged(mine["p"]["_findings"], mine["s"]["_findings"]))
-        for run in mine.values():
-            run.pop("_outputs", None)
-            run.pop("_findings", None)
+            ctx = _context(adapter, profile, vs, variant, only_cases)
+            planned.append((vs, ctx, len(_calls(vs, variant, profile, only_cases))))
+    queue = CallQueue(background=adapter.capabilities.independent_runs)
+    made, seen = {}, {}
+
+    def make(k, bar=None):  # the run's calls, queued (made at once, the bar moving, where the queue has no worker)
+        seen[k] = _Seen(bar)
+        made[k] = queue.submit(functools.partial(_make_calls, planned[k][1], seen[k]))
+    try:
+        if queue.background:  # every run's calls queued now: the worker makes the next run's while this one is judged
+            for k in range(len(planned)):
+                make(k)
+        done = {}  # (dtype, variant) -> (run, its outputs, its call findings): what the variants are compared on
+        for k, (vs, ctx, listed) in enumerate(planned):
+            bar = progress(f"{vs.format.name} {ctx.variant}", len(ctx.calls)) if progress else None
+            if k not in made:
+                make(k, bar)
+            runs.append(_run(queue, ctx, vs, listed, made.pop(k), seen.pop(k), bar))
+            done[ctx.fmt.name, ctx.variant] = (runs[-1], _outputs(ctx), ctx.findings)
+            planned[k] = (vs, None, listed)  # its judgements are no longer needed
+            shared, private = done.get((ctx.fmt.name, "s")), done.get((ctx.fmt.name, "p"))
+            if shared and private and ctx.variant == variants[-1]:
+                compare_variants(shared[0], private[0], vs.format, shared[1], private[1],
+                                 findings=_merged(private[2], shared[2]))
+    finally:
+        queue.close()
     if only_cases and only_cases - seen_cases:
         raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - seen_cases))} in the vectors"
                              + (" (--quick generates the edge families only)" if quick and not vectors else ""))

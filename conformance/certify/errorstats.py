@@ -29,6 +29,8 @@ __all__ = ["BUCKETS", "RATIO_EDGES", "bucket_of", "ErrorStats"]
 BUCKETS = ("0", "1", "2", "3", "4", "5-8", "9-64", "65+", "nan")
 """ULP-distance buckets of the per-family histograms ("nan": one side NaN, the other not)."""
 _UPPER = np.array([0, 1, 2, 3, 4, 8, 64])  # inclusive upper ends of the numeric buckets but the last
+CHUNK = 1 << 16
+"""Elements a run's statistics take at once: few enough that the temporaries stay in the cache."""
 RATIO_EDGES = [round(-4 + 0.1 * i, 10) for i in range(81)]
 """Bins of (x1 - x2) / beta from -4 to 4 (0.1 wide); elements outside are counted apart."""
 
@@ -69,14 +71,45 @@ class ErrorStats:
         the elements the judge accepted (for those, how many were). ``unwritten``: the elements
         dx1 still holds the fill in (never written: no result, so no distance and no class), of
         those the judge rejected (a correct result may have the fill's bits)."""
+        n = dist.size
+        cut = lambda a: None if a is None else a[:n]  # noqa: E731
+        self._add(fmt, [family], np.zeros(n, np.intp), dist, x1[:n], x2[:n], np.full(n, beta, fmt.uint),
+                  lambda k: (where, k), excepted, cut(got), cut(oracle), accepted_by, accepted, unwritten)
+
+    def add_run(self, fmt: formats.Format, whole, judged: list, bounds) -> None:
+        """Every judgement of a run at once, as :meth:`add` one by one would (``where``: its
+        index in ``judged``): ``whole`` judges all their elements (``judged`` are its parts,
+        judgement ``i`` its elements ``bounds[i]`` to ``bounds[i + 1]``)."""
+        bounds = np.asarray(bounds, np.int64)
+        names = list(dict.fromkeys(j.family for j in judged))
+        ws = np.diff(bounds)
+        fam = np.repeat(np.array([names.index(j.family) for j in judged], np.intp), ws)
+        unwritten = np.concatenate([j.unwritten if j.case.out_alias is None else np.zeros(j.got.shape, bool)
+                                    for j in judged]) if judged else np.zeros(0, bool)
+        x1, x2, beta = whole.inputs[1], whole.inputs[2], np.broadcast_to(whole.inputs[3], whole.dist.shape)
+        columns = (fam, whole.dist, x1, x2, beta, whole.beyond_budget, whole.got, whole.expected.oracle,
+                   whole.accepted_as(), whole.ok, unwritten)
+        for lo in range(0, whole.dist.size, CHUNK):  # in order, as call after call would come
+            def locate(k, lo=lo):
+                i = int(np.searchsorted(bounds, lo + k, side="right")) - 1
+                return i, int(lo + k - bounds[i])
+            part = [c[lo:lo + CHUNK] for c in columns]
+            self._add(fmt, names, part[0], *part[1:5], locate, *part[5:])
+
+    def _add(self, fmt, names, fam, dist, x1, x2, beta, locate, excepted, got, oracle, accepted_by, accepted,
+             unwritten) -> None:
+        """The elements of calls of ``names`` (``fam``: each element's index into them), with
+        one beta each; ``locate(k)``: (where, index) of element ``k`` of these arrays."""
         if not dist.size:
             return
-        counts = np.bincount(bucket_of(dist), minlength=len(BUCKETS))
-        self.hist[family] = self.hist.get(family, 0) + counts
+        nb = len(BUCKETS)
+        counts = np.bincount(fam * nb + bucket_of(dist), minlength=len(names) * nb).reshape(len(names), nb)
+        for f in np.unique(fam).tolist():
+            self.hist[names[f]] = self.hist.get(names[f], 0) + counts[f]
         real = dist != formats.NAN_MISMATCH
         self.nan_mismatches += int((~real & ~(excepted if excepted is not None else False)).sum())
         if got is not None:
-            cls = special_class(fmt, got[:dist.size], oracle[:dist.size])
+            cls = special_class(fmt, got, oracle)
             if unwritten is not None and accepted is not None:
                 unwritten = unwritten & ~accepted  # an accepted element is a result, even one whose bits are the fill's
             if unwritten is not None and unwritten.any():
@@ -86,7 +119,7 @@ class ErrorStats:
                 slot[0] += int(hit.sum())
                 slot[1] += int((hit & accepted).sum()) if accepted is not None else 0
                 if slot[2] is None:
-                    slot[2] = (where, int(np.flatnonzero(hit)[0]))
+                    slot[2] = locate(int(np.flatnonzero(hit)[0]))
             real = real & (cls < 0)
         if excepted is not None:
             self.excepted += int(excepted.sum())
@@ -94,7 +127,7 @@ class ErrorStats:
             if far.any():
                 k = int(np.argmax(np.where(far, dist, -1)))
                 if self.excepted_at is None or int(dist[k]) > self.excepted_ulp:
-                    self.excepted_ulp, self.excepted_at = int(dist[k]), (where, k)
+                    self.excepted_ulp, self.excepted_at = int(dist[k]), locate(k)
             self.excepted_far += int(far.sum())
             if accepted_by is not None:
                 for name in accepted_by[far].tolist():
@@ -103,20 +136,23 @@ class ErrorStats:
         if real.any():
             k = int(np.argmax(np.where(real, dist, -1)))
             if int(dist[k]) > self.worst_ulp:
-                self.worst_ulp, self.worst_at = int(dist[k]), (where, k)
+                self.worst_ulp, self.worst_at = int(dist[k]), locate(k)
         with np.errstate(all="ignore"):
-            a = formats.from_bits(fmt, x1[:dist.size]).astype(np.float64)
-            b = formats.from_bits(fmt, x2[:dist.size]).astype(np.float64)
-            r = (a - b) / float(formats.from_bits(fmt, np.array([beta], fmt.uint))[0])
+            a = formats.from_bits(fmt, x1).astype(np.float64)
+            b = formats.from_bits(fmt, x2).astype(np.float64)
+            r = (a - b) / formats.from_bits(fmt, np.ascontiguousarray(beta)).astype(np.float64)
         inside = np.isfinite(r) & (r >= RATIO_EDGES[0]) & (r < RATIO_EDGES[-1])
         self.outside += int((~inside).sum())
         bins = np.clip(np.searchsorted(RATIO_EDGES, r[inside], side="right") - 1, 0, len(self.elements) - 1)
         d = dist[inside]
-        np.add.at(self.elements, bins, 1)
-        np.add.at(self.inexact, bins, (d != 0).astype(np.int64))
-        np.maximum.at(self.max_ulp, bins, np.where(real[inside], d, 0))
-        ex = excepted[inside] if excepted is not None else np.zeros(d.shape, bool)
-        np.add.at(self.nan, bins, ((d == formats.NAN_MISMATCH) & ~ex).astype(np.int64))
+        n = len(self.elements)
+        self.elements += np.bincount(bins, minlength=n)
+        off = d != 0  # few: a bin's largest error and its NaN mismatches are looked for among them only
+        bins, d, real_off = bins[off], d[off], real[inside][off]
+        self.inexact += np.bincount(bins, minlength=n)
+        np.maximum.at(self.max_ulp, bins[real_off], d[real_off])
+        ex = excepted[inside][off] if excepted is not None else np.zeros(d.shape, bool)
+        self.nan += np.bincount(bins[(d == formats.NAN_MISMATCH) & ~ex], minlength=n)
 
     def entry(self, worst: "dict | None", describe=None) -> dict:
         """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`;

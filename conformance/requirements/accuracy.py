@@ -139,7 +139,7 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
         total.merge(t)
     extra = {"families": [{"family": n, "status": "fail" if t.failed else "pass", **t.entry(details=False)}
                           for n, t in per_family.items()]}
-    bias = rounding_bias(bias_counts(ctx.judged, ctx.profile))
+    bias = rounding_bias(bias_counts([ctx.whole] if ctx.whole is not None else ctx.judged, ctx.profile))
     if bias is not None:
         extra["rounding_bias"] = bias
     for line in bias_findings(bias):

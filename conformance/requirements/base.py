@@ -1,6 +1,7 @@
-"""What every requirement module shares: the :class:`Requirement` row, the evidence a check
-returns (:class:`Check` with its :class:`Tally`), the run it reads (:class:`RunContext`) and
-the calls several checks read again (:func:`start_layout`)."""
+"""What every requirement module shares: the :class:`Requirement` row, the calls it asks the
+driver to make (:class:`Plan`, made into :class:`Made`), the evidence a check returns
+(:class:`Check` with its :class:`Tally`), the run it reads (:class:`RunContext`) and the calls
+several checks read again (:data:`START_LAYOUT`)."""
 
 from __future__ import annotations
 
@@ -194,7 +195,7 @@ class Check:
 
 @dataclass
 class RunContext:
-    """One certify run, as the run checks see it (the engine fills it in)."""
+    """One certify run, as the run checks and the plans see it (the engine fills it in)."""
 
     fmt: formats.Format
     profile: object
@@ -203,15 +204,60 @@ class RunContext:
     judged: list  # Judgement per call that returned, with row, case, outcome, family, fill_ok
     broken: list  # (row, case, outcome) per call that crashed, hung or failed
     calls: list  # (row, vector case, case) per call made
-    memo: dict = field(default_factory=dict)  # calls made again, shared by the checks that read them
+    memo: dict = field(default_factory=dict)  # what a plan worked out for its check (R18's arrangements)
     rejected: list = field(default_factory=list)  # (row, case, outcome, family) per call the implementation refused
     findings: dict = field(default_factory=dict)
     """Findings about whole calls that explain failures elsewhere, which the diagnosis tries as
     call-level patterns in every requirement: key -> (pattern, {case id: what was seen}). R13
     adds the calls that wrote dx1 after they returned ("late-write")."""
+    returned: list = field(default_factory=list)  # the cases of the run's calls that returned, in call order
+    made: dict = field(default_factory=dict)  # plan name -> Made: the calls the plans asked for
+    whole: object = None  # the judgement of every returned element at once (``judged`` are views of it)
 
     def of(self, families) -> list:
         return [j for j in self.judged if j.family in families]
+
+    def made_of(self, plan: "Plan") -> "Made":
+        """What the driver made of ``plan`` (nothing, where it made none of it)."""
+        return self.made.get(plan.name) or Made([], [], 0)
+
+
+STAGES = ("before", "after", "judged")
+"""When a plan's calls are made: ``before`` the run's own calls (after a restart, where the
+plan asks for a fresh worker), ``after`` them (the plan reads ``RunContext.returned``), or
+once they are ``judged`` (it reads ``RunContext.judged``)."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Calls a requirement needs beyond the run's own, which the driver makes for it.
+
+    Why declared rather than made by the check: the driver sees every requirement's calls
+    before it makes them, so it merges the plans of one stage into one adapter run (one start
+    of a simulator or load of a board) and makes them while it judges another run. ``calls(ctx)``
+    gives the cases (in order); a plan several requirements name (:data:`START_LAYOUT`) is made
+    once; the check reads the outcomes with ``ctx.made_of(plan)``."""
+
+    name: str
+    stage: str
+    calls: Callable[[RunContext], list]
+    fresh: bool = False  # made first in a fresh worker (Adapter.restart), where the adapter can start one
+
+    def __post_init__(self):
+        if self.stage not in STAGES:
+            raise ValueError(f"plan {self.name}: stage {self.stage!r} is none of {STAGES}")
+
+
+@dataclass
+class Made:
+    """A plan's calls as the driver made them: the cases, their outcomes, the number of the first
+    in the adapter's call history (``Adapter.calls_made`` counts from 1 after a restart), and
+    whether a fresh worker was started for them."""
+
+    calls: list
+    outcomes: list
+    first: int
+    fresh: bool = False
 
 
 START_LAYOUT_MAX = 100_000
@@ -220,16 +266,25 @@ after a guard page (``Case.guard = "start"``), so reads before the start fault a
 the end do; longer calls (a handful of 1,000,000-element ones) run in the first layout only."""
 
 
+def _start_layout_calls(ctx: RunContext) -> list:
+    if not ctx.adapter.capabilities.memory_checked:
+        return []
+    return [replace(c, guard="start") for c in ctx.returned if c.n <= START_LAYOUT_MAX]
+
+
+START_LAYOUT = Plan("start-layout", "after", _start_layout_calls)
+"""Every returned call of at most START_LAYOUT_MAX elements again in the "start" guard layout
+(once per run, for the memory, return, determinism checks); none where the adapter guards no
+buffers."""
+
+
 def start_layout(ctx: RunContext) -> list:
-    """(judgement, outcome) for every returned call of at most START_LAYOUT_MAX elements, run
-    again in the "start" guard layout (once per run, for the memory, return and position
-    checks); empty where the adapter guards no buffers."""
-    if "start-layout" not in ctx.memo:
-        picked = [j for j in ctx.judged if j.case.n <= START_LAYOUT_MAX] if ctx.adapter.capabilities.memory_checked else []
-        first = ctx.adapter.calls_made + 1  # the calls' numbers in the adapter's history follow on from it
-        outcomes = ctx.adapter.run([replace(j.case, guard="start") for j in picked])
-        ctx.memo["start-layout"] = (list(zip(picked, outcomes)), first)
-    return ctx.memo["start-layout"][0]
+    """(judgement, outcome) of every call :data:`START_LAYOUT` made again."""
+    outcomes = ctx.made_of(START_LAYOUT).outcomes
+    if not outcomes:
+        return []
+    picked = [j for j in ctx.judged if j.case.n <= START_LAYOUT_MAX]  # the plan's calls, in the same order
+    return list(zip(picked, outcomes))
 
 
 RECORDED_NOTE = ("not observed from a results file: the board made each case's call once, and this requirement "
@@ -281,7 +336,7 @@ class Requirement:
     per_family: bool = False
     observes: bool = False
     reports_model: bool = False  # what it observes is the evaluation model matched
-    prepare: Optional[Callable[[RunContext, "Requirement"], None]] = None  # runs before the run's calls
+    plans: tuple = ()  # the calls it needs beyond the run's own (Plan), made by the driver
     last: bool = False  # checked after every other requirement: it reads what their calls did too (R13)
     element: Optional[ElementRule] = None  # the judge's rule for single elements, for R01 to R06
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.reference import formats
-from sl1conf.conformance.requirements.base import Check, EXAMPLES, LONG_CALL, Requirement, RunContext, START_LAYOUT_MAX, Tally, replayed, start_layout
+from sl1conf.conformance.requirements.base import (
+    Check, EXAMPLES, LONG_CALL, Plan, Requirement, RunContext, START_LAYOUT, START_LAYOUT_MAX, Tally, replayed, start_layout,
+)
 
 
 HISTORY_SAMPLE = 24
@@ -36,14 +38,10 @@ def _history_sample(ctx: RunContext) -> list:
     return sorted(picked.values(), key=lambda c: order[id(c)])
 
 
-def _history_first(ctx: RunContext, req: "Requirement") -> None:
-    """Before anything else: the sample in a fresh worker (its first calls)."""
-    if replayed(ctx, ""):
-        return
-    sample = _history_sample(ctx)
-    fresh = ctx.adapter.restart()
-    base = ctx.adapter.calls_made  # 0 after a restart; calls are numbered from this run's first
-    ctx.memo["history"] = {"sample": sample, "fresh": fresh, "first": ctx.adapter.run(sample), "base": base}
+HISTORY_FIRST = Plan("history-first", "before", lambda ctx: [] if replayed(ctx, "") else _history_sample(ctx), fresh=True)
+"""Before anything else: the sample in a fresh worker (its first calls)."""
+HISTORY_AGAIN = Plan("history-again", "after", lambda ctx: (lambda s: s + s[::-1])(ctx.made_of(HISTORY_FIRST).calls))
+"""The sample again once the run's calls are made, then in reverse order: one adapter run."""
 
 
 def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
@@ -56,22 +54,21 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
     if recorded:
         return recorded
     fmt, t = ctx.fmt, Tally(ctx.fmt)
-    h = ctx.memo.get("history") or {"sample": [], "fresh": False, "first": [], "base": 0}
-    sample, main, base = h["sample"], {id(j.case): j for j in ctx.judged}, h["base"]
-    after_call = ctx.adapter.calls_made + 1 - base
+    first, again = ctx.made_of(HISTORY_FIRST), ctx.made_of(HISTORY_AGAIN)
+    sample, main, base = first.calls, {id(j.case): j for j in ctx.judged}, first.first - 1
+    after_call = again.first - base
     n = len(sample)
-    both = ctx.adapter.run(sample + sample[::-1])  # one run of the adapter (one start of a simulator)
-    after, reverse = both[:n], both[n:][::-1]
+    after, reverse = again.outcomes[:n], again.outcomes[n:][::-1]
     seen = []  # per call: [(call number, what it was, outcome)] in history order
     for i, c in enumerate(sample):
-        obs = [(1 + i, "a fresh worker's call" if h["fresh"] else "a call before the run", h["first"][i])]
+        obs = [(1 + i, "a fresh worker's call" if first.fresh else "a call before the run", first.outcomes[i])]
         if id(c) in main:
             obs.append((main[id(c)].call_no - base, "the run's call", main[id(c)].outcome))
         obs += [(after_call + i, "again after the run", after[i]), (after_call + 2 * n - 1 - i, "again in reverse order",
                                                                    reverse[i])]
         seen.append((main.get(id(c)), c, obs))
     layout = start_layout(ctx)
-    start = ctx.memo["start-layout"][1] - base
+    start = ctx.made_of(START_LAYOUT).first - base
     for k, (j, o) in enumerate(layout):
         seen.append((j, j.case, [(j.call_no - base, "the run's call", j.outcome),
                                  (start + k, "again with its arrays elsewhere (each starting at a page boundary)", o)]))
@@ -100,8 +97,8 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
             t.examples.append(ex)
         else:
             t.examples.append({"case": cid, "detail": detail})
-    calls = ctx.adapter.calls_made - base
-    where = ("the sample's first calls ran in a fresh worker" if h["fresh"] else
+    calls = again.first + len(again.calls) - 1 - base
+    where = ("the sample's first calls ran in a fresh worker" if first.fresh else
              f"{ctx.adapter.name} runs in the suite's own process: no fresh worker could be started, so the sample's "
              "first calls are the first of this run, not of a process")
     elsewhere = (f" and {len(layout)} calls (every one of up to {START_LAYOUT_MAX:,} elements) again with their arrays "
@@ -123,5 +120,5 @@ ROWS = (
                 "Repeating a call gives the same bits, whatever came before it: a sample of calls (subnormal, "
                 "boundary, long and ordinary ones) run first in a fresh worker, again after the rest of the run and "
                 "in reverse order, and every call again with its arrays at other addresses.", _deterministic,
-                observes=True, prepare=_history_first),
+                observes=True, plans=(HISTORY_FIRST, START_LAYOUT, HISTORY_AGAIN)),
 )

@@ -9,7 +9,7 @@ import numpy as np
 from sl1conf.adapters.base import Case
 from sl1conf.conformance.rules.judge import is_special
 from sl1conf.reference import formats
-from sl1conf.conformance.requirements.base import Check, EXAMPLES, LONG_CALL, Requirement, RunContext, Tally, replayed
+from sl1conf.conformance.requirements.base import Check, EXAMPLES, LONG_CALL, Plan, Requirement, RunContext, Tally, replayed
 
 
 POSITION_WIDTHS = (4, 8, 16, 32, 64)
@@ -72,16 +72,14 @@ def _tail(k: int, n: int, width: int) -> bool:
     return k >= n - n % width
 
 
-def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
-    """Sampled elements again, rearranged (alone in the body, shifted, in short calls, at the end
-    of a long call): the same bits as in their first call (NaN as a class)."""
-    recorded = replayed(ctx, "the sampled elements again at other positions and in other call lengths")
-    if recorded:
-        return recorded
-    fmt, t = ctx.fmt, Tally(ctx.fmt)
+def _position_calls(ctx: RunContext) -> list:
+    """Every rearrangement of every beta's sample, as calls (one adapter run for them all: a
+    simulator starts once, not once per rearrangement); the arrangements go to ``ctx.memo``."""
+    if replayed(ctx, ""):
+        return []
+    fmt = ctx.fmt
     one = np.array(fmt.emax << fmt.frac_bits, fmt.uint)  # dy = 1 for the filler elements (x1 = x2 = 0)
-    changed, moves = [], []  # (original position, new position) of every changed and every compared element
-    plans, calls = [], []  # every rearrangement of every beta's sample, then all their calls in one run
+    arranged, calls = [], []  # every rearrangement of every beta's sample, then all their calls
     for beta, sample in _position_sample(ctx).items():
         n = len(sample)
         template = sample[0][0].case
@@ -92,12 +90,28 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
             for (j, k), (c, i) in zip(sample, where):
                 for a in ("dy", "x1", "x2"):
                     arrays[c][a][i] = getattr(j.case, a)[k]
-            plans.append((sample, name, lengths, where, len(calls)))
+            arranged.append((sample, name, lengths, where, len(calls)))
             calls += [replace(template, dy=arr["dy"], x1=arr["x1"], x2=arr["x2"], length=None, out_alias=None,
-                              id=f"{req.id} {name}") for arr in arrays]
-    # One adapter run for all of them: a simulator starts once, not once per rearrangement.
-    every = ctx.adapter.run(calls) if calls else []
-    for sample, name, lengths, where, first in plans:
+                              id=f"{ID} {name}") for arr in arrays]
+    ctx.memo[POSITIONS.name] = arranged
+    return calls
+
+
+POSITIONS = Plan("positions", "judged", _position_calls)
+"""The sampled elements rearranged (its sample reads the judged masks: boundary, special, ...)."""
+
+
+def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
+    """Sampled elements again, rearranged (alone in the body, shifted, in short calls, at the end
+    of a long call): the same bits as in their first call (NaN as a class)."""
+    recorded = replayed(ctx, "the sampled elements again at other positions and in other call lengths")
+    if recorded:
+        return recorded
+    fmt, t = ctx.fmt, Tally(ctx.fmt)
+    changed, moves = [], []  # (original position, new position) of every changed and every compared element
+    made = ctx.made_of(POSITIONS)
+    calls, every = made.calls, made.outcomes
+    for sample, name, lengths, where, first in ctx.memo.get(POSITIONS.name, []):
         outcomes = every[first:first + len(lengths)]
         for (j, k), (c, i) in zip(sample, where):
             o, L = outcomes[c], lengths[c]
@@ -167,10 +181,11 @@ def position_changes(case: Case, out, moved) -> list:
     return changes
 
 
+ID = "R18"
 ROWS = (
-    Requirement("R18", "position-invariance",
+    Requirement(ID, "position-invariance",
                 "An element's bits depend only on its own inputs and beta: not on its index, the call's length, "
                 "its neighbours or where a core's chunk starts (sampled elements run again alone in the vector "
                 "body, shifted by 1 to 63 places, in calls of 3 and 15 elements, and at the end of a call "
-                "longer than 65,536).", _position_invariance, observes=True),
+                "longer than 65,536).", _position_invariance, observes=True, plans=(POSITIONS,)),
 )

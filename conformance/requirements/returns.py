@@ -5,7 +5,7 @@ run is made; the write after the return is a call finding the diagnosis tries ev
 from __future__ import annotations
 
 from sl1conf.conformance.rules import diagnosis
-from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, Tally, start_layout
+from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, START_LAYOUT, Tally, start_layout
 
 
 LATE_WRITE = "in calls that wrote dx1 after they returned (a core or thread not waited for)"
@@ -38,5 +38,6 @@ ROWS = (
     Requirement("R13", "no-crash-no-hang",
                 "Every call returns, and has finished when it returns: no crash, no hang past the timeout, "
                 "nothing written into dx1 after the return (the ctypes worker watches each call's dx1 for "
-                "100 ms after it returns; other adapters cannot see it).", _returns, last=True),
+                "100 ms after it returns; other adapters cannot see it).", _returns, last=True,
+                plans=(START_LAYOUT,)),
 )

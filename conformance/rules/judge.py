@@ -204,7 +204,10 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     def acceptable_otherwise(self) -> np.ndarray:
         """Reachable under the error model, an open alternative's bits, or an open input's answer
         within its bounds (whatever the distance); computed once per judgement (every rule reads it)."""
-        return np.logical_or.reduce([*self.alt.values(), self.reach.stage > 0, self.bounded])
+        out = self.reach.stage > 0
+        for mask in (*self.alt.values(), self.bounded):
+            out |= mask
+        return out
 
     @functools.cached_property
     def unwritten(self) -> np.ndarray:
@@ -316,7 +319,9 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
     got = np.asarray(got, fmt.uint)
     oracle = expected.oracle
     exact = formats.same_result(fmt, got, oracle)
-    dist = np.where(exact, 0, formats.ulp_distance(fmt, got, oracle))
+    dist = np.zeros(got.shape, np.int64)  # measured where it is not 0: the few elements that are not exact
+    off = np.flatnonzero(~exact)
+    dist[off] = formats.ulp_distance(fmt, got[off], oracle[off])
     budget = profile.max_ulp[fmt.name]
     within = _within(fmt, profile, got, oracle, dist, budget)
     with np.errstate(all="ignore"):  # diff exactly (binary64 holds it), then the products in binary64
@@ -332,8 +337,11 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
                                           diff=(s, e))
     # the error model's set, where nothing cheaper accepts the element (the budget does not on the
     # boundary, nor for an infinity or NaN: one step past the largest finite value is no rounding)
-    idx = np.flatnonzero(~exact & (~within | boundary | is_special(fmt, got) | is_special(fmt, oracle))
-                         & ~np.logical_or.reduce([*alt.values(), bounded]))
+    idx = off[~within[off] | boundary[off] | is_special(fmt, got[off]) | is_special(fmt, oracle[off])]
+    taken = bounded[idx]
+    for mask in alt.values():
+        taken |= mask[idx]
+    idx = idx[~taken]
     stage, how = np.zeros(got.shape, np.int8), np.full(got.shape, "", object)
     if idx.size:
         pick = lambda a: np.broadcast_to(np.asarray(a, fmt.uint), got.shape)[idx]  # noqa: E731
