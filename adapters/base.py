@@ -252,6 +252,12 @@ class Adapter(abc.ABC):
         the suite's own process), True where it was done. Determinism checks (R14) call it."""
         return False
 
+    def interrupt(self) -> None:
+        """Stop the run in progress in another thread as soon as it can be (its run() raises
+        KeyboardInterrupt, leaving nothing running behind it); nothing where a run cannot be
+        stopped from outside. The engine calls it when it is interrupted while a worker
+        thread makes calls."""
+
     def late_writes(self) -> list:
         """(case id, what changed) of the calls seen changing memory after they returned, since
         the last ask (waiting, where the adapter watches, until the latest calls have been

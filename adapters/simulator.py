@@ -333,6 +333,7 @@ class SimulatorAdapter(Adapter):
         if protocol not in (None, PROTOCOL_VERSION, BATCH_VERSION):
             raise AdapterError(f"sim: protocol must be {PROTOCOL_VERSION} or {BATCH_VERSION}, not {protocol}")
         self.batch, self.batch_bytes, self._protocol = batch, int(batch_mib * (1 << 20)), protocol
+        self._interrupted = False
         self.unbuilt: dict = {}  # (dtype, variant) -> the first answer "built without it", and how many calls it saved
         try:
             argv = shlex.split(template)
@@ -458,6 +459,8 @@ class SimulatorAdapter(Adapter):
                         if now - last > self.timeout:
                             hung = True
                             break
+                        if self._interrupted:  # the caller's thread was interrupted: the finally below kills it
+                            raise KeyboardInterrupt
                         time.sleep(0.002 if now - start < 0.1 else 0.01)
                     if proc.poll() is None and (hung or problem):
                         _kill_group(proc)
@@ -499,6 +502,10 @@ class SimulatorAdapter(Adapter):
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
+
+    def interrupt(self) -> None:
+        """The batch in progress (in another thread) is killed with everything it started."""
+        self._interrupted = True
 
     def command(self, case_path: str, result_path: str) -> list[str]:
         """The argument list for one case."""

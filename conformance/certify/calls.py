@@ -101,13 +101,16 @@ class CallQueue:
             if future.set_running_or_notify_cancel():
                 _run_into(future, fn)
 
-    def close(self) -> None:
-        """No more functions: those not started are cancelled; waits for the one running."""
+    def close(self, interrupt=None) -> None:
+        """No more functions: those not started are cancelled; waits for the one running, after
+        calling ``interrupt()`` (the adapter's: it stops the run in progress) where given."""
         if self._thread is None:
             return
         with self._ready:
             self._closed = True
             self._ready.notify()
+        if interrupt is not None and self._thread.is_alive():
+            interrupt()
         self._thread.join()
 
 

@@ -96,14 +96,22 @@ def _judge_all(vs: store.VectorSet, profile: Profile, items: list) -> tuple:
     ws = [call.elements_written for _, _, call, _, _ in items]
     bounds = np.concatenate([[0], np.cumsum(ws, dtype=np.int64)]).astype(np.int64)
     cat = lambda parts: np.concatenate(parts).astype(fmt.uint, copy=False) if parts else np.zeros(0, fmt.uint)  # noqa: E731
-    column = lambda name: cat([vs.expected(name, row)[:w] for (row, *_), w in zip(items, ws)])  # noqa: E731
-    oracle = column("oracle")
+    spans = []  # where the items' written elements lie in the set's arrays, adjacent ones as one
+    for (row, *_), w in zip(items, ws):
+        if spans and spans[-1][1] == row["offset"]:
+            spans[-1][1] += w
+        else:
+            spans.append([row["offset"], row["offset"] + w])
+        if w < row["n"]:
+            spans.append([row["offset"] + row["n"]] * 2)  # the unwritten rest breaks adjacency
+    column = lambda name: cat([vs.arrays[name][a:b] for a, b in spans])  # noqa: E731
+    oracle = column("expected-oracle")
     names = sorted({n for _, vc, *_ in items for n in vc.alternatives})
     alternatives = {n: cat([vc.alternatives[n][:w] if n in vc.alternatives else oracle[lo:lo + w]
                             for (_, vc, *_), w, lo in zip(items, ws, bounds)]) for n in names}
-    expected = Expected(oracle, column("oracle-ftz"), {m.name: column(f"model-{m.name}") for m in accepted_models(fmt)},
-                        alternatives)
-    inputs = [cat([getattr(call, a)[:w] for (_, _, call, _, _), w in zip(items, ws)]) for a in ("dy", "x1", "x2")]
+    expected = Expected(oracle, column("expected-oracle-ftz"),
+                        {m.name: column(f"expected-model-{m.name}") for m in accepted_models(fmt)}, alternatives)
+    inputs = [column(a) for a in ("dy", "x1", "x2")]
     beta = np.repeat(np.array([call.beta for _, _, call, _, _ in items], np.int64), ws).astype(fmt.uint)
     got = cat([o.out[:w] for (_, _, _, o, _), w in zip(items, ws)])
     whole = judge(fmt, profile, got, expected, *inputs, beta)
@@ -380,8 +388,10 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             if shared and private and ctx.variant == variants[-1]:
                 compare_variants(shared[0], private[0], vs.format, shared[1], private[1],
                                  findings=_merged(private[2], shared[2]))
-    finally:
-        queue.close()
+    except BaseException:
+        queue.close(interrupt=adapter.interrupt)  # Ctrl-C, or an error: the calls in progress stop too
+        raise
+    queue.close()
     if only_cases and only_cases - seen_cases:
         raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - seen_cases))} in the vectors"
                              + (" (--quick generates the edge families only)" if quick and not vectors else ""))
