@@ -1,0 +1,198 @@
+"""The calls requirements plan, and how certify makes them (conformance/certify/calls.py).
+
+A requirement declares the calls it needs beyond the run's own (``requirements.base.Plan``);
+certify merges the plans of a stage into one adapter run, numbers the calls as the adapter's
+history does, and, where the adapter's runs are independent (a simulator), makes every run's
+calls in one worker thread while it judges. What must hold: the worker runs one function at
+a time in the order asked (urgent ones first); a stage is one adapter run; a toy requirement
+declared in one place is checked and reported; and the queued certification gives the report
+the sequential one gives.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from sl1conf.adapters.base import ArrayFunction, Capabilities
+from sl1conf.adapters.simulator import SimulatorAdapter, host_template
+from sl1conf.conformance.certify import calls as calls_module
+from sl1conf.conformance.certify import engine
+from sl1conf.conformance.certify.calls import CallQueue, make_stage, plans_at
+from sl1conf.conformance.requirements import CATALOG
+from sl1conf.conformance.requirements.base import Check, Plan, Requirement, RunContext, Tally
+from sl1conf.conformance.rules.profiles import load_profile
+from sl1conf.reference import fast_oracle, formats
+
+
+# --- the queue ------------------------------------------------------------------------------------
+
+def test_the_worker_runs_one_function_at_a_time_urgent_ones_first():
+    queue = CallQueue(background=True)
+    order, gate, started = [], threading.Event(), threading.Event()
+    try:
+        first = queue.submit(lambda: (started.set(), gate.wait(10), order.append("first")))
+        assert started.wait(10)  # the worker is busy with it: what comes next waits in the queue
+        later = [queue.submit(lambda k=k: order.append(k)) for k in ("a", "b")]
+        urgent = queue.submit(lambda: order.append("urgent"), urgent=True)
+        gate.set()
+        for f in (first, *later, urgent):
+            f.result(timeout=10)
+    finally:
+        queue.close()
+    assert order == ["first", "urgent", "a", "b"]
+
+
+def test_an_error_in_the_worker_is_raised_in_the_caller_and_close_cancels_what_did_not_start():
+    queue = CallQueue(background=True)
+    gate = threading.Event()
+    failing = queue.submit(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failing.result(timeout=10)
+    blocker = queue.submit(lambda: gate.wait(10))
+    pending = queue.submit(lambda: "never")
+    gate.set()
+    blocker.result(timeout=10)
+    queue.close()
+    assert pending.cancelled() or pending.result() == "never"  # it may have started before close()
+    assert not queue._thread.is_alive()
+
+
+def test_without_a_worker_a_function_runs_at_once_in_the_callers_thread():
+    queue = CallQueue(background=False)
+    where = queue.submit(lambda: threading.current_thread()).result()
+    assert where is threading.current_thread()
+
+
+# --- a stage is one adapter run, its calls numbered as the adapter counts them ---------------------
+
+class _Counting(ArrayFunction):
+    """The correctly rounded result, counting the adapter runs made and restarts asked."""
+
+    def __init__(self):
+        super().__init__("counting", fast_oracle.smoothl1lossgrad, ("fp16", "fp32"))
+        self.runs, self.restarts = [], 0
+
+    def run(self, cases):
+        self.runs.append(len(cases))
+        return super().run(cases)
+
+    def restart(self):
+        self.restarts += 1
+        self.calls_made = 0
+        return True
+
+
+def _case(fmt, n, seed):
+    rng = np.random.default_rng(seed)
+    from sl1conf.adapters.base import Case
+    return Case(fmt.name, *(rng.integers(0, 0x3C00, n).astype(fmt.uint) for _ in range(3)), 0x3C00, variant="p")
+
+
+def test_the_plans_of_a_stage_go_to_the_adapter_as_one_run_and_are_numbered_in_order(monkeypatch):
+    fmt = formats.FP16
+    one = Plan("toy-one", "after", lambda ctx: ctx.returned[:2])
+    two = Plan("toy-two", "after", lambda ctx: [replace(c, id="again") for c in ctx.returned[1:]])
+    fresh = Plan("toy-fresh", "before", lambda ctx: ctx.returned, fresh=True)
+    rows = (Requirement("R98", "toy a", "toy", lambda ctx, req: Check(), plans=(one, fresh)),
+            Requirement("R99", "toy b", "toy", lambda ctx, req: Check(), plans=(two, one)))
+    monkeypatch.setattr(calls_module, "CATALOG", rows)
+    assert [p.name for p in plans_at("after")] == ["toy-one", "toy-two"] and plans_at("judged") == []
+    adapter = _Counting()
+    adapter.run([_case(fmt, 4, 0)] * 5)  # five calls before: the history goes on from them
+    ctx = RunContext(fmt, load_profile("ieee"), "p", adapter, [], [], [])
+    ctx.returned = [_case(fmt, 3, k) for k in range(3)]
+    make_stage(ctx, "after")
+    assert adapter.runs == [5, 4] and adapter.restarts == 0  # one run for both plans (2 + 2 calls)
+    assert ctx.made["toy-one"].first == 6 and ctx.made["toy-two"].first == 8
+    assert [len(ctx.made[n].outcomes) for n in ("toy-one", "toy-two")] == [2, 2]
+    assert all(o.status == "ok" for o in ctx.made["toy-two"].outcomes)
+    make_stage(ctx, "before")
+    assert adapter.restarts == 1 and ctx.made["toy-fresh"].fresh and ctx.made["toy-fresh"].first == 1
+
+
+# --- a toy requirement, declared once, checked by certify ----------------------------------------
+
+def _toy_check(ctx, req):
+    """Repeats made by the plan give the bits of the run's own calls."""
+    t = Tally(ctx.fmt)
+    made = ctx.made_of(TOY_PLAN)
+    by_id = {j.case.id: j for j in ctx.judged}
+    for case, o in zip(made.calls, made.outcomes):
+        t.checked += 1
+        if o.status != "ok" or not formats.same_result(ctx.fmt, o.out, by_id[case.id].outcome.out).all():
+            t.note(case.id, "the repeat differs")
+    return Check(t)
+
+
+TOY_PLAN = Plan("toy-repeat", "judged", lambda ctx: [j.case for j in ctx.judged[:3]])
+TOY = Requirement("R99", "toy-repeat", "The first three calls again give the same bits.", _toy_check,
+                  plans=(TOY_PLAN,))
+
+
+class _Drifting(ArrayFunction):
+    """The correctly rounded result, one ULP off in the first element once ``drifting`` is set
+    (a defect that comes with the call history)."""
+
+    def __init__(self):
+        self.drifting = False
+
+        def fn(*a):
+            out = np.asarray(fast_oracle.smoothl1lossgrad(*a))
+            if self.drifting and out.size:
+                bits = out.view(np.uint16 if out.dtype == np.float16 else np.uint32).copy()
+                bits[0] ^= 1
+                return bits.view(out.dtype)
+            return out
+        super().__init__("drifting", fn, ("fp16",))
+
+
+@pytest.mark.parametrize("drift", [False, True])
+def test_a_toy_requirement_declared_in_one_place_is_checked_and_reported(monkeypatch, drift):
+    monkeypatch.setattr(calls_module, "CATALOG", (*CATALOG, TOY))
+    monkeypatch.setattr(engine, "CATALOG", (*CATALOG, TOY))
+    adapter = _Drifting()
+    made = []
+
+    def staged(ctx, stage):  # the defect starts with the calls made once the run is judged: the toy's
+        made.append(stage)
+        adapter.drifting = drift and stage == "judged"
+        return make_stage(ctx, stage)
+    monkeypatch.setattr(engine, "make_stage", staged)
+    report = engine.certify(adapter, load_profile("ieee"), dtypes=["fp16"], variants=["p"], quick=True)
+    entry = next(q for q in report["runs"][0]["requirements"] if q["id"] == "R99")
+    assert made == ["before", "after", "judged"]
+    assert entry["checked"] == 3 and entry["status"] == ("fail" if drift else "pass")
+    assert entry["failed"] == (3 if drift else 0)
+
+
+# --- queued and sequential certification agree ------------------------------------------------------
+
+class _Sequential(SimulatorAdapter):
+    capabilities = replace(SimulatorAdapter.capabilities, independent_runs=False)
+
+
+def _comparable(report):
+    return {k: v for k, v in report.items() if k not in ("created", "duration_s")}
+
+
+def test_a_simulator_queued_in_a_worker_gives_the_report_made_call_by_call(tmp_path):
+    template = host_template(out_dir=tmp_path)
+    profile = load_profile("mt7004")
+    queued, sequential = SimulatorAdapter(template), _Sequential(template)
+    assert queued.capabilities.independent_runs and not sequential.capabilities.independent_runs
+    threads = set()
+    run = queued.run
+
+    def watching(cases):
+        threads.add(threading.current_thread().name)
+        return run(cases)
+    queued.run = watching
+    a = engine.certify(queued, profile, quick=True)
+    b = engine.certify(sequential, profile, quick=True)
+    assert threads == {"sl1conf-calls"}  # every call made by the worker
+    assert _comparable(a) == _comparable(b)
+    assert {r["verdict"] for r in a["runs"]} == {"pass"}
