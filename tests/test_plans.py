@@ -17,7 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from sl1conf.adapters.base import ArrayFunction, Capabilities
+from sl1conf.adapters.base import ArrayFunction
 from sl1conf.adapters.simulator import SimulatorAdapter, host_template
 from sl1conf.conformance.certify import calls as calls_module
 from sl1conf.conformance.certify import engine
