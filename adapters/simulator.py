@@ -334,6 +334,7 @@ class SimulatorAdapter(Adapter):
             raise AdapterError(f"sim: protocol must be {PROTOCOL_VERSION} or {BATCH_VERSION}, not {protocol}")
         self.batch, self.batch_bytes, self._protocol = batch, int(batch_mib * (1 << 20)), protocol
         self._interrupted = False
+        self.commands_run = 0  # starts of the command (a board's loads): the protocol question, batches, cases
         self.unbuilt: dict = {}  # (dtype, variant) -> the first answer "built without it", and how many calls it saved
         try:
             argv = shlex.split(template)
@@ -365,6 +366,7 @@ class SimulatorAdapter(Adapter):
                     proc = subprocess.Popen(self.command(case_path, result_path), stdin=subprocess.DEVNULL,
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                             start_new_session=(sys.platform != "win32"))
+                    self.commands_run += 1
                     try:
                         code = proc.wait(timeout=self.timeout)
                     except subprocess.TimeoutExpired:
@@ -445,6 +447,7 @@ class SimulatorAdapter(Adapter):
                                             start_new_session=(sys.platform != "win32"))
                 except OSError as exc:
                     return [Outcome("error", detail=f"cannot run {argv[0]!r}: {exc.strerror or exc}")]
+                self.commands_run += 1
                 try:
                     while True:
                         finished = proc.poll() is not None
@@ -536,6 +539,8 @@ class SimulatorAdapter(Adapter):
 
     def run_case(self, case: Case) -> Outcome:
         """Version 1: one run of the command for one case."""
+        if self._interrupted:  # the caller's thread was interrupted: no more runs
+            raise KeyboardInterrupt
         early = self._refuse(case) or self._not_built(case)
         if early is not None:
             return early
@@ -559,6 +564,7 @@ class SimulatorAdapter(Adapter):
                                         start_new_session=(sys.platform != "win32"))
             except OSError as exc:
                 return Outcome("error", detail=f"cannot run {argv[0]!r}: {exc.strerror or exc}")
+            self.commands_run += 1
             try:
                 rc = proc.wait(timeout=self.timeout)
             except subprocess.TimeoutExpired:
@@ -592,7 +598,7 @@ class SimulatorAdapter(Adapter):
 
     def describe(self) -> dict:
         info = {**super().describe(), "template": self.template, "timeout_s": self.timeout,
-                "protocol_version": self.protocol()}
+                "protocol_version": self.protocol(), "commands_run": self.commands_run}
         if self.protocol() == BATCH_VERSION:
             info["batch"] = {"cases": self.batch, "bytes": self.batch_bytes}
         return info

@@ -318,15 +318,45 @@ def ratio_caption(runs: list) -> str:
 
 
 def all_plots(report: dict) -> list:
-    """(caption, svg) for every plot the report has data for."""
-    plots = []
+    """(caption, svg) for every plot the report has data for, drawn side by side in forked
+    processes where there are several CPUs (matplotlib's layout passes are pure Python: one
+    CPU draws one figure at a time; the SVG is the same bits either way)."""
+    todo = []
     if report["runs"]:
-        plots.append(("Pass/fail matrix: every requirement against every dtype and variant", matrix_svg(report)))
+        todo.append(("Pass/fail matrix: every requirement against every dtype and variant", matrix_svg, report))
     with_errors = [r for r in report["runs"] if r.get("errors")]
     if with_errors:
-        plots.append((ratio_caption(with_errors), ratio_svg(with_errors)))
+        todo.append((ratio_caption(with_errors), ratio_svg, with_errors))
     for run in with_errors:
         if run["errors"]["ulp_histogram"]:
-            plots.append((f"{run['dtype']} {run['variant']}: elements per family and ULP distance",
-                          histogram_svg(run)))
-    return plots
+            todo.append((f"{run['dtype']} {run['variant']}: elements per family and ULP distance", histogram_svg, run))
+    return [(caption, svg) for (caption, _, _), svg in zip(todo, _draw_all([(fn, arg) for _, fn, arg in todo]))]
+
+
+def _draw_all(tasks: list) -> list:
+    """``fn(arg)`` of every task, in order: in a pool of forked processes (matplotlib imported
+    first, so that no child imports it again) where fork exists and there are several CPUs and
+    tasks, else one after the other (and where the pool cannot be had)."""
+    import multiprocessing
+    import os
+
+    workers = min(len(tasks), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(arg) for fn, arg in tasks]
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    import matplotlib.backends.backend_agg  # noqa: F401 (imported once, before the fork)
+    import matplotlib.backends.backend_svg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            return list(pool.map(_draw, tasks))
+    except (OSError, BrokenProcessPool):
+        return [fn(arg) for fn, arg in tasks]
+
+
+def _draw(task):
+    fn, arg = task
+    return fn(arg)
