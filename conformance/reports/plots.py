@@ -346,9 +346,10 @@ def _draw_all(tasks: list) -> list:
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    import matplotlib.backends.backend_agg  # noqa: F401 (imported once, before the fork)
-    import matplotlib.backends.backend_svg  # noqa: F401
-    import matplotlib.figure  # noqa: F401
+    import importlib
+
+    for name in ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.backends.backend_svg"):
+        importlib.import_module(name)  # once, before the fork: no child imports it again
 
     try:
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
