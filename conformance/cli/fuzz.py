@@ -14,10 +14,10 @@ import secrets
 import sys
 from pathlib import Path
 
+from sl1conf.conformance.cli import summaries
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
-                                          count_arg, dtype_arg, out_arg, seed_arg, workers_arg)
-from sl1conf.conformance.common.commands import certify_command, explain_command
-from sl1conf.conformance.requirements import accuracy
+                                          count_arg, dtype_arg, load_adapter, out_arg, seed_arg, workers_arg)
+from sl1conf.conformance.common.commands import certify_command
 from sl1conf.conformance.search import fuzz, fuzz_campaign
 
 __all__ = ["register"]
@@ -132,15 +132,10 @@ def _campaign_from(args, adapter, profile) -> fuzz.Campaign:
 
 
 def _load(impl: str, platform: str):
-    from sl1conf.adapters import AdapterError, load
-
     from sl1conf.conformance.rules.profiles import load_profile
 
     profile = load_profile(platform)  # its errors name the file or the unknown platform
-    try:
-        return load(impl), profile
-    except AdapterError as exc:
-        raise UsageError(f"--impl {impl}: {exc}") from None
+    return load_adapter(impl), profile
 
 
 # ------------------------------------------------------------------ the commands
@@ -172,7 +167,7 @@ def _campaign(args) -> int:
         summary, stopped = fuzz_campaign.run_campaign(campaign, adapter, profile, workers=args.workers,
                                                       scheduler=args.scheduler, max_cases=args.max_cases, out=out,
                                                       old=old, commands=_commands)
-        _print(summary, out)
+        print(*summaries.fuzz_lines(summary, out), sep="\n")
     if stopped:
         print("fuzz: interrupted: the summary covers the batches that finished", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -190,7 +185,7 @@ def _merge(args) -> int:
         print(f"fuzz merge: warning: shard {shard} missing: "
               + ("its batches not run (a timed campaign)" if n is None else f"{n} batches not run"), file=sys.stderr)
     fuzz_campaign.write_output(out, summary, saved, old, _commands)
-    _print(summary, out)
+    print(*summaries.fuzz_lines(summary, out), sep="\n")
     return EXIT_FAIL if summary["failures"]["findings"] else EXIT_OK
 
 
@@ -206,62 +201,5 @@ def _replay(args) -> int:
     with adapter:
         cases = fuzz.make_batch(campaign, profile, args.batch)
         findings = fuzz.check_cases(adapter, profile, cases)
-    print(f"batch {args.batch} of seed {campaign.seed}: {len(cases)} cases, {sum(c.n for c in cases):,} elements, "
-          f"{len(findings)} finding(s)")
-    for f in findings:
-        c = cases[f.case]
-        print(f"  {f.kind} case {f.case} ({c.dtype} {c.variant}, length {c.n}"
-              + (f", element {f.element}" if f.element is not None else "") + f"): {f.detail}")
+    print(*summaries.replay_lines(campaign, args.batch, cases, findings), sep="\n")
     return EXIT_FAIL if findings else EXIT_OK
-
-
-# ------------------------------------------------------------------ printing
-
-def describe_pattern(text: str) -> str:
-    """A pattern (search.fuzz.pattern, as text) in words."""
-    parts = text.split("/")
-    head = " ".join(parts[:3])
-    if len(parts) == 5 and parts[3] == fuzz.NOT_WRITTEN:
-        where = {"end": "the last elements of a call", "start": "the first elements of a call",
-                 "scattered": "elements here and there in a call"}.get(parts[4], parts[4])
-        return f"{head}: {where} left unwritten"
-    if len(parts) == 5 and parts[3] in ("wrong", "nan"):
-        what = "NaN results" if parts[3] == "nan" else "wrong values"
-        branch = {"gt": "x1 - x2 > beta", "lt": "x1 - x2 < -beta", "mid": "|x1 - x2| <= beta",
-                  "nan": "x1 - x2 or beta NaN"}.get(parts[4], parts[4])
-        return f"{head}: {what} where {branch}"
-    return text
-
-
-def _print(summary: dict, out: Path) -> None:
-    f = summary["failures"]
-    print(f"fuzz {summary['implementation']['adapter']} on {summary['profile']['name']}: "
-          f"{summary['elements']:,} elements in {summary['batches']['count']} batches "
-          f"({summary['elements_per_second'] / 1e6:.2f} M elements/s), seed {summary['campaign']['seed']}, "
-          f"shard(s) {', '.join(summary['shards'])}"
-          + "".join(f" ({shard} missing)" for shard in summary.get("missing_shards", []))
-          + (" (interrupted)" if summary.get("interrupted") else "")
-          + f": {len(f['patterns'])} finding(s) ({f['distinct']} distinct failure(s), {f['findings']} in all), "
-            f"{len(summary['saved'])} saved")
-    for i, e in enumerate(summary["saved"], 1):
-        where = f"batch {e['found']['batch']}, case {e['found']['case']}" + (
-            f", element {e['found']['element']}" if e["found"]["element"] is not None else "")
-        what = f"got {e['got']}, expected {e['expected']}" if "got" in e else e["detail"]
-        print(f"  [{i}] {describe_pattern(e['pattern'])}: {e['distinct']} distinct failure(s), {e['findings']} in all")
-        print(f"      smallest: {e['kind']} ({e['dtype']} {e['variant']}, length {e['length']}): {what} (found in {where}; "
-              f"vectors-{e['dtype']} case {', '.join(e['cases'])})")
-        if "dy" in e:
-            print(f"      {explain_command(e['dtype'], e['dy'], e['x1'], e['x2'], e['beta'])}")
-        if e.get("replay"):
-            print(f"      {e['replay']}")
-    shown = {e["pattern"] for e in summary["saved"]}
-    rest = [r for r in f["patterns"] if r["pattern"] not in shown and fuzz_campaign.BIAS_MARK not in r["pattern"]]
-    for r in rest:
-        print(f"  [-] {describe_pattern(r['pattern'])}: {len(r['keys'])} distinct failure(s), {r['findings']} in all "
-              "(no reproducer of its own saved: --max-cases, or the same as one above)")
-    for run, e in summary.get("rounding_bias", {}).items():
-        for line in e["findings"]:
-            print(f"  {accuracy.ID} {run.replace('/', ' ')}, over the campaign: {line}")
-    for cmd in summary["certify"]:
-        print(f"  certify: {cmd}")
-    print(f"summary: {out / 'summary.json'}")

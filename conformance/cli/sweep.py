@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
+from sl1conf.conformance.cli import summaries
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
                                           dtype_arg, out_arg, workers_arg)
 from sl1conf.reference import formats
 
-from sl1conf.conformance.common.commands import explain_command
 from sl1conf.conformance.common.progress import Progress
-from sl1conf.conformance.reports.view import distance_text, outcome_text
-from sl1conf.conformance.requirements import accuracy, open_behaviour
 from sl1conf.conformance.search import sweep
 
 HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
@@ -124,71 +120,10 @@ def _merge(args) -> int:
 def _finish(state, profile, out, note: str = "") -> int:
     """Write the summary into OUT/sweep.json, print it, and choose the exit status."""
     sweep.finish(state, profile, out)
-    for line in summary_lines(state, note):
+    for line in summaries.sweep_lines(state, note):
         print(line)
     print(f"summary: {Path(out) / sweep.STATE_FILE}")
     return EXIT_OK if state["summary"]["verdict"]["pass"] else EXIT_FAIL
-
-
-def _value(hex_text: str) -> str:
-    return f"{hex_text} ({float(np.uint16(int(hex_text, 16)).view(np.float16)):.6g})"
-
-
-def summary_lines(state: dict, note: str = "") -> list:
-    """The human summary of a state with its ``summary`` (also what docs/sweeps.md quotes)."""
-    c, s, v = state["config"], state["summary"], state["summary"]["verdict"]
-    rate = f", {s['elements_per_second'] / 1e6:.1f} M elements/s" if s["elements_per_second"] else ""
-    done = "complete" if state["complete"] else f"{len(state['done'])} of {state['blocks']} blocks"
-    lines = [f"sweep of {c['impl']}: fp16 {c['variant']}, beta {_value(c['beta'])}, dy {_value(c['dy'])}, "
-             f"subset {c['subset']}",
-             f"{s['elements']:,} of {state['pairs']:,} pairs ({done}) in {s['seconds']:.1f} s{rate}",
-             "  ULP distance  elements"]
-    lines += [f"  {b:<12}  {n:>14,}" for b, n in s["histogram"].items()]
-    w = s["worst"]
-    if not v["checked_elements"]:  # no call returned a result: no distance to speak of
-        lines.append("worst: none: nothing was checked (" + ("no call returned a result" if v["failed_elements"]
-                                                            else "every call was refused") + ")")
-    elif w is None:
-        lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["excepted"]["elements"]
-                     else "worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
-    else:
-        lines.append(f"worst: {distance_text(w)} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
-                     f"{w['expected']}, got {w['got']}")
-        lines.append("  " + explain_command("fp16", c["dy"], w["x1"], w["x2"], c["beta"]))
-    lines.append(f"judged as certify judges on {v['platform']} (fp16 budget {v['budget_ulp']} ULP): "
-                 f"{v['rejected']:,} elements rejected"
-                 + (f"; calls without a result: {v['failed_elements']:,} elements" if v["failed_elements"] else ""))
-    for rid, r in v["requirements"].items():
-        e = r["worst"]
-        lines.append(f"  {rid} {r['title']}: {r['elements']:,} elements, worst x1 {e['x1']}, x2 {e['x2']}: "
-                     f"{outcome_text(e)}")
-    if v["excepted"]["elements"]:
-        e = v["excepted"]["worst"]
-        lines.append(f"accepted beyond the budget (reachable under the error model, or an alternative's bits): "
-                     f"{v['excepted']['elements']:,} elements, up to {distance_text(e)} (x1 {e['x1']}, x2 {e['x2']})")
-    for question, answers in v["open_answers"].items():
-        lines.append(f"open ({question}, {open_behaviour.ID}): " + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
-    for line in v.get("rounding_bias", {}).get("findings", []):
-        lines.append(f"{accuracy.ID} over the blocks sampled (every {sweep.POSITION_EVERY}th): {line}")
-    if note:
-        lines.append(note)
-    failure = _first_failure(state)
-    if failure:
-        lines.append(f"first call without a result: block {failure['block']}, {failure['status']}"
-                     + (f": {failure['detail']}" if failure["detail"] else ""))
-    if not v["checked_elements"]:
-        lines.append("nothing was checked: " + ("no call returned a result" if v["failed_elements"]
-                                                else "every call was refused") + " (not a pass)")
-    lines.append(f"verdict: {'PASS' if v['pass'] else 'FAIL'}" + ("" if state["complete"] else
-                                                                   " (so far: not every block is done)"))
-    return lines
-
-
-def _first_failure(state: dict) -> "dict | None":
-    """The first call that returned no result (block, status, detail), from the tally (an object
-    while a command runs, its JSON in a saved state)."""
-    tally = state["tally"]
-    return tally.failure if hasattr(tally, "failure") else tally.get("first_failure")
 
 
 class _Bar:
