@@ -18,6 +18,7 @@ from sl1conf.conformance.cli import summaries
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
                                           count_arg, dtype_arg, load_adapter, out_arg, seed_arg, workers_arg)
 from sl1conf.conformance.common.commands import certify_command
+from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import fuzz, fuzz_campaign
 
 __all__ = ["register"]
@@ -164,9 +165,9 @@ def _campaign(args) -> int:
         print(f"fuzz: seed {campaign.seed}, shard {campaign.shard}, "
               + (f"{campaign.batches} batches in all" if campaign.batches else f"{campaign.seconds:g} s"),
               file=sys.stderr)
-        summary, stopped = fuzz_campaign.run_campaign(campaign, adapter, profile, workers=args.workers,
-                                                      scheduler=args.scheduler, max_cases=args.max_cases, out=out,
-                                                      old=old, commands=_commands)
+        summary, stopped = fuzz_campaign.run_campaign(  # a bar on a terminal: batches done of this shard's
+            campaign, adapter, profile, workers=args.workers, scheduler=args.scheduler, max_cases=args.max_cases,
+            out=out, old=old, commands=_commands, progress=lambda total: Progress("fuzz", total, "batches"))
         print(*summaries.fuzz_lines(summary, out), sep="\n")
     if stopped:
         print("fuzz: interrupted: the summary covers the batches that finished", file=sys.stderr)

@@ -1,8 +1,9 @@
 """``sl1conf sweep``: the exhaustive fp16 sweep and the merge of its shards, on the command line.
 
-The work is :mod:`.sweep`'s; this module turns arguments into a sweep, shows progress on a
-terminal, prints the summary and writes it into OUT/sweep.json. Exit 0 when the one judge
-(certify's) rejects no element on ``--platform``, 1 otherwise, 2 for bad input.
+The work is :mod:`.sweep`'s (the blocks, the state in OUT/sweep.json, the merge, the verdict);
+this module turns arguments into a sweep, shows progress on a terminal and prints the summary
+(``cli.summaries``). Exit 0 when the one judge (certify's) rejects no element on
+``--platform``, 1 otherwise, 2 for bad input.
 """
 
 from __future__ import annotations

@@ -193,13 +193,18 @@ def write_output(out: Path, summary: dict, saved: list, old, commands) -> None:
 
 # ------------------------------------------------------------------ a campaign
 
-def _execute(campaign, adapter, profile, workers: int, scheduler, stop):
+def _no_bar(total: "int | None") -> Progress:
+    """No bar: a campaign run from code rather than the command line."""
+    return Progress("fuzz", total, "batches", enabled=False)
+
+
+def _execute(campaign, adapter, profile, workers: int, scheduler, stop, progress):
     """The campaign's batches (``fuzz.run``) in this process, on a local pool of ``workers`` or
-    on the Dask cluster at ``scheduler``, with a bar on a terminal (common.progress): batches
-    of this shard done of all (with an ETA) when the campaign counts batches, the count and
-    rates when it runs for a time; elements per second and the distinct failures so far."""
+    on the Dask cluster at ``scheduler``, with the bar ``progress(total)`` makes (a
+    common.progress.Progress): batches of this shard done of ``total`` (None when the campaign
+    runs for a time), elements checked and the distinct failures so far."""
     total = len(campaign.shard_range.items(0, campaign.batches)) if campaign.batches is not None else None
-    bar, seen = Progress("fuzz", total, "batches"), [0]
+    bar, seen = progress(total), [0]
 
     def show(r: fuzz.Result) -> None:
         bar.update(1, elements=r.elements - seen[0], failures=len(r.first))
@@ -302,13 +307,14 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
 
 
 def run_campaign(campaign, adapter, profile, *, workers: int, scheduler, max_cases: int, out: Path, old,
-                 commands) -> tuple:
+                 commands, progress=_no_bar) -> tuple:
     """(the summary written, whether a signal stopped it): run the campaign, minimize up to
     ``max_cases`` findings and write ``out`` (``old``: :func:`claim`'s; ``commands``: as for
-    :func:`write_output`). The first SIGINT or SIGTERM stops the batches; what was found is
-    still minimized (for INTERRUPTED_MINIMIZE_SECONDS at most) and saved."""
+    :func:`write_output`; ``progress(total)``: the bar of the batches, see ``_execute``). The
+    first SIGINT or SIGTERM stops the batches; what was found is still minimized (for
+    INTERRUPTED_MINIMIZE_SECONDS at most) and saved."""
     with stop_on_signals(STOPPING, INTERRUPTED_MINIMIZE_SECONDS) as stop:
-        result = _execute(campaign, adapter, profile, workers, scheduler, stop)
+        result = _execute(campaign, adapter, profile, workers, scheduler, stop, progress)
         summary = _summary(campaign, profile, adapter, result, workers, scheduler)
         saved = _minimized(campaign, profile, adapter, result, max_cases, out, stop.give_up)
         write_output(out, summary, saved, old, commands)
