@@ -15,7 +15,8 @@ from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.reference import formats
 
 __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values",
-           "out_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU"]
+           "out_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU", "add_action",
+           "load_adapter"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -123,3 +124,21 @@ def count_arg(limit: int, what: str = "elements"):
         return value
     parse.__name__ = what  # argparse names the type in "invalid ... value"
     return parse
+
+
+def add_action(actions, name: str, help_text: str, usage: str, description: str, folders: str, nargs: str = "*"):
+    """The parser of an action on output folders (``sl1conf fuzz merge``, ``fuzz replay``,
+    ``sweep merge``), its folders the positional ``DIR`` arguments (``folders`` says what they are)."""
+    parser = actions.add_parser(name, help=help_text, usage=usage, description=description)
+    parser.add_argument("dirs", nargs=nargs, metavar="DIR", help=folders)
+    return parser
+
+
+def load_adapter(spec: str):
+    """The adapter ``--impl SPEC`` names; one that cannot be loaded is one line naming ``--impl``."""
+    from sl1conf.adapters import AdapterError, load
+
+    try:
+        return load(spec)
+    except AdapterError as exc:
+        raise UsageError(f"--impl {spec}: {exc}") from None

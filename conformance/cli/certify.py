@@ -8,7 +8,7 @@ does not have, corrupt vectors).
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, names_arg, out_arg
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, load_adapter, names_arg, out_arg
 
 __all__ = ["register"]
 
@@ -53,8 +53,6 @@ def _recorded(args, sets):
 def _run(args) -> int:
     from pathlib import Path
 
-    from sl1conf.adapters import AdapterError, load
-
     from sl1conf.conformance.certify.engine import certify, dtypes_to_run
     from sl1conf.conformance.common.progress import Progress
     from sl1conf.conformance.rules.profiles import load_profile
@@ -76,10 +74,7 @@ def _run(args) -> int:
     if args.results:
         impl = _recorded(args, sets)
     else:
-        try:
-            impl = load(args.impl)
-        except AdapterError as exc:
-            raise UsageError(f"--impl {args.impl}: {exc}") from None
+        impl = load_adapter(args.impl)
     with impl:
         profile.select(impl, dtypes_to_run(profile, dtypes, sets), args.variant)  # before the run: nothing to certify is bad usage
         if sets is not None and dtypes is None:

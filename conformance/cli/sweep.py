@@ -1,27 +1,21 @@
 """``sl1conf sweep``: the exhaustive fp16 sweep and the merge of its shards, on the command line.
 
-The work is :mod:`.sweep`'s; this module turns arguments into a sweep, shows progress on a
-terminal, prints the summary and writes it into OUT/sweep.json. Exit 0 when the one judge
-(certify's) rejects no element on ``--platform``, 1 otherwise, 2 for bad input.
+The work is :mod:`.sweep`'s (the blocks, the state in OUT/sweep.json, the merge, the verdict);
+this module turns arguments into a sweep, shows progress on a terminal and prints the summary
+(``cli.summaries``). Exit 0 when the one judge (certify's) rejects no element on
+``--platform``, 1 otherwise, 2 for bad input.
 """
 
 from __future__ import annotations
 
-import functools
-import os
-from contextlib import contextmanager
 from pathlib import Path
 
-import numpy as np
-
-from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, dtype_arg, out_arg,
-                                          workers_arg)
+from sl1conf.conformance.cli import summaries
+from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
+                                          dtype_arg, out_arg, workers_arg)
 from sl1conf.reference import formats
 
-from sl1conf.conformance.common.commands import explain_command
 from sl1conf.conformance.common.progress import Progress
-from sl1conf.conformance.reports.view import distance_text, outcome_text
-from sl1conf.conformance.requirements import accuracy, open_behaviour
 from sl1conf.conformance.search import sweep
 
 HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
@@ -54,11 +48,11 @@ def register(sub) -> None:
     p.add_argument("--out", type=out_arg, metavar="DIR", help="folder for sweep.json (the checkpoint and the result)")
     actions = p.add_subparsers(dest="action", parser_class=Parser, title="actions (default: a sweep)",
                                metavar="{merge}")
-    m = actions.add_parser("merge", help="combine the sweep.json of shards into one",
-                           usage="sl1conf sweep merge DIR [DIR ...] --out DIR",
-                           description="Combine the sweep.json of a sweep's shards (sl1conf sweep --shard I/N) "
-                                       "into one, judged under the platform the shards recorded. See docs/sweeps.md.")
-    m.add_argument("dirs", nargs="+", metavar="DIR", help="folders holding a shard's sweep.json")
+    m = add_action(actions, "merge", "combine the sweep.json of shards into one",
+                   "sl1conf sweep merge DIR [DIR ...] --out DIR",
+                   "Combine the sweep.json of a sweep's shards (sl1conf sweep --shard I/N) into one, judged under "
+                   "the platform the shards recorded. See docs/sweeps.md.", "folders holding a shard's sweep.json",
+                   nargs="+")
     m.add_argument("--out", dest="merge_out", type=out_arg, required=True, metavar="DIR",
                    help="folder for the merged sweep.json")
     p.set_defaults(run=lambda args: _merge(args) if args.action == "merge" else _sweep(args))
@@ -72,31 +66,6 @@ def _profile(name):
     return profile
 
 
-def _out_folder(text) -> Path:
-    """``--out``, checked to be a folder sweep.json can be written in, creating nothing: the
-    folder, or the nearest folder above it that exists, is a folder this process may write in
-    (a path under a file, or in a folder without write permission, is one error line before any
-    block runs)."""
-    out = Path(text)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} exists and is not a folder")
-    at = out
-    while not at.exists() and at != at.parent:
-        at = at.parent
-    if not at.exists():  # a relative path's parents end at "."
-        at = Path(".")
-    why = None
-    if not at.is_dir():
-        why = "Not a directory: " + str(at)
-    elif not os.access(at, os.W_OK | os.X_OK):
-        why = "Permission denied"
-    elif at == out and (out / sweep.STATE_FILE).exists() and not os.access(out / sweep.STATE_FILE, os.R_OK):
-        why = f"{sweep.STATE_FILE}: Permission denied"
-    if why:
-        raise UsageError(f"{out}: cannot write there ({why})")
-    return out
-
-
 def _sweep(args) -> int:
     from sl1conf.adapters import AdapterError
 
@@ -107,7 +76,7 @@ def _sweep(args) -> int:
         raise UsageError(f"sweep needs {', '.join('--' + o for o in missing)}")
     if args.dtype.name != "fp16":
         raise UsageError(f"sweep covers fp16 only, not {args.dtype.name}: fp32 has 2^64 pairs "
-                                "(use sl1conf fuzz or sl1conf certify for fp32)")
+                         "(use sl1conf fuzz or sl1conf certify for fp32)")
     values = {}
     for name in ("beta", "dy"):
         try:
@@ -123,15 +92,13 @@ def _sweep(args) -> int:
     if args.scheduler and args.workers is not None:
         raise UsageError("--workers is for local runs; a Dask cluster (--scheduler) has its own workers")
     profile = _profile(args.platform)
-    out = _out_folder(args.out)
+    out = sweep.state_folder(args.out)
     config = sweep.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant,
-                           platform=args.platform)
+                               platform=args.platform)
     show = _Bar()
     try:
-        with _runner(args) as run:
-            state = run(config, out, shard=shard, max_blocks=args.max_blocks, progress=show)
-    except sweep.SweepError as exc:
-        raise UsageError(str(exc)) from None
+        state = sweep.run_sweep_on(config, out, workers=args.workers, scheduler=args.scheduler, shard=shard,
+                                   max_blocks=args.max_blocks, progress=show)
     except AdapterError as exc:
         raise UsageError(f"--impl {args.impl}: {exc}") from None
     finally:
@@ -141,39 +108,9 @@ def _sweep(args) -> int:
                    "the same command again to continue" if pending else "")
 
 
-@contextmanager
-def _runner(args):
-    """``run_sweep`` with the workers of the command line: local processes (``--workers``,
-    default the CPUs available) or a Dask cluster's (``--scheduler``, its client open meanwhile;
-    a scheduler that cannot be reached is one error line)."""
-    if not args.scheduler:
-        from sl1conf.reference import kernel
-
-        yield functools.partial(sweep.run_sweep, workers=args.workers or kernel.default_threads())
-        return
-    from sl1conf.conformance.search.distributed import dask_executor
-
-    with dask_executor(args.scheduler) as (executor, threads):
-        yield functools.partial(sweep.run_sweep, workers=threads, executor=executor, scheduler=args.scheduler)
-
-
 def _merge(args) -> int:
-    out = _out_folder(args.merge_out)
-    dirs = [Path(d) for d in args.dirs]
-    if any(d.resolve() == out.resolve() for d in dirs):
-        raise UsageError(f"--out {out} is one of the inputs: merge into another folder")
-    states = []
-    for d in dirs:
-        state = sweep.load_state(d)
-        if state is None:
-            raise sweep.SweepError(f"{d} holds no {sweep.STATE_FILE}")
-        states.append(state)
-    merged = sweep.merge_states(states)
-    old = sweep.load_state(out)
-    if old is not None:
-        sweep.check_same(old, merged["config"], out)
-        if not old["done"] <= merged["done"]:
-            raise sweep.SweepError(f"{out} holds blocks the inputs do not: merge into another folder")
+    out = sweep.state_folder(args.merge_out)
+    merged = sweep.merge_folders([Path(d) for d in args.dirs], out)
     profile = _profile(merged["config"]["platform"])  # the profile the shards judged under
     missing = merged["blocks"] - len(merged["done"])
     note = f"incomplete: {missing} blocks are in none of the inputs" if missing else ""
@@ -182,80 +119,12 @@ def _merge(args) -> int:
 
 
 def _finish(state, profile, out, note: str = "") -> int:
-    """Print the summary, write it into OUT/sweep.json, and choose the exit status."""
-    tally = state["tally"]
-    seconds = sweep.elapsed(state)
-    state["summary"] = {
-        "elements": tally.elements, "seconds": round(seconds, 2),
-        "elements_per_second": round(tally.elements / seconds) if seconds else None,
-        "histogram": tally.histogram(), "worst": tally.worst_overall(),
-        "verdict": sweep.verdict(tally, profile, int(state["config"]["beta"], 16))}
-    sweep.save_state(out, state)
-    for line in summary_lines(state, note):
+    """Write the summary into OUT/sweep.json, print it, and choose the exit status."""
+    sweep.finish(state, profile, out)
+    for line in summaries.sweep_lines(state, note):
         print(line)
     print(f"summary: {Path(out) / sweep.STATE_FILE}")
     return EXIT_OK if state["summary"]["verdict"]["pass"] else EXIT_FAIL
-
-
-def _value(hex_text: str) -> str:
-    return f"{hex_text} ({float(np.uint16(int(hex_text, 16)).view(np.float16)):.6g})"
-
-
-def summary_lines(state: dict, note: str = "") -> list:
-    """The human summary of a state with its ``summary`` (also what docs/sweeps.md quotes)."""
-    c, s, v = state["config"], state["summary"], state["summary"]["verdict"]
-    rate = f", {s['elements_per_second'] / 1e6:.1f} M elements/s" if s["elements_per_second"] else ""
-    done = "complete" if state["complete"] else f"{len(state['done'])} of {state['blocks']} blocks"
-    lines = [f"sweep of {c['impl']}: fp16 {c['variant']}, beta {_value(c['beta'])}, dy {_value(c['dy'])}, "
-             f"subset {c['subset']}",
-             f"{s['elements']:,} of {state['pairs']:,} pairs ({done}) in {s['seconds']:.1f} s{rate}",
-             "  ULP distance  elements"]
-    lines += [f"  {b:<12}  {n:>14,}" for b, n in s["histogram"].items()]
-    w = s["worst"]
-    if not v["checked_elements"]:  # no call returned a result: no distance to speak of
-        lines.append("worst: none: nothing was checked (" + ("no call returned a result" if v["failed_elements"]
-                                                            else "every call was refused") + ")")
-    elif w is None:
-        lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["excepted"]["elements"]
-                     else "worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
-    else:
-        lines.append(f"worst: {distance_text(w)} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
-                     f"{w['expected']}, got {w['got']}")
-        lines.append("  " + explain_command("fp16", c["dy"], w["x1"], w["x2"], c["beta"]))
-    lines.append(f"judged as certify judges on {v['platform']} (fp16 budget {v['budget_ulp']} ULP): "
-                 f"{v['rejected']:,} elements rejected"
-                 + (f"; calls without a result: {v['failed_elements']:,} elements" if v["failed_elements"] else ""))
-    for rid, r in v["requirements"].items():
-        e = r["worst"]
-        lines.append(f"  {rid} {r['title']}: {r['elements']:,} elements, worst x1 {e['x1']}, x2 {e['x2']}: "
-                     f"{outcome_text(e)}")
-    if v["excepted"]["elements"]:
-        e = v["excepted"]["worst"]
-        lines.append(f"accepted beyond the budget (reachable under the error model, or an alternative's bits): "
-                     f"{v['excepted']['elements']:,} elements, up to {distance_text(e)} (x1 {e['x1']}, x2 {e['x2']})")
-    for question, answers in v["open_answers"].items():
-        lines.append(f"open ({question}, {open_behaviour.ID}): " + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
-    for line in v.get("rounding_bias", {}).get("findings", []):
-        lines.append(f"{accuracy.ID} over the blocks sampled (every {sweep.POSITION_EVERY}th): {line}")
-    if note:
-        lines.append(note)
-    failure = _first_failure(state)
-    if failure:
-        lines.append(f"first call without a result: block {failure['block']}, {failure['status']}"
-                     + (f": {failure['detail']}" if failure["detail"] else ""))
-    if not v["checked_elements"]:
-        lines.append("nothing was checked: " + ("no call returned a result" if v["failed_elements"]
-                                                else "every call was refused") + " (not a pass)")
-    lines.append(f"verdict: {'PASS' if v['pass'] else 'FAIL'}" + ("" if state["complete"] else
-                                                                   " (so far: not every block is done)"))
-    return lines
-
-
-def _first_failure(state: dict) -> "dict | None":
-    """The first call that returned no result (block, status, detail), from the tally (an object
-    while a command runs, its JSON in a saved state)."""
-    tally = state["tally"]
-    return tally.failure if hasattr(tally, "failure") else tally.get("first_failure")
 
 
 class _Bar:

@@ -18,7 +18,7 @@ from sl1conf.conformance.common.errors import SuiteError
 __all__ = ["DaskError", "dask_executor", "submitted"]
 
 CONNECT_TIMEOUT = "20s"
-POLL = 0.5  # seconds between looks at the futures in flight (a Ctrl-C or a stop is seen between them)
+POLL = 0.2  # seconds between looks at the futures in flight (a Ctrl-C or a stop is seen between them)
 
 
 class DaskError(SuiteError):
@@ -46,15 +46,18 @@ def dask_executor(address: str):
 
 
 def submitted(executor: cf.Executor, fn: Callable, items: Iterable[tuple], in_flight: int,
-              more: "Callable[[], bool] | None" = None) -> Iterator[cf.Future]:
-    """``fn(*args)`` for each ``args`` of ``items`` through ``executor``, at most ``in_flight``
-    submitted at a time (a cluster's queue stays short, and a stop leaves little to cancel),
-    while ``more()`` says so: each future once it has finished, in the order they finish.
-    What is still pending when this ends (the items are done, or the caller stops reading or
-    raises) is cancelled."""
+              more: "Callable[[], bool] | None" = None,
+              stop: "Callable[[], bool] | None" = None) -> Iterator[cf.Future]:
+    """``fn(*args)`` for each ``args`` of ``items`` through ``executor`` (a Dask client's, or a
+    local ``campaign.process_pool``), at most ``in_flight`` submitted at a time (a cluster's
+    queue stays short, and a stop leaves little to cancel), while ``more()`` says so: each
+    future once it has finished, in the order they finish. Once ``stop()`` says so (a
+    signal), the futures already finished are the last: what is in flight is abandoned.
+    What is still pending when this ends (the items are done, a stop, or the caller stops
+    reading or raises) is cancelled."""
     todo, pending = iter(items), set()
     try:
-        while True:
+        while stop is None or not stop():
             while len(pending) < in_flight and (more is None or more()):
                 args = next(todo, None)
                 if args is None:

@@ -21,12 +21,11 @@ systematic defect is one finding with a count and one reproducer, not hundreds.
 
 from __future__ import annotations
 
-import atexit
 import concurrent.futures as cf
+import contextlib
 import dataclasses
+import functools
 import itertools
-import signal
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Optional
@@ -46,10 +45,12 @@ from sl1conf.conformance.requirements.position import MOVED, moved_calls, positi
 from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors.sampling import fast_batch, hard_batch, random_batch
+from sl1conf.conformance.search.campaign import per_worker
+from sl1conf.conformance.search.distributed import submitted
 from sl1conf.conformance.search.shards import Shard, parse_shard
 
 __all__ = ["Campaign", "Finding", "BatchResult", "Result", "batch_seed", "make_batch", "check_cases",
-           "run_batch", "run", "worker_init", "key_text", "SHORT", "BOUNDARY", "NOT_WRITTEN"]
+           "run_batch", "run", "key_text", "SHORT", "BOUNDARY", "NOT_WRITTEN"]
 
 BATCH_ELEMENTS = 1 << 20
 """Elements of a batch's long case, per dtype and variant (a little less: the tail varies).
@@ -67,7 +68,6 @@ SHORT = 64
 failures on them are keyed apart from failures on long cases (length-dependent defects)."""
 BOUNDARY = "boundary"
 """The branch of a wrong result where the exact diff is +-beta (R02's rule judged it)."""
-POLL = 0.2  # seconds between looks at the stop flag while batches run elsewhere
 NOT_WRITTEN = "not-written"
 """The error of an element whose dx1 bits are still what they were before the call."""
 
@@ -486,35 +486,23 @@ def run_batch(campaign: Campaign, profile: Profile, adapter: Adapter, k: int) ->
 
 # ------------------------------------------------------------------ driving
 
-_CACHE: dict = {}
-_CACHE_LOCK = threading.Lock()
-
-
-def _close_cached() -> None:
-    with _CACHE_LOCK:
-        for adapter, _ in _CACHE.values():
-            adapter.close()
-        _CACHE.clear()
-
-
-atexit.register(_close_cached)
-
-
-def batch_task(campaign: Campaign, k: int) -> BatchResult:
-    """One batch in a worker (a local process or a Dask worker's thread): the adapter and the
-    profile are loaded once per process and thread, and kept."""
+def _loaded(campaign: Campaign) -> tuple:
     from sl1conf.adapters import load
 
     from sl1conf.conformance.rules.profiles import load_profile
 
-    slot = (campaign.impl, campaign.platform, threading.get_ident())
-    with _CACHE_LOCK:
-        got = _CACHE.get(slot)
-    if got is None:
-        got = (load(campaign.impl), load_profile(campaign.platform))
-        with _CACHE_LOCK:
-            _CACHE[slot] = got
-    adapter, profile = got
+    return load(campaign.impl), load_profile(campaign.platform)
+
+
+def _close_loaded(loaded: tuple) -> None:
+    loaded[0].close()
+
+
+def batch_task(campaign: Campaign, k: int) -> BatchResult:
+    """One batch in a worker (a local process or a Dask worker's thread): the adapter and the
+    profile are loaded once per process and thread, and kept (``campaign.per_worker``)."""
+    adapter, profile = per_worker(("fuzz", campaign.impl, campaign.platform), functools.partial(_loaded, campaign),
+                                  _close_loaded)
     return run_batch(campaign, profile, adapter, k)
 
 
@@ -524,15 +512,6 @@ def batch_indices(campaign: Campaign):
     if campaign.batches is not None:
         return iter(shard.items(0, campaign.batches))
     return (k for k in itertools.count(shard.index - 1, shard.count))
-
-
-def worker_init() -> None:
-    """A local worker process ignores SIGINT and SIGTERM: a Ctrl-C (sent to the whole process
-    group) or a group-wide SIGTERM reaches the parent, which stops the campaign, keeps what
-    was found and ends the workers itself (SIGKILL); a worker dying mid-batch would break the
-    pool instead."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def run(campaign: Campaign, *, adapter: "Adapter | None" = None, profile: "Profile | None" = None,
@@ -562,24 +541,12 @@ def run(campaign: Campaign, *, adapter: "Adapter | None" = None, profile: "Profi
                 break
             done(run_batch(campaign, profile, adapter, k))
     else:
-        pending = set()
-        try:
-            while not stopped():
-                while len(pending) < in_flight and more():
-                    k = next(todo, None)
-                    if k is None:
-                        break
-                    pending.add(executor.submit(batch_task, campaign, k))
-                if not pending:
-                    break
-                finished, pending = cf.wait(pending, timeout=POLL, return_when=cf.FIRST_COMPLETED)
-                for fut in finished:
-                    if stopped() and (fut.cancelled() or fut.exception() is not None):
-                        continue  # once stopped, a batch fails when its worker is ended
-                    done(fut.result())
-        finally:
-            for fut in pending:
-                fut.cancel()
+        with contextlib.closing(submitted(executor, batch_task, ((campaign, k) for k in todo), in_flight, more,
+                                          stopped)) as futures:
+            for fut in futures:
+                if stopped() and (fut.cancelled() or fut.exception() is not None):
+                    continue  # once stopped, a batch fails when its worker is ended
+                done(fut.result())
     result.interrupted = stopped()
     result.seconds = time.perf_counter() - t0
     result.batches.sort()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Shard", "parse_shard"]
+__all__ = ["Shard", "parse_shard", "missing_shards"]
 
 
 @dataclass(frozen=True)
@@ -42,3 +42,12 @@ def parse_shard(text: str) -> Shard:
     if count < 1 or not 1 <= index <= count:
         raise ValueError(f"shard {text!r}: I must be from 1 to N and N at least 1")
     return Shard(index, count)
+
+
+def missing_shards(count: int, present, total: "int | None") -> dict:
+    """Shard (as text) -> how many of ``total`` items it would have run (None where ``total``
+    is None: a timed campaign, unknown), for each of the ``count`` shards not in ``present``
+    (what a merge of shards' outputs says is missing)."""
+    shards = (Shard(index, count) for index in range(1, count + 1))
+    return {str(shard): None if total is None else len(shard.items(0, total))
+            for shard in shards if str(shard) not in present}

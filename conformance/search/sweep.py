@@ -27,13 +27,11 @@ and the ULP histogram split by "which else does the element equal" (for informat
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import functools
 import json
-import multiprocessing
+import os
 import signal
-import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -58,10 +56,14 @@ from sl1conf.conformance.requirements.accuracy import (
 from sl1conf.conformance.requirements.filing import SEEN_UNDER
 from sl1conf.conformance.requirements.position import moved_calls, position_changes
 from sl1conf.conformance.rules.judge import expected_for, judge
+from sl1conf.conformance.search.campaign import Checkpoint, per_worker, process_pool
+from sl1conf.conformance.search.distributed import submitted
+from sl1conf.conformance.search.ranges import parse_ranges, ranges_text
 from sl1conf.conformance.search.shards import WHOLE, Shard
 
 __all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset", "block_task",
-           "run_sweep", "merge_states", "load_state", "save_state", "verdict", "elapsed"]
+           "run_sweep", "run_sweep_on", "merge_states", "merge_folders", "load_state", "save_state", "state_folder",
+           "finish", "verdict", "elapsed"]
 
 FP16 = formats.FP16
 BLOCK = 1 << 20
@@ -623,35 +625,23 @@ class _Block:
         return tally
 
 
-_WORKERS: dict = {}  # thread id -> the _Block of the sweep it last ran (a process's threads: Dask's)
-_WORKERS_LOCK = threading.Lock()
-
-
-def _close_workers() -> None:
-    with _WORKERS_LOCK:
-        for worker in _WORKERS.values():
-            worker.adapter.close()
-        _WORKERS.clear()
-
-
-atexit.register(_close_workers)
+def _close_block(worker: "_Block") -> None:
+    worker.adapter.close()
 
 
 def block_task(config: SweepConfig, k: int) -> tuple:
     """(k, the block's Tally): block ``k`` of the sweep ``config`` in a worker, a local pool's
     process or a Dask worker's thread. A block is a pure function of (config, k); the adapter,
     profile and arrays are made once per process and thread and kept for the next block of the
-    same sweep (a thread's earlier sweep is closed)."""
-    me = threading.get_ident()
-    with _WORKERS_LOCK:
-        worker = _WORKERS.get(me)
-    if worker is None or worker.config != config:
-        if worker is not None:
-            worker.adapter.close()
-        worker = _Block(config, threads=1)  # the pool or the cluster fills the CPUs: the oracle on one thread
-        with _WORKERS_LOCK:
-            _WORKERS[me] = worker
+    same sweep (``campaign.per_worker``: a thread's earlier sweep is closed)."""
+    # the pool or the cluster fills the CPUs: the oracle on one thread
+    worker = per_worker(("sweep", config), functools.partial(_Block, config, threads=1), _close_block)
     return k, worker.run(k)
+
+
+def blocks_task(config: SweepConfig, blocks: list) -> list:
+    """[(k, the block's Tally)] for each block of ``blocks``: one task of a local pool."""
+    return [block_task(config, k) for k in blocks]
 
 
 POOL_CHUNK = 4
@@ -660,24 +650,12 @@ about 0.75 ms of CPU per task (about 0.3 ms a block in fours), which the workers
 for; a Ctrl-C loses at most the chunks in flight."""
 
 
-def _ignore_sigint() -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and stops the pool
-
-
 @contextlib.contextmanager
 def _results(config, blocks, workers, adapter, executor=None):
-    """(block, Tally) for each block, in this process, from a spawn pool of ``workers`` or
-    through ``executor`` (2 blocks per worker thread in flight): any order."""
-    if executor is not None:
-        from sl1conf.conformance.search.distributed import submitted
-
-        futures = submitted(executor, block_task, ((config, k) for k in blocks), 2 * workers)
-        try:
-            yield (fut.result() for fut in futures)
-        finally:
-            futures.close()  # what is in flight is cancelled
-        return
-    if workers == 1:
+    """(block, Tally) for each block, in this process, from a spawn pool of ``workers`` (chunks
+    of blocks, 2 per worker in flight) or through ``executor`` (2 blocks per worker thread in
+    flight): any order."""
+    if executor is None and workers == 1:
         worker = _Block(config, adapter)
         try:
             yield ((k, worker.run(k)) for k in blocks)
@@ -685,35 +663,17 @@ def _results(config, blocks, workers, adapter, executor=None):
             if adapter is None:
                 worker.adapter.close()
         return
-    ctx = multiprocessing.get_context("spawn")
-    chunk = max(1, min(POOL_CHUNK, len(blocks) // (8 * workers)))  # a short sweep: every worker gets blocks
-    with ctx.Pool(workers, initializer=_ignore_sigint) as pool:
-        yield pool.imap_unordered(functools.partial(block_task, config), blocks, chunksize=chunk)
+    # a short sweep: every worker gets blocks
+    chunk = 1 if executor is not None else max(1, min(POOL_CHUNK, len(blocks) // (8 * workers)))
+    chunks = ((config, blocks[i:i + chunk]) for i in range(0, len(blocks), chunk))
+    # the workers leave Ctrl-C to this process, which keeps the blocks done and ends them
+    pool = process_pool(workers, ignore=(signal.SIGINT,)) if executor is None else contextlib.nullcontext(executor)
+    with pool as runner, contextlib.closing(submitted(runner, blocks_task, chunks, 2 * workers)) as futures:
+        yield (pair for fut in futures for pair in fut.result())  # what is in flight is cancelled at the end
 
 
 # --------------------------------------------------------------------------------------
 # state: the checkpoint and the result, one file
-
-
-def ranges(blocks) -> str:
-    """Sorted block numbers as ``0-15,32``."""
-    out, items = [], sorted(blocks)
-    i = 0
-    while i < len(items):
-        j = i
-        while j + 1 < len(items) and items[j + 1] == items[j] + 1:
-            j += 1
-        out.append(str(items[i]) if i == j else f"{items[i]}-{items[j]}")
-        i = j + 1
-    return ",".join(out)
-
-
-def parse_ranges(text: str) -> set:
-    done = set()
-    for part in filter(None, text.split(",")):
-        a, _, b = part.partition("-")
-        done.update(range(int(a), int(b or a) + 1))
-    return done
 
 
 def load_state(folder) -> "dict | None":
@@ -747,7 +707,7 @@ def load_state(folder) -> "dict | None":
 def save_state(folder, state: dict) -> None:
     """Write ``state`` to FOLDER/sweep.json atomically, checked against
     schemas/sweep-state.schema.json first (a mismatch is a bug: RuntimeError, a traceback)."""
-    data = {**state, "done": ranges(state["done"]), "tally": state["tally"].to_json()}
+    data = {**state, "done": ranges_text(state["done"]), "tally": state["tally"].to_json()}
     path = Path(folder) / STATE_FILE
     jsonfiles.validate(data, "sweep-state.schema.json", RuntimeError, f"the sweep state for {path}")
     try:
@@ -813,27 +773,21 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
         session["scheduler"] = scheduler
     if todo:
         state["sessions"].append(session)
-    t0 = saved = time.perf_counter()
-    unsaved = not todo  # nothing to run: the state is written once, as it is
-    try:
-        with _results(config, todo, workers, adapter, executor) as results:
-            for k, tally in results:
-                state["tally"].merge(tally)
-                state["done"].add(k)
-                state["complete"] = len(state["done"]) == nblocks
-                session["blocks"] += 1
-                session["elements"] += tally.elements
-                session["seconds"] = round(time.perf_counter() - t0, 3)
-                unsaved = True
-                if time.perf_counter() - saved >= CHECKPOINT_SECONDS:
-                    unsaved = False
-                    save_state(out, state)
-                    saved = time.perf_counter()
-                if progress:
-                    progress(state, session)
-    finally:  # however the run ends (done, Ctrl-C, an error): the blocks done are kept
-        if unsaved:
-            save_state(out, state)
+    t0 = time.perf_counter()
+    # nothing to run: the state is written once, as it is; however the run ends (done, Ctrl-C,
+    # an error): the blocks done are kept
+    with Checkpoint(functools.partial(save_state, out, state), CHECKPOINT_SECONDS, unsaved=not todo) as checkpoint, \
+            _results(config, todo, workers, adapter, executor) as results:
+        for k, tally in results:
+            state["tally"].merge(tally)
+            state["done"].add(k)
+            state["complete"] = len(state["done"]) == nblocks
+            session["blocks"] += 1
+            session["elements"] += tally.elements
+            session["seconds"] = round(time.perf_counter() - t0, 3)
+            checkpoint.changed()
+            if progress:
+                progress(state, session)
     return state
 
 
@@ -853,6 +807,77 @@ def merge_states(states: list) -> dict:
         merged["tally"].merge(s["tally"])
     merged["complete"] = len(merged["done"]) == first["blocks"]
     return merged
+
+
+def run_sweep_on(config: SweepConfig, out, *, workers: "int | None" = None, scheduler: "str | None" = None,
+                 **options) -> dict:
+    """:func:`run_sweep` (``options``: shard, max_blocks, progress) on local processes
+    (``workers``, default the CPUs available) or on the Dask cluster at ``scheduler`` (its
+    client open meanwhile; a scheduler that cannot be reached is one error line)."""
+    if not scheduler:
+        return run_sweep(config, out, workers=workers or kernel.default_threads(), **options)
+    from sl1conf.conformance.search.distributed import dask_executor
+
+    with dask_executor(scheduler) as (executor, threads):
+        return run_sweep(config, out, workers=threads, executor=executor, scheduler=scheduler, **options)
+
+
+def state_folder(text) -> Path:
+    """The folder ``text`` names, checked to be one sweep.json can be written in, creating
+    nothing: the folder, or the nearest folder above it that exists, is a folder this process
+    may write in (a path under a file, or in a folder without write permission, is one error
+    line before any block runs)."""
+    out = Path(text)
+    if out.exists() and not out.is_dir():
+        raise SweepError(f"--out {out} exists and is not a folder")
+    at = out
+    while not at.exists() and at != at.parent:
+        at = at.parent
+    if not at.exists():  # a relative path's parents end at "."
+        at = Path(".")
+    why = None
+    if not at.is_dir():
+        why = "Not a directory: " + str(at)
+    elif not os.access(at, os.W_OK | os.X_OK):
+        why = "Permission denied"
+    elif at == out and (out / STATE_FILE).exists() and not os.access(out / STATE_FILE, os.R_OK):
+        why = f"{STATE_FILE}: Permission denied"
+    if why:
+        raise SweepError(f"{out}: cannot write there ({why})")
+    return out
+
+
+def merge_folders(folders: list, out: Path) -> dict:
+    """One state from the states in ``folders`` (:func:`merge_states`), checked to be writable
+    into ``out``: not one of the inputs, and holding no blocks the inputs do not."""
+    if any(folder.resolve() == out.resolve() for folder in folders):
+        raise SweepError(f"--out {out} is one of the inputs: merge into another folder")
+    states = []
+    for folder in folders:
+        state = load_state(folder)
+        if state is None:
+            raise SweepError(f"{folder} holds no {STATE_FILE}")
+        states.append(state)
+    merged = merge_states(states)
+    old = load_state(out)
+    if old is not None:
+        check_same(old, merged["config"], out)
+        if not old["done"] <= merged["done"]:
+            raise SweepError(f"{out} holds blocks the inputs do not: merge into another folder")
+    return merged
+
+
+def finish(state: dict, profile, out) -> None:
+    """Give ``state`` its ``summary`` (the elements, the time, the histogram, the worst element
+    and the :func:`verdict` on ``profile``) and write it into OUT/sweep.json."""
+    tally = state["tally"]
+    seconds = elapsed(state)
+    state["summary"] = {
+        "elements": tally.elements, "seconds": round(seconds, 2),
+        "elements_per_second": round(tally.elements / seconds) if seconds else None,
+        "histogram": tally.histogram(), "worst": tally.worst_overall(),
+        "verdict": verdict(tally, profile, int(state["config"]["beta"], 16))}
+    save_state(out, state)
 
 
 def elapsed(state: dict) -> float:

@@ -1,0 +1,148 @@
+"""What ``sl1conf fuzz`` and ``sl1conf sweep`` print when they end: their results in words.
+
+Why apart from the commands: the commands parse arguments and run the engines; these turn
+what the engines return (a fuzz summary, a replayed batch, a sweep state with its summary)
+into the lines a person reads (docs/fuzzing.md and docs/sweeps.md quote them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sl1conf.conformance.common.commands import explain_command
+from sl1conf.conformance.reports.view import distance_text, outcome_text
+from sl1conf.conformance.requirements import accuracy, open_behaviour
+from sl1conf.conformance.search import fuzz, fuzz_campaign, sweep
+
+__all__ = ["describe_pattern", "fuzz_lines", "replay_lines", "sweep_lines"]
+
+
+def describe_pattern(text: str) -> str:
+    """A pattern (search.fuzz.pattern, as text) in words."""
+    parts = text.split("/")
+    head = " ".join(parts[:3])
+    if len(parts) == 5 and parts[3] == fuzz.NOT_WRITTEN:
+        where = {"end": "the last elements of a call", "start": "the first elements of a call",
+                 "scattered": "elements here and there in a call"}.get(parts[4], parts[4])
+        return f"{head}: {where} left unwritten"
+    if len(parts) == 5 and parts[3] in ("wrong", "nan"):
+        what = "NaN results" if parts[3] == "nan" else "wrong values"
+        branch = {"gt": "x1 - x2 > beta", "lt": "x1 - x2 < -beta", "mid": "|x1 - x2| <= beta",
+                  "nan": "x1 - x2 or beta NaN"}.get(parts[4], parts[4])
+        return f"{head}: {what} where {branch}"
+    return text
+
+
+def fuzz_lines(summary: dict, out: Path) -> list:
+    """A fuzz output's summary (a campaign's or a merge's, written into ``out``) in words: the
+    counts, each finding with its smallest reproducer and how to look at it again, the certify
+    commands that run the saved vectors."""
+    f = summary["failures"]
+    lines = [f"fuzz {summary['implementation']['adapter']} on {summary['profile']['name']}: "
+             f"{summary['elements']:,} elements in {summary['batches']['count']} batches "
+             f"({summary['elements_per_second'] / 1e6:.2f} M elements/s), seed {summary['campaign']['seed']}, "
+             f"shard(s) {', '.join(summary['shards'])}"
+             + "".join(f" ({shard} missing)" for shard in summary.get("missing_shards", []))
+             + (" (interrupted)" if summary.get("interrupted") else "")
+             + f": {len(f['patterns'])} finding(s) ({f['distinct']} distinct failure(s), {f['findings']} in all), "
+               f"{len(summary['saved'])} saved"]
+    for i, e in enumerate(summary["saved"], 1):
+        where = f"batch {e['found']['batch']}, case {e['found']['case']}" + (
+            f", element {e['found']['element']}" if e["found"]["element"] is not None else "")
+        what = f"got {e['got']}, expected {e['expected']}" if "got" in e else e["detail"]
+        lines.append(f"  [{i}] {describe_pattern(e['pattern'])}: {e['distinct']} distinct failure(s), "
+                     f"{e['findings']} in all")
+        lines.append(f"      smallest: {e['kind']} ({e['dtype']} {e['variant']}, length {e['length']}): {what} "
+                     f"(found in {where}; vectors-{e['dtype']} case {', '.join(e['cases'])})")
+        if "dy" in e:
+            lines.append(f"      {explain_command(e['dtype'], e['dy'], e['x1'], e['x2'], e['beta'])}")
+        if e.get("replay"):
+            lines.append(f"      {e['replay']}")
+    shown = {e["pattern"] for e in summary["saved"]}
+    rest = [r for r in f["patterns"] if r["pattern"] not in shown and fuzz_campaign.BIAS_MARK not in r["pattern"]]
+    for r in rest:
+        lines.append(f"  [-] {describe_pattern(r['pattern'])}: {len(r['keys'])} distinct failure(s), "
+                     f"{r['findings']} in all (no reproducer of its own saved: --max-cases, or the same as one above)")
+    for run, e in summary.get("rounding_bias", {}).items():
+        for line in e["findings"]:
+            lines.append(f"  {accuracy.ID} {run.replace('/', ' ')}, over the campaign: {line}")
+    for cmd in summary["certify"]:
+        lines.append(f"  certify: {cmd}")
+    lines.append(f"summary: {out / 'summary.json'}")
+    return lines
+
+
+def replay_lines(campaign, batch: int, cases: list, findings: list) -> list:
+    """A replayed batch (``sl1conf fuzz replay``) in words: its size and each finding."""
+    lines = [f"batch {batch} of seed {campaign.seed}: {len(cases)} cases, {sum(c.n for c in cases):,} elements, "
+             f"{len(findings)} finding(s)"]
+    for f in findings:
+        c = cases[f.case]
+        lines.append(f"  {f.kind} case {f.case} ({c.dtype} {c.variant}, length {c.n}"
+                     + (f", element {f.element}" if f.element is not None else "") + f"): {f.detail}")
+    return lines
+
+
+def _value(hex_text: str) -> str:
+    """An fp16 bit pattern with its value: ``0x3c00 (1)``."""
+    return f"{hex_text} ({float(np.uint16(int(hex_text, 16)).view(np.float16)):.6g})"
+
+
+def sweep_lines(state: dict, note: str = "") -> list:
+    """The human summary of a state with its ``summary`` (also what docs/sweeps.md quotes)."""
+    c, s, v = state["config"], state["summary"], state["summary"]["verdict"]
+    rate = f", {s['elements_per_second'] / 1e6:.1f} M elements/s" if s["elements_per_second"] else ""
+    done = "complete" if state["complete"] else f"{len(state['done'])} of {state['blocks']} blocks"
+    lines = [f"sweep of {c['impl']}: fp16 {c['variant']}, beta {_value(c['beta'])}, dy {_value(c['dy'])}, "
+             f"subset {c['subset']}",
+             f"{s['elements']:,} of {state['pairs']:,} pairs ({done}) in {s['seconds']:.1f} s{rate}",
+             "  ULP distance  elements"]
+    lines += [f"  {b:<12}  {n:>14,}" for b, n in s["histogram"].items()]
+    w = s["worst"]
+    if not v["checked_elements"]:  # no call returned a result: no distance to speak of
+        lines.append("worst: none: nothing was checked (" + ("no call returned a result" if v["failed_elements"]
+                                                            else "every call was refused") + ")")
+    elif w is None:
+        lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["excepted"]["elements"]
+                     else "worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
+    else:
+        lines.append(f"worst: {distance_text(w)} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
+                     f"{w['expected']}, got {w['got']}")
+        lines.append("  " + explain_command("fp16", c["dy"], w["x1"], w["x2"], c["beta"]))
+    lines.append(f"judged as certify judges on {v['platform']} (fp16 budget {v['budget_ulp']} ULP): "
+                 f"{v['rejected']:,} elements rejected"
+                 + (f"; calls without a result: {v['failed_elements']:,} elements" if v["failed_elements"] else ""))
+    for rid, r in v["requirements"].items():
+        e = r["worst"]
+        lines.append(f"  {rid} {r['title']}: {r['elements']:,} elements, worst x1 {e['x1']}, x2 {e['x2']}: "
+                     f"{outcome_text(e)}")
+    if v["excepted"]["elements"]:
+        e = v["excepted"]["worst"]
+        lines.append(f"accepted beyond the budget (reachable under the error model, or an alternative's bits): "
+                     f"{v['excepted']['elements']:,} elements, up to {distance_text(e)} (x1 {e['x1']}, x2 {e['x2']})")
+    for question, answers in v["open_answers"].items():
+        lines.append(f"open ({question}, {open_behaviour.ID}): "
+                     + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
+    for line in v.get("rounding_bias", {}).get("findings", []):
+        lines.append(f"{accuracy.ID} over the blocks sampled (every {sweep.POSITION_EVERY}th): {line}")
+    if note:
+        lines.append(note)
+    failure = _first_failure(state)
+    if failure:
+        lines.append(f"first call without a result: block {failure['block']}, {failure['status']}"
+                     + (f": {failure['detail']}" if failure["detail"] else ""))
+    if not v["checked_elements"]:
+        lines.append("nothing was checked: " + ("no call returned a result" if v["failed_elements"]
+                                                else "every call was refused") + " (not a pass)")
+    lines.append(f"verdict: {'PASS' if v['pass'] else 'FAIL'}" + ("" if state["complete"] else
+                                                                   " (so far: not every block is done)"))
+    return lines
+
+
+def _first_failure(state: dict) -> "dict | None":
+    """The first call that returned no result (block, status, detail), from the tally (an object
+    while a command runs, its JSON in a saved state)."""
+    tally = state["tally"]
+    return tally.failure if hasattr(tally, "failure") else tally.get("first_failure")
