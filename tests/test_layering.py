@@ -645,3 +645,67 @@ def test_no_requirement_id_in_a_driver():
         if module.startswith(DRIVERS):
             bad += [f"{path}:{line}: {text!r}" for line, text in requirement_ids_in_code(tree)]
     assert not bad, "requirement ids in driver code (they belong in conformance/requirements/):\n" + "\n".join(bad)
+
+
+# --------------------------------------------------------------- drivers use each other's public names only
+
+DRIVER_UNITS = ("sl1conf.conformance.certify", "sl1conf.conformance.search", "sl1conf.conformance.cli",
+                "sl1conf.conformance.pytest_plugin")
+"""The drivers and the entry points: one of them uses another's modules only through the names
+those modules list in ``__all__`` (their public face), never a helper the module keeps to itself
+(issue 26: a driver that reaches into another's internals is two drivers welded together)."""
+
+
+def public_names(tree: ast.AST) -> "set | None":
+    """The names a module's ``__all__`` lists (a literal list or tuple), None without one."""
+    for node in getattr(tree, "body", ()):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            if isinstance(node.value, (ast.List, ast.Tuple)):
+                return {e.value for e in node.value.elts if isinstance(e, ast.Constant)}
+    return None
+
+
+def internal_uses(source, module: str) -> list:
+    """(line, description) for each name ``module`` takes from another driver unit's module that
+    the module does not list in ``__all__`` (by ``from m import name`` or ``m.name``)."""
+    tree, is_package, path = source.files[module]
+    mine = next((u for u in DRIVER_UNITS if module == u or module.startswith(u + ".")), None)
+
+    def foreign(target):
+        unit = next((u for u in DRIVER_UNITS if target == u or target.startswith(u + ".")), None)
+        return unit is not None and unit != mine and target in source.files
+
+    found = []
+    for imp in imports_of(tree, module, is_package, source.modules, path):
+        if imp.name and foreign(imp.target) and imp.name not in (public_names(source.files[imp.target][0]) or ()):
+            found.append((imp.line, f"from {imp.target} import {imp.name}"))
+    bound = module_bindings(tree, module, is_package, source.modules)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain = dotted(node.value)
+            if not chain or chain[0] not in bound:
+                continue
+            owner = ".".join([bound[chain[0]]] + chain[1:])
+            if foreign(owner) and f"{owner}.{node.attr}" not in source.modules \
+                    and node.attr not in (public_names(source.files[owner][0]) or ()):
+                found.append((node.lineno, f"{ast.unparse(node)} (not in {owner}.__all__)"))
+    return sorted(set(found))
+
+
+def test_internal_uses_are_found():
+    files = {"conformance/certify/engine.py": '__all__ = ["certify"]\ndef certify(): pass\ndef helper(): pass\n',
+             "conformance/certify/__init__.py": "",
+             "conformance/cli/run.py": "from sl1conf.conformance.certify.engine import certify, helper\n"
+                                       "from sl1conf.conformance.certify import engine\nengine.helper()\nengine.certify()\n",
+             "conformance/cli/__init__.py": ""}
+    source = parse_sources(files)
+    assert [line for line, _ in internal_uses(source, "sl1conf.conformance.cli.run")] == [1, 3]
+
+
+def test_no_driver_uses_another_drivers_internals():
+    source, _ = repository()
+    bad = []
+    for module, (_, _, path) in sorted(source.files.items()):
+        if module.startswith(DRIVER_UNITS):
+            bad += [f"{path}:{line}: {what}" for line, what in internal_uses(source, module)]
+    assert not bad, "a driver uses another driver's internals (names outside its __all__):\n" + "\n".join(bad)

@@ -19,7 +19,7 @@ from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, P
                                           count_arg, dtype_arg, load_adapter, out_arg, seed_arg, workers_arg)
 from sl1conf.conformance.common.commands import certify_command
 from sl1conf.conformance.common.progress import Progress
-from sl1conf.conformance.search import fuzz, fuzz_campaign
+from sl1conf.conformance.search import fuzz, fuzz_campaign, shards
 
 __all__ = ["register"]
 
@@ -117,7 +117,7 @@ def _campaign_from(args, adapter, profile) -> fuzz.Campaign:
     if not args.max_cases >= 0:
         raise UsageError(f"--max-cases must be at least 0, not {args.max_cases}")
     try:
-        fuzz.parse_shard(args.shard)
+        shards.parse_shard(args.shard)
     except ValueError as exc:
         raise UsageError(f"--shard: {exc}") from None
     dtypes, variants = profile.select(adapter, [d.name for d in args.dtype] if args.dtype else None,

@@ -50,7 +50,7 @@ from sl1conf.conformance.search.distributed import submitted
 from sl1conf.conformance.search.shards import Shard, parse_shard
 
 __all__ = ["Campaign", "Finding", "BatchResult", "Result", "batch_seed", "make_batch", "check_cases",
-           "run_batch", "run", "key_text", "SHORT", "BOUNDARY", "NOT_WRITTEN"]
+           "run_batch", "run", "key_text", "same_failure", "SHORT", "BOUNDARY", "NOT_WRITTEN", "BATCH_ELEMENTS"]
 
 BATCH_ELEMENTS = 1 << 20
 """Elements of a batch's long case, per dtype and variant (a little less: the tail varies).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Shard", "parse_shard", "missing_shards"]
+__all__ = ["Shard", "WHOLE", "parse_shard", "missing_shards"]
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,9 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__ = ["element_batches", "calls", "decode_batch", "elements_per_example", "FORMATS", "SPECIALS", "SPECIAL_BETAS",
+           "DEFAULT_BUFFER_SIZE"]
+
 DEFAULT_BUFFER_SIZE = 6000
 
 _HEADER_SIZE = 8  # h0, then 4 bytes of beta bits (only W used), then 3 density bytes

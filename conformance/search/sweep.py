@@ -47,6 +47,7 @@ from sl1conf.reference.models import accepted_models
 
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.memory import keep_freed_memory
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.rules import openbehaviour
 from sl1conf.conformance.requirements import by_id
@@ -63,7 +64,7 @@ from sl1conf.conformance.search.shards import WHOLE, Shard
 
 __all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset", "block_task",
            "run_sweep", "run_sweep_on", "merge_states", "merge_folders", "load_state", "save_state", "state_folder",
-           "finish", "verdict", "elapsed"]
+           "finish", "verdict", "elapsed", "STATE_FILE", "POSITION_EVERY"]
 
 FP16 = formats.FP16
 BLOCK = 1 << 20
@@ -530,29 +531,6 @@ class SweepConfig:
                 "platform": self.platform}
 
 
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
-_MALLOC_TUNED = []
-
-
-def _keep_freed_memory() -> None:
-    """Once per process: glibc's malloc keeps freed memory for the next block instead of
-    returning it to the system (and giving arrays of up to 32 MiB their own mappings): a block
-    allocates and frees the same few tens of MiB every time, and faulting them in afresh cost
-    about 7,000 page faults and 15-20 ms of a 45 ms block. Nothing where the C library is not
-    glibc."""
-    if _MALLOC_TUNED:
-        return
-    _MALLOC_TUNED.append(True)
-    try:
-        import ctypes
-
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-    mallopt(_M_TRIM_THRESHOLD, 256 << 20)
-
-
 class _Block:
     """What a worker needs to run blocks: the adapter, the subset, the profile, and arrays of a
     block's size kept from block to block (dy; x1 and x2 of an ``all`` or ``x2=V`` subset; the
@@ -561,7 +539,7 @@ class _Block:
     CPUs already; None: the kernel's default)."""
 
     def __init__(self, config: SweepConfig, adapter=None, threads: "int | None" = None):
-        _keep_freed_memory()
+        keep_freed_memory()
         self.config = config
         self.subset = parse_subset(config.subset, config.beta)
         self.adapter = adapter if adapter is not None else load(config.impl)
