@@ -35,7 +35,7 @@ def exact_diff(fmt: Format, x1, x2) -> tuple[np.ndarray, np.ndarray]:
     b = -as_f64(fmt, x2)
     if fmt.bits == 16:  # 11-bit significands, exponents -24 to 15: every difference fits binary64's 53 bits
         with np.errstate(invalid="ignore"):
-            return a + b, np.zeros(a.shape)
+            return a + b, np.broadcast_to(np.float64(0.0), a.shape)  # no memory: one read-only zero
     with np.errstate(invalid="ignore", over="ignore"):
         s = a + b
         bv = s - a

@@ -194,6 +194,45 @@ def test_ratio_bins_by_hand():
     assert e["outside"] == 1 and s.worst_ulp == 7 and s.worst_at == (1, 0)
 
 
+def test_ratio_bins_are_those_of_a_binary_search_over_the_edges():
+    """The arithmetic binning (errorstats._ratio_bins) against numpy's search, on every edge, the
+    values next to each edge, decimals of one and two places and uniform ratios."""
+    rng = np.random.default_rng(1)
+    edges = np.array(errorstats.RATIO_EDGES)
+    r = np.concatenate([rng.uniform(-4, 4, 10 ** 5), edges[:-1], np.nextafter(edges[1:], -np.inf),
+                        np.nextafter(edges[:-1], np.inf), rng.integers(-40, 40, 10 ** 4) / 10.0,
+                        rng.integers(-400, 400, 10 ** 4) / 100.0])
+    r = r[(r >= edges[0]) & (r < edges[-1])]
+    want = np.searchsorted(edges, r, side="right") - 1
+    assert np.array_equal(errorstats._ratio_bins(r), want)
+
+
+@pytest.mark.parametrize("impl, dtype", [("builtin:model:muldiv-fp16", "fp16"), ("builtin:model:divmul-fp32", "fp32")])
+def test_a_runs_statistics_at_once_are_those_of_its_calls_one_by_one(impl, dtype):
+    """ErrorStats.add_run over a run's whole judgement (in chunks, looking at the elements with a
+    distance only) gives what add() call by call gives: every count, the worst and the first
+    of each kind, on mt7004 (an error model: elements accepted beyond the budget)."""
+    from sl1conf.adapters import load as load_adapter
+    from sl1conf.conformance.certify import engine
+    from sl1conf.conformance.rules.profiles import load_profile
+
+    adapter, profile = load_adapter(impl), load_profile("mt7004")
+    vs = engine.vectors_for(dtype, quick=True)
+    calls = engine._calls(vs, "p", profile)
+    judged, _, _, (whole, bounds) = engine._judge_outcomes(adapter, profile, vs, calls,
+                                                           adapter.run([c for _, _, c in calls]), 0)
+    one_by_one, at_once = errorstats.ErrorStats(), errorstats.ErrorStats()
+    for i, j in enumerate(judged):
+        one_by_one.add(j.family, vs.format, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.beyond_budget, got=j.got,
+                       oracle=j.expected.oracle, accepted_by=j.accepted_as(), accepted=j.ok,
+                       unwritten=j.unwritten if j.case.out_alias is None else None)
+    at_once.add_run(vs.format, whole, judged, bounds)
+    assert json.dumps(at_once.entry(None), sort_keys=True) == json.dumps(one_by_one.entry(None), sort_keys=True)
+    assert (at_once.worst_at, at_once.excepted_at, at_once.specials) == \
+        (one_by_one.worst_at, one_by_one.excepted_at, one_by_one.specials)
+    assert one_by_one.worst_ulp > 0 and one_by_one.excepted  # the comparison is about something
+
+
 # --- what a reader sees -------------------------------------------------------------------------
 
 def _first_pass_row(text: str) -> int:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from concurrent.futures import Future, TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from sl1conf.conformance.requirements.base import RunContext, Tally
 from sl1conf.conformance.requirements.core_masks import compare_variants
 from sl1conf.conformance.requirements.filing import rejection_failures
 from sl1conf.conformance.requirements.verdict import incomplete_reasons, report_verdict, run_verdict
-from sl1conf.conformance.rules.judge import Expected, judge
+from sl1conf.conformance.rules.judge import Expected, InputFacts, input_facts, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store
 from sl1conf.reference.models import accepted_models
@@ -86,18 +87,27 @@ def dtypes_to_run(profile: Profile, dtypes=None, vectors=None):
     return [d for d in profile.dtypes if d in vectors] + [d for d in vectors if d not in profile.dtypes]
 
 
-def _judge_all(vs: store.VectorSet, profile: Profile, items: list) -> tuple:
-    """One Judgement per (row, vector case, call, outcome, family) of ``items``, judged in one
-    pass over all their written elements (every rule is a function of the element and its
-    call's beta, so judging the calls together gives each the bits it would get alone): (the
-    judgements, the judgement of all their elements, where each one's elements start in it
-    and where the last ends)."""
+@dataclass
+class _Columns:
+    """What judging a run's calls reads from the vector set, and the judge's facts of their inputs:
+    all known before the results are (the engine gathers them while a simulator works)."""
+
+    key: list  # (case id, elements written) per call, in order
+    bounds: np.ndarray  # where each call's elements start, and where the last ends
+    expected: Expected
+    inputs: list  # dy, x1, x2
+    beta: np.ndarray  # one per element
+    facts: InputFacts
+
+
+def _columns(vs: store.VectorSet, calls: list) -> _Columns:
+    """The columns of the written elements of ``calls`` ((row, vector case, call) each)."""
     fmt = vs.format
-    ws = [call.elements_written for _, _, call, _, _ in items]
+    ws = [call.elements_written for _, _, call in calls]
     bounds = np.concatenate([[0], np.cumsum(ws, dtype=np.int64)]).astype(np.int64)
     cat = lambda parts: np.concatenate(parts).astype(fmt.uint, copy=False) if parts else np.zeros(0, fmt.uint)  # noqa: E731
-    spans = []  # where the items' written elements lie in the set's arrays, adjacent ones as one
-    for (row, *_), w in zip(items, ws):
+    spans = []  # where the calls' written elements lie in the set's arrays, adjacent ones as one
+    for (row, *_), w in zip(calls, ws):
         if spans and spans[-1][1] == row["offset"]:
             spans[-1][1] += w
         else:
@@ -106,15 +116,33 @@ def _judge_all(vs: store.VectorSet, profile: Profile, items: list) -> tuple:
             spans.append([row["offset"] + row["n"]] * 2)  # the unwritten rest breaks adjacency
     column = lambda name: cat([vs.arrays[name][a:b] for a, b in spans])  # noqa: E731
     oracle = column("expected-oracle")
-    names = sorted({n for _, vc, *_ in items for n in vc.alternatives})
+    names = sorted({n for _, vc, _ in calls for n in vc.alternatives})
     alternatives = {n: cat([vc.alternatives[n][:w] if n in vc.alternatives else oracle[lo:lo + w]
-                            for (_, vc, *_), w, lo in zip(items, ws, bounds)]) for n in names}
+                            for (_, vc, _), w, lo in zip(calls, ws, bounds)]) for n in names}
     expected = Expected(oracle, column("expected-oracle-ftz"),
                         {m.name: column(f"expected-model-{m.name}") for m in accepted_models(fmt)}, alternatives)
     inputs = [column(a) for a in ("dy", "x1", "x2")]
-    beta = np.repeat(np.array([call.beta for _, _, call, _, _ in items], np.int64), ws).astype(fmt.uint)
-    got = cat([o.out[:w] for (_, _, _, o, _), w in zip(items, ws)])
-    whole = judge(fmt, profile, got, expected, *inputs, beta)
+    beta = np.repeat(np.array([call.beta for _, _, call in calls], np.int64), ws).astype(fmt.uint)
+    return _Columns([(row["id"], w) for (row, *_), w in zip(calls, ws)], bounds, expected, inputs, beta,
+                    input_facts(fmt, *inputs, beta))
+
+
+def _judge_all(vs: store.VectorSet, profile: Profile, items: list, columns: "_Columns | None" = None) -> tuple:
+    """One Judgement per (row, vector case, call, outcome, family) of ``items``, judged in one
+    pass over all their written elements (every rule is a function of the element and its
+    call's beta, so judging the calls together gives each the bits it would get alone): (the
+    judgements, the judgement of all their elements, where each one's elements start in it
+    and where the last ends). ``columns``: those gathered beforehand for the run's calls (used
+    where every call returned, else gathered again for those that did)."""
+    fmt = vs.format
+    key = [(row["id"], call.elements_written) for row, _, call, _, _ in items]
+    if columns is None or columns.key != key:
+        columns = _columns(vs, [item[:3] for item in items])
+    ws = [w for _, w in key]
+    bounds, expected, inputs, beta = columns.bounds, columns.expected, columns.inputs, columns.beta
+    got = (np.concatenate([o.out[:w] for (_, _, _, o, _), w in zip(items, ws)]).astype(fmt.uint, copy=False)
+           if items else np.zeros(0, fmt.uint))
+    whole = judge(fmt, profile, got, expected, *inputs, beta, facts=columns.facts)
     out = []
     for k, (row, vc, call, o, family) in enumerate(items):
         j = whole.part(int(bounds[k]), int(bounds[k + 1]))
@@ -167,11 +195,10 @@ class _Seen:
                 bar.update(n, elements=elements, failures=self.failing)
 
 
-def _make_calls(ctx: RunContext, seen=None) -> tuple:
-    """The run's calls as the adapter makes them, in order: the plans made before them (R14's
-    sample in a fresh worker), the run's own calls, the plans made after them. (the number
-    of the adapter's last call before the run's own, their outcomes)."""
-    make_stage(ctx, "before")
+def _own_calls(ctx: RunContext, seen=None) -> tuple:
+    """The run's own calls, made (after the plans made before them: R14's sample in a fresh
+    worker; the plans made after them follow): (the number of the adapter's last call before
+    them, their outcomes)."""
     adapter = ctx.adapter
     first = adapter.calls_made
     adapter.observer = seen
@@ -180,12 +207,32 @@ def _make_calls(ctx: RunContext, seen=None) -> tuple:
     finally:
         adapter.observer = None
     ctx.returned = [c for (_, _, c), o in zip(ctx.calls, outcomes) if o.status == "ok"]
-    make_stage(ctx, "after")
     return first, outcomes
 
 
+def _judged_stage(ctx: RunContext, between: bool) -> None:
+    """The plans that read judgements (R18), made; ``between``: made between the next run's calls
+    (a queue's worker), so the adapter's call count is left where that run's history has it: the
+    calls are numbered as if every run's calls came one after the other."""
+    count = ctx.adapter.calls_made
+    try:
+        make_stage(ctx, "judged")
+    finally:
+        if between:
+            ctx.adapter.calls_made = count
+
+
+def _queue_calls(queue: CallQueue, ctx: RunContext, seen) -> tuple:
+    """The run's calls queued as three adapter runs, in order (a plan that reads judgements, of
+    the run before, may go between them): the plans made before the run's own calls, those,
+    the plans made after them: their three futures."""
+    before = queue.submit(functools.partial(make_stage, ctx, "before"))
+    own = queue.submit(functools.partial(_own_calls, ctx, seen))
+    return before, own, queue.submit(functools.partial(make_stage, ctx, "after"))
+
+
 def _judge_outcomes(adapter: Adapter, profile: Profile, vs: store.VectorSet, calls: list, outcomes: list, first: int,
-                    unsupported: "list | None" = None) -> tuple:
+                    unsupported: "list | None" = None, columns: "_Columns | None" = None) -> tuple:
     """Judge the outcomes of ``calls``: (judgements of the calls that returned, (row, call,
     outcome) of those that did not, (row, call, outcome, family) of those refused). Each
     judgement's ``call_no`` is the call's number in the adapter's history (``first``: the
@@ -207,7 +254,7 @@ def _judge_outcomes(adapter: Adapter, profile: Profile, vs: store.VectorSet, cal
             rejected.append((row, case, o, fam_name[row["family"]]))
         else:
             broken.append((row, case, o))
-    judged, whole, bounds = _judge_all(vs, profile, returned)
+    judged, whole, bounds = _judge_all(vs, profile, returned, columns)
     for j, no in zip(judged, numbers):
         j.call_no = no
     return judged, broken, rejected, (whole, bounds)
@@ -230,38 +277,47 @@ def _context(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: s
     return RunContext(vs.format, profile, variant, adapter, [], [], calls)
 
 
-def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, made: Future, seen: _Seen,
+def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, made: tuple, seen: _Seen,
          bar=None) -> dict:
-    """One run's entry in the report, once ``made`` (the queue's :func:`_make_calls` of it) is
+    """One run's entry in the report, once ``made`` (the futures :func:`_queue_calls` gave) is
     done: its calls judged, the plans that read judgements made, every requirement checked.
     ``listed``: the calls certify makes of the set (more than the run's where a recorded run
     holds fewer). ``bar``: the run's progress bar (closed here)."""
     adapter, profile, fmt, calls = ctx.adapter, ctx.profile, ctx.fmt, ctx.calls
     try:
-        if seen.bar is None:
-            while True:
-                try:
-                    first, outcomes = made.result(timeout=0.1)
-                    break
-                except FutureTimeout:
-                    seen.drain(bar)
-            seen.drain(bar)
-        else:
-            first, outcomes = made.result()
+        before, own, last = made
+        columns = None
+        while True:  # a bar not attached to the calls moves as they are made
+            try:
+                last.result(timeout=0.1)
+                break
+            except FutureTimeout:
+                seen.drain(bar)
+                if columns is None:  # the time the calls take is the time to gather what judging reads
+                    columns = _columns(vs, calls)
+        seen.drain(bar)
+        before.result()  # raises what the adapter raised, in the order the calls were made
+        first, outcomes = own.result()
         answered_unsupported: list = []
         ctx.judged, ctx.broken, ctx.rejected, (ctx.whole, bounds) = _judge_outcomes(
-            adapter, profile, vs, calls, outcomes, first, answered_unsupported)
+            adapter, profile, vs, calls, outcomes, first, answered_unsupported, columns)
         if bar is not None:
             bar.update(0, failures=len(ctx.broken) + sum(not bool(np.all(j.ok)) for j in ctx.judged))
     finally:
         if bar is not None:
             bar.close()
-    queue.submit(lambda: make_stage(ctx, "judged"), urgent=True).result()
+    judged_stage = queue.submit(functools.partial(_judged_stage, ctx, queue.background), urgent=True)
     judged = ctx.judged
     unsupported = sum(not adapter.supports(c) for _, _, c in calls)
     refusals = rejection_failures(ctx)
-    # every check, those marked last after the others (R13 reads what every call did), then the entries
-    found_by = {req.id: req.check(ctx, req) for req in sorted(CATALOG, key=lambda r: r.last)}
+    # every check, those marked last after the others (R13 reads what every call did), then the
+    # entries; the checks that read no plan of the judged stage run while its calls are made
+    found_by = {}
+    for req in sorted(CATALOG, key=lambda r: r.last):
+        if req.last or any(p.stage == "judged" for p in req.plans):
+            judged_stage.result()
+        found_by[req.id] = req.check(ctx, req)
+    judged_stage.result()
     requirements = []
     for req in CATALOG:
         found = found_by[req.id]
@@ -371,7 +427,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
 
     def make(k, bar=None):  # the run's calls, queued (made at once, the bar moving, where the queue has no worker)
         seen[k] = _Seen(bar)
-        made[k] = queue.submit(functools.partial(_make_calls, planned[k][1], seen[k]))
+        made[k] = _queue_calls(queue, planned[k][1], seen[k])
     try:
         if queue.background:  # every run's calls queued now: the worker makes the next run's while this one is judged
             for k in range(len(planned)):

@@ -35,6 +35,21 @@ RATIO_EDGES = [round(-4 + 0.1 * i, 10) for i in range(81)]
 """Bins of (x1 - x2) / beta from -4 to 4 (0.1 wide); elements outside are counted apart."""
 
 
+_EDGES = np.array(RATIO_EDGES)
+
+
+def _ratio_bins(r: np.ndarray) -> np.ndarray:
+    """The bin of RATIO_EDGES each ratio lies in (``E[i] <= r < E[i + 1]``; every ``r`` within the
+    edges): ``(r + 4) * 10`` truncated, then moved by one where the rounding of the edges or of
+    that product put it on the wrong side of one (a binary search over 81 edges per element took
+    half of a run's statistics)."""
+    i = ((r - _EDGES[0]) * 10).astype(np.int64)
+    np.clip(i, 0, len(_EDGES) - 2, out=i)
+    i -= r < _EDGES[i]
+    i += r >= _EDGES[i + 1]
+    return i
+
+
 def bucket_of(dist: np.ndarray) -> np.ndarray:
     """Index into BUCKETS for each ULP distance."""
     idx = np.searchsorted(_UPPER, np.minimum(dist, 1 << 62), side="left")
@@ -102,39 +117,57 @@ class ErrorStats:
         one beta each; ``locate(k)``: (where, index) of element ``k`` of these arrays."""
         if not dist.size:
             return
-        nb = len(BUCKETS)
-        counts = np.bincount(fam * nb + bucket_of(dist), minlength=len(names) * nb).reshape(len(names), nb)
-        for f in np.unique(fam).tolist():
+        # Most elements are exact (distance 0, class -1: no special, no worst, no NaN): the work
+        # per element is counting; everything else looks at the few with a distance only.
+        nz = np.flatnonzero(dist)
+        d_nz, fam_nz = dist[nz], fam[nz]
+        nb, nf = len(BUCKETS), len(names)
+        per_family = np.bincount(fam, minlength=nf)
+        counts = np.zeros(nf * nb, np.int64)
+        counts[::nb] = per_family  # every element in bucket "0", then the ones with a distance moved
+        counts -= np.bincount(fam_nz * nb, minlength=nf * nb)
+        counts += np.bincount(fam_nz * nb + bucket_of(d_nz), minlength=nf * nb)
+        counts = counts.reshape(nf, nb)
+        for f in np.flatnonzero(per_family).tolist():
             self.hist[names[f]] = self.hist.get(names[f], 0) + counts[f]
-        real = dist != formats.NAN_MISMATCH
-        self.nan_mismatches += int((~real & ~(excepted if excepted is not None else False)).sum())
+        real = d_nz != formats.NAN_MISMATCH  # of the elements nz: a distance that means one
+        ex_nz = excepted[nz] if excepted is not None else np.zeros(nz.shape, bool)
+        self.nan_mismatches += int((~real & ~ex_nz).sum())
         if got is not None:
-            cls = special_class(fmt, got, oracle)
+            cls = special_class(fmt, got[nz], oracle[nz])
             if unwritten is not None and accepted is not None:
-                unwritten = unwritten & ~accepted  # an accepted element is a result, even one whose bits are the fill's
-            if unwritten is not None and unwritten.any():
-                cls = np.where(unwritten, len(SPECIALS), cls)
+                # an accepted element is a result, even one whose bits are the fill's (the judge
+                # accepts every exact element, so an unwritten one it rejects has a distance)
+                unwritten = unwritten[nz] & ~accepted[nz]
+                if unwritten.any():
+                    cls = np.where(unwritten, len(SPECIALS), cls)
             for c in np.unique(cls[cls >= 0]).tolist():
                 slot, hit = self.specials[(*SPECIALS, UNWRITTEN)[c]], cls == c
                 slot[0] += int(hit.sum())
-                slot[1] += int((hit & accepted).sum()) if accepted is not None else 0
+                slot[1] += int((hit & accepted[nz]).sum()) if accepted is not None else 0
                 if slot[2] is None:
-                    slot[2] = locate(int(np.flatnonzero(hit)[0]))
-            real = real & (cls < 0)
+                    slot[2] = locate(int(nz[np.flatnonzero(hit)[0]]))
+            real &= cls < 0
         if excepted is not None:
             self.excepted += int(excepted.sum())
-            far = excepted & real
-            if far.any():
-                k = int(np.argmax(np.where(far, dist, -1)))
+            ex_idx = np.flatnonzero(excepted)  # few; those at distance 0 (a zero of the other sign) are real
+            pos = np.searchsorted(nz, ex_idx)
+            in_nz = pos < nz.size
+            in_nz[in_nz] = nz[pos[in_nz]] == ex_idx[in_nz]
+            ex_real = np.ones(ex_idx.shape, bool)
+            ex_real[in_nz] = real[pos[in_nz]]
+            far = ex_idx[ex_real]
+            if far.size:
+                k = int(far[int(np.argmax(dist[far]))])
                 if self.excepted_at is None or int(dist[k]) > self.excepted_ulp:
                     self.excepted_ulp, self.excepted_at = int(dist[k]), locate(k)
-            self.excepted_far += int(far.sum())
+            self.excepted_far += int(far.size)
             if accepted_by is not None:
                 for name in accepted_by[far].tolist():
                     self.excepted_by[name or "?"] = self.excepted_by.get(name or "?", 0) + 1
-            real = real & ~excepted
+            real &= ~ex_nz
         if real.any():
-            k = int(np.argmax(np.where(real, dist, -1)))
+            k = int(nz[real][int(np.argmax(d_nz[real]))])
             if int(dist[k]) > self.worst_ulp:
                 self.worst_ulp, self.worst_at = int(dist[k]), locate(k)
         with np.errstate(all="ignore"):
@@ -142,17 +175,17 @@ class ErrorStats:
             b = formats.from_bits(fmt, x2).astype(np.float64)
             r = (a - b) / formats.from_bits(fmt, np.ascontiguousarray(beta)).astype(np.float64)
         inside = np.isfinite(r) & (r >= RATIO_EDGES[0]) & (r < RATIO_EDGES[-1])
-        self.outside += int((~inside).sum())
-        bins = np.clip(np.searchsorted(RATIO_EDGES, r[inside], side="right") - 1, 0, len(self.elements) - 1)
-        d = dist[inside]
+        self.outside += int(inside.size - np.count_nonzero(inside))
         n = len(self.elements)
+        bins = _ratio_bins(r[inside])
         self.elements += np.bincount(bins, minlength=n)
-        off = d != 0  # few: a bin's largest error and its NaN mismatches are looked for among them only
-        bins, d, real_off = bins[off], d[off], real[inside][off]
-        self.inexact += np.bincount(bins, minlength=n)
-        np.maximum.at(self.max_ulp, bins[real_off], d[real_off])
-        ex = excepted[inside][off] if excepted is not None else np.zeros(d.shape, bool)
-        self.nan += np.bincount(bins[(d == formats.NAN_MISMATCH) & ~ex], minlength=n)
+        where = np.full(dist.shape, -1, np.int64)
+        where[inside] = bins
+        b_nz = where[nz]
+        shown = b_nz >= 0
+        self.inexact += np.bincount(b_nz[shown], minlength=n)
+        np.maximum.at(self.max_ulp, b_nz[shown & real], d_nz[shown & real])
+        self.nan += np.bincount(b_nz[shown & (d_nz == formats.NAN_MISMATCH) & ~ex_nz], minlength=n)
 
     def entry(self, worst: "dict | None", describe=None) -> dict:
         """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`;

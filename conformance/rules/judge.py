@@ -40,7 +40,7 @@ from sl1conf.reference import reachable as RE
 from sl1conf.reference.models import accepted_models
 
 __all__ = ["Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
-           "SPECIALS", "special_class", "is_subnormal"]
+           "SPECIALS", "special_class", "is_subnormal", "InputFacts", "input_facts"]
 
 
 @dataclass
@@ -312,10 +312,39 @@ def _within(fmt: formats.Format, profile, got, want, dist, budget) -> np.ndarray
     return within
 
 
-def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, beta) -> Judgement:
+@dataclass
+class InputFacts:
+    """What the judge knows of elements from their inputs alone (no result needed): the exact
+    diff (s, e), an intermediate that overflows the format, a subnormal input, diff = +-beta, the
+    open question the input raises. Computed while the results are still being made, where a
+    caller can (certify, waiting for a simulator)."""
+
+    diff: tuple
+    overflow_prone: np.ndarray
+    subnormal: np.ndarray
+    boundary: np.ndarray
+    open_q: np.ndarray
+
+
+def input_facts(fmt: formats.Format, dy, x1, x2, beta, diff: "tuple | None" = None) -> InputFacts:
+    """The :class:`InputFacts` of the elements (``beta``: one pattern, or one per element;
+    ``diff``: their exact diff where the caller has it)."""
+    with np.errstate(all="ignore"):  # diff exactly (binary64 holds it), then the products in binary64
+        s, e = diff if diff is not None else exact_math.exact_diff(fmt, x1, x2)
+        top = exact_math.beta_value(fmt, fmt.inf_bits - 1)
+        b = np.abs(exact_math.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), np.shape(x1))))
+        prone = (np.abs(s) > top) | (np.abs(s * exact_math.as_f64(fmt, dy)) > top) | (1.0 / b > top)
+    sub = is_subnormal(fmt, dy) | is_subnormal(fmt, x1) | is_subnormal(fmt, x2) | is_subnormal(fmt, beta)
+    return InputFacts((s, e), prone, np.broadcast_to(sub, np.shape(x1)), exact_math.at_boundary(fmt, x1, x2, beta, diff=(s, e)),
+                      openbehaviour.open_question(fmt, x1, x2, beta, diff=(s, e)))
+
+
+def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, beta,
+          facts: "InputFacts | None" = None) -> Judgement:
     """Every element of ``got`` (bits, as many as ``expected`` has) under ``profile``: the
     masks, then each element rule of the catalog; ``ok`` is where none rejects. ``beta``: the
-    call's bit pattern, or one per element (many calls judged at once)."""
+    call's bit pattern, or one per element (many calls judged at once); ``facts``: the
+    elements' :func:`input_facts`, where the caller computed them already."""
     got = np.asarray(got, fmt.uint)
     oracle = expected.oracle
     exact = formats.same_result(fmt, got, oracle)
@@ -324,15 +353,10 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
     dist[off] = formats.ulp_distance(fmt, got[off], oracle[off])
     budget = profile.max_ulp[fmt.name]
     within = _within(fmt, profile, got, oracle, dist, budget)
-    with np.errstate(all="ignore"):  # diff exactly (binary64 holds it), then the products in binary64
-        s, e = expected.diff if expected.diff is not None else exact_math.exact_diff(fmt, x1, x2)
-        top = exact_math.beta_value(fmt, fmt.inf_bits - 1)
-        b = np.abs(exact_math.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), got.shape)))
-        prone = (np.abs(s) > top) | (np.abs(s * exact_math.as_f64(fmt, dy)) > top) | (1.0 / b > top)
-    sub = is_subnormal(fmt, dy) | is_subnormal(fmt, x1) | is_subnormal(fmt, x2) | is_subnormal(fmt, beta)
+    if facts is None:
+        facts = input_facts(fmt, dy, x1, x2, beta, expected.diff)
+    (s, e), prone, sub, boundary, open_q = facts.diff, facts.overflow_prone, facts.subnormal, facts.boundary, facts.open_q
     alt = {name: formats.same_result(fmt, got, bits) for name, bits in expected.alternatives.items()}
-    boundary = exact_math.at_boundary(fmt, x1, x2, beta, diff=(s, e))
-    open_q = openbehaviour.open_question(fmt, x1, x2, beta, diff=(s, e))
     bounded = openbehaviour.within_bounds(fmt, got, dy, x1, x2, np.where(exact, -1, open_q), oracle, budget,
                                           diff=(s, e))
     # the error model's set, where nothing cheaper accepts the element (the budget does not on the
@@ -350,7 +374,7 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
         stage[idx], how[idx] = r.stage, r.how
     j = Judgement(fmt, got, expected, exact, dist, within, formats.same_result(fmt, got, expected.oracle_ftz), RE.Reach(stage, how),
                   {name: formats.same_result(fmt, got, bits) for name, bits in expected.models.items()}, alt,
-                  boundary, np.broadcast_to(sub, got.shape), prone, open_q, bounded,
+                  boundary, sub, prone, open_q, bounded,
                   tuple(np.asarray(a, fmt.uint) for a in (dy, x1, x2)) + (beta if np.ndim(beta) == 0 else np.asarray(beta, fmt.uint),))
     ok = np.ones(got.shape, bool)
     for rule in ELEMENT_RULES:
