@@ -278,15 +278,15 @@ def _context(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: s
 
 
 def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, made: tuple, seen: _Seen,
-         bar=None) -> dict:
+         bar=None, columns: "_Columns | None" = None, idle=None) -> dict:
     """One run's entry in the report, once ``made`` (the futures :func:`_queue_calls` gave) is
     done: its calls judged, the plans that read judgements made, every requirement checked.
     ``listed``: the calls certify makes of the set (more than the run's where a recorded run
-    holds fewer). ``bar``: the run's progress bar (closed here)."""
+    holds fewer). ``bar``: the run's progress bar (closed here). ``columns``: the run's, gathered
+    beforehand; ``idle()``: more work to do while the calls are made, once its own is done."""
     adapter, profile, fmt, calls = ctx.adapter, ctx.profile, ctx.fmt, ctx.calls
     try:
         before, own, last = made
-        columns = None
         while True:  # a bar not attached to the calls moves as they are made
             try:
                 last.result(timeout=0.1)
@@ -295,6 +295,9 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
                 seen.drain(bar)
                 if columns is None:  # the time the calls take is the time to gather what judging reads
                     columns = _columns(vs, calls)
+                elif idle is not None:
+                    idle()
+                    idle = None
         seen.drain(bar)
         before.result()  # raises what the adapter raised, in the order the calls were made
         first, outcomes = own.result()
@@ -407,37 +410,42 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     runs, sets, seen_cases = [], {}, set()
     started = datetime.now(timezone.utc)
     planned = []  # (vector set, run context, calls listed) per run, in report order
-    for dtype in dtypes:
-        given = vectors.get(dtype) if isinstance(vectors, dict) else vectors
-        vs = vectors_for(dtype, given, quick)
-        manifest_sha = vs.manifest_sha256
-        sets[dtype] = {"source": (str(vs.path) if vs.path else "given in memory") if given is not None
-                       else "generated (canonical families)",
-                       "id": vs.set_id,
-                       "seed": vs.manifest["seed"], "elements": vs.manifest["elements"],
-                       "families": [f["name"] for f in vs.manifest["families"]],
-                       "manifest_sha256": manifest_sha}
-        if only_cases:
-            seen_cases |= only_cases & {row["id"] for row in vs.manifest["cases"]}
-        for variant in variants:
-            ctx = _context(adapter, profile, vs, variant, only_cases)
-            planned.append((vs, ctx, len(_calls(vs, variant, profile, only_cases))))
     queue = CallQueue(background=adapter.capabilities.independent_runs)
-    made, seen = {}, {}
+    made, seen, prepared = {}, {}, {}
 
     def make(k, bar=None):  # the run's calls, queued (made at once, the bar moving, where the queue has no worker)
         seen[k] = _Seen(bar)
         made[k] = _queue_calls(queue, planned[k][1], seen[k])
+
+    def idle(k):  # waiting for run k's calls: gather what judging the next run reads
+        if k + 1 < len(planned) and k + 1 not in prepared:
+            vs, ctx, _ = planned[k + 1]
+            prepared[k + 1] = _columns(vs, ctx.calls)
     try:
-        if queue.background:  # every run's calls queued now: the worker makes the next run's while this one is judged
-            for k in range(len(planned)):
-                make(k)
+        for dtype in dtypes:
+            given = vectors.get(dtype) if isinstance(vectors, dict) else vectors
+            vs = vectors_for(dtype, given, quick)
+            manifest_sha = vs.manifest_sha256
+            sets[dtype] = {"source": (str(vs.path) if vs.path else "given in memory") if given is not None
+                           else "generated (canonical families)",
+                           "id": vs.set_id,
+                           "seed": vs.manifest["seed"], "elements": vs.manifest["elements"],
+                           "families": [f["name"] for f in vs.manifest["families"]],
+                           "manifest_sha256": manifest_sha}
+            if only_cases:
+                seen_cases |= only_cases & {row["id"] for row in vs.manifest["cases"]}
+            for variant in variants:
+                ctx = _context(adapter, profile, vs, variant, only_cases)
+                planned.append((vs, ctx, len(_calls(vs, variant, profile, only_cases))))
+                if queue.background:  # queued now: the worker makes the next run's calls while this one is judged
+                    make(len(planned) - 1)
         done = {}  # (dtype, variant) -> (run, its outputs, its call findings): what the variants are compared on
         for k, (vs, ctx, listed) in enumerate(planned):
             bar = progress(f"{vs.format.name} {ctx.variant}", len(ctx.calls)) if progress else None
             if k not in made:
                 make(k, bar)
-            runs.append(_run(queue, ctx, vs, listed, made.pop(k), seen.pop(k), bar))
+            runs.append(_run(queue, ctx, vs, listed, made.pop(k), seen.pop(k), bar, prepared.pop(k, None),
+                             functools.partial(idle, k)))
             done[ctx.fmt.name, ctx.variant] = (runs[-1], _outputs(ctx), ctx.findings)
             planned[k] = (vs, None, listed)  # its judgements are no longer needed
             shared, private = done.get((ctx.fmt.name, "s")), done.get((ctx.fmt.name, "p"))
