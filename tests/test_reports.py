@@ -23,6 +23,7 @@ from sl1conf.conformance.certify import errorstats
 from sl1conf.conformance.cli import main
 from sl1conf.conformance.reports.junit import render_junit
 from sl1conf.conformance.reports.markdown import render_markdown
+from sl1conf.conformance.reports import write as W
 from sl1conf.reference import formats as F
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,10 +99,10 @@ def test_report_rejects_a_corrupt_report_in_one_line(reports, tmp_path, capsys, 
 
 def test_largest_error_leaves_out_exceptions_and_names_its_input(reports):
     """The kernel (divmul-fp16) is at most 2 ULP from the correctly rounded result wherever it is
-    not excepted; the worst element it names must really be that far (checked with formats)."""
+    not accepted beyond the budget; the worst element it names must really be that far (checked with formats)."""
     for run in load(reports, "pass")["runs"]:
         e = run["errors"]
-        assert e["max_ulp"] <= 2 and e["nan_mismatches"] == 0 and e["excepted"] > 0
+        assert e["max_ulp"] <= 2 and e["nan_mismatches"] == 0 and e["beyond_budget_elements"] > 0
         w = e["worst"]
         fmt = F.format_by_name(run["dtype"])
         assert int(F.ulp_distance(fmt, np.array(int(w["expected"], 16)), np.array(int(w["got"], 16)))) == e["max_ulp"]
@@ -119,16 +120,16 @@ def test_elements_accepted_beyond_the_budget_are_shown_with_what_accepted_them(r
         e = run["errors"]
         # a normal result whose quotient underflowed to zero is no distance: named, not counted (issue 25)
         assert e["not_a_distance"]["zero where the result is normal"]["accepted"] > 0
-        if "excepted_far" not in e:
+        if "beyond_budget" not in e:
             accepted = sum(k["accepted"] for k in e["not_a_distance"].values())
-            assert accepted == e["excepted"], e
+            assert accepted == e["beyond_budget_elements"], e
             continue
         seen.add(run["dtype"])
-        far = e["excepted_far"]
-        # every excepted element is either a distance (counted here) or an accepted infinity/NaN
+        far = e["beyond_budget"]
+        # every element accepted beyond the budget is either a distance (counted here) or an accepted infinity/NaN
         # against a number (counted by kind, never as ULPs)
         accepted_specials = sum(k["accepted"] for k in (e.get("not_a_distance") or {}).values())
-        assert far["elements"] + accepted_specials == e["excepted"] and far["elements"] == sum(far["by"].values()) > 0
+        assert far["elements"] + accepted_specials == e["beyond_budget_elements"] and far["elements"] == sum(far["by"].values()) > 0
         assert far["max_ulp"] > budget[run["dtype"]] and far["worst"]["ulp"] == far["max_ulp"]
         fmt = F.format_by_name(run["dtype"])
         w = far["worst"]
@@ -228,9 +229,9 @@ def test_a_runs_statistics_at_once_are_those_of_its_calls_one_by_one(impl, dtype
                        unwritten=j.unwritten if j.case.out_alias is None else None)
     at_once.add_run(vs.format, whole, judged, bounds)
     assert json.dumps(at_once.entry(None), sort_keys=True) == json.dumps(one_by_one.entry(None), sort_keys=True)
-    assert (at_once.worst_at, at_once.excepted_at, at_once.specials) == \
-        (one_by_one.worst_at, one_by_one.excepted_at, one_by_one.specials)
-    assert one_by_one.worst_ulp > 0 and one_by_one.excepted  # the comparison is about something
+    assert (at_once.worst_at, at_once.beyond_at, at_once.specials) == \
+        (one_by_one.worst_at, one_by_one.beyond_at, one_by_one.specials)
+    assert one_by_one.worst_ulp > 0 and one_by_one.beyond  # the comparison is about something
 
 
 # --- what a reader sees -------------------------------------------------------------------------
@@ -386,7 +387,7 @@ def test_gate_stops_a_rise_in_far_accepted_elements_and_in_overflows(reports, tm
     old = load(reports, "pass")
     new = copy.deepcopy(old)
     e = new["runs"][0]["errors"]
-    e["excepted_far"]["elements"] += 5
+    e["beyond_budget"]["elements"] += 5
     e.setdefault("not_a_distance", {})["infinity where the result is finite"] = {"elements": 3, "accepted": 3}
     assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 1
     out = capsys.readouterr().out
@@ -595,3 +596,22 @@ def test_gate_calls_pass_to_incomplete_a_regression(reports, tmp_path, capsys):
     new["verdict"] = "incomplete"
     assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 1
     assert "pass -> INCOMPLETE (3 of 600 calls answered unsupported)" in capsys.readouterr().out
+
+
+def test_a_version_1_report_is_read_as_version_2(reports, tmp_path):
+    """Reports written before the names of what was accepted beyond the budget were made one
+    (schema version 1: accepted_far, accepted_not_a_distance, errors.excepted, errors.excepted_far)
+    are read, rendered and gated as version 2."""
+    new = load(reports, "pass")
+    old = json.loads(json.dumps(new))
+    old["schema_version"] = 1
+    back = {"beyond_budget": "accepted_far", "beyond_budget_not_a_distance": "accepted_not_a_distance"}
+    for run in old["runs"]:
+        run["errors"] = {{"beyond_budget_elements": "excepted", "beyond_budget": "excepted_far"}.get(k, k): v
+                         for k, v in run["errors"].items()}
+        run["requirements"] = [{back.get(k, k): v for k, v in r.items()} for r in run["requirements"]]
+    assert any("accepted_far" in r for run in old["runs"] for r in run["requirements"])  # the test is about something
+    (tmp_path / "report.json").write_text(json.dumps(old))
+    read = W.load_report(tmp_path)
+    read.pop("_path")
+    assert read == {k: v for k, v in new.items() if k != "_path"}

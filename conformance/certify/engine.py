@@ -22,6 +22,7 @@ from sl1conf.adapters.base import Adapter
 from sl1conf.conformance.certify.calls import CallQueue, make_stage
 from sl1conf.conformance.certify.errorstats import ErrorStats
 from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.jsonfiles import REPORT_SCHEMA_VERSION
 from sl1conf.conformance.common.memory import keep_freed_memory
 from sl1conf.conformance.requirements import CATALOG
 from sl1conf.conformance.requirements.base import RunContext, Tally
@@ -487,7 +488,7 @@ def report_of(runs: list, *, started, implementation: dict, profile: Profile, in
     --sl1-report, which assembles the runs of a session); ``extra``: more top-level fields."""
     from datetime import datetime, timezone
 
-    return {"schema": "sl1conf-report", "schema_version": 1, "suite_version": __version__,
+    return {"schema": "sl1conf-report", "schema_version": REPORT_SCHEMA_VERSION, "suite_version": __version__,
             "created": started.isoformat(timespec="seconds"),
             "duration_s": round((datetime.now(timezone.utc) - started).total_seconds(), 3),
             "verdict": report_verdict(runs, missing),

@@ -4,7 +4,7 @@ The largest errors (overall and per bin) leave out the elements accepted only as
 exceptions beyond the ULP budget: reachable under the profile's error model (an
 underflowing quotient, a flushed intermediate, an approximate reciprocal) or a documented
 alternative for beta <= 0: those are judged by the model's bounds, not by the budget, and are
-counted apart as ``excepted``.
+counted apart as ``beyond_budget``.
 
 A report must be re-renderable from ``report.json`` alone, so the distributions the
 plots show are stored in it, compactly: per family, a histogram of ULP distances
@@ -65,19 +65,19 @@ class ErrorStats:
         self.elements = np.zeros(nbins, np.int64)
         self.inexact = np.zeros(nbins, np.int64)
         self.max_ulp = np.zeros(nbins, np.int64)
-        self.nan = np.zeros(nbins, np.int64)  # NaN against a number (not excepted): no distance to plot
+        self.nan = np.zeros(nbins, np.int64)  # NaN against a number (not accepted beyond the budget): no distance to plot
         self.outside = 0  # r outside the edges, or not a number (beta 0, inf, NaN inputs)
-        self.worst_ulp, self.worst_at, self.nan_mismatches, self.excepted = 0, None, 0, 0
-        self.excepted_ulp, self.excepted_at, self.excepted_by = 0, None, {}  # the accepted-but-far elements
-        self.excepted_far = 0  # of them, those with a distance (the others are SPECIALS, counted there)
+        self.worst_ulp, self.worst_at, self.nan_mismatches, self.beyond = 0, None, 0, 0
+        self.beyond_ulp, self.beyond_at, self.beyond_by = 0, None, {}  # the accepted-but-far elements
+        self.beyond_far = 0  # of them, those with a distance (the others are SPECIALS, counted there)
         # elements, of them accepted, first (where, k); an unwritten element (still the fill) is no result at all
         self.specials = {name: [0, 0, None] for name in (*SPECIALS, UNWRITTEN)}
 
-    def add(self, family: str, fmt: formats.Format, dist: np.ndarray, x1, x2, beta, where, excepted=None,
+    def add(self, family: str, fmt: formats.Format, dist: np.ndarray, x1, x2, beta, where, beyond_budget=None,
             got=None, oracle=None, accepted_by=None, accepted=None, unwritten=None) -> None:
         """``dist``: the distances of one case's written elements; ``x1``, ``x2`` its inputs
         (bit patterns) and ``beta`` its scalar; ``where`` identifies the case for :attr:`worst_at`.
-        ``excepted``: elements accepted only as an exception (reachable under the error
+        ``beyond_budget``: elements accepted only as an exception (reachable under the error
         model, or an alternative's bits, beyond the ULP budget); they count in the histogram but
         not in the largest errors, which would otherwise say nothing about accuracy: they are
         counted apart, with their own largest distance and (``accepted_by``: a name per
@@ -89,7 +89,7 @@ class ErrorStats:
         n = dist.size
         cut = lambda a: None if a is None else a[:n]  # noqa: E731
         self._add(fmt, [family], np.zeros(n, np.intp), dist, x1[:n], x2[:n], np.full(n, beta, fmt.uint),
-                  lambda k: (where, k), excepted, cut(got), cut(oracle), accepted_by, accepted, unwritten)
+                  lambda k: (where, k), beyond_budget, cut(got), cut(oracle), accepted_by, accepted, unwritten)
 
     def add_run(self, fmt: formats.Format, whole, judged: list, bounds) -> None:
         """Every judgement of a run at once, as :meth:`add` one by one would (``where``: its
@@ -111,7 +111,7 @@ class ErrorStats:
             part = [c[lo:lo + CHUNK] for c in columns]
             self._add(fmt, names, part[0], *part[1:5], locate, *part[5:])
 
-    def _add(self, fmt, names, fam, dist, x1, x2, beta, locate, excepted, got, oracle, accepted_by, accepted,
+    def _add(self, fmt, names, fam, dist, x1, x2, beta, locate, beyond_budget, got, oracle, accepted_by, accepted,
              unwritten) -> None:
         """The elements of calls of ``names`` (``fam``: each element's index into them), with
         one beta each; ``locate(k)``: (where, index) of element ``k`` of these arrays."""
@@ -131,7 +131,7 @@ class ErrorStats:
         for f in np.flatnonzero(per_family).tolist():
             self.hist[names[f]] = self.hist.get(names[f], 0) + counts[f]
         real = d_nz != formats.NAN_MISMATCH  # of the elements nz: a distance that means one
-        ex_nz = excepted[nz] if excepted is not None else np.zeros(nz.shape, bool)
+        ex_nz = beyond_budget[nz] if beyond_budget is not None else np.zeros(nz.shape, bool)
         self.nan_mismatches += int((~real & ~ex_nz).sum())
         if got is not None:
             cls = special_class(fmt, got[nz], oracle[nz])
@@ -148,9 +148,9 @@ class ErrorStats:
                 if slot[2] is None:
                     slot[2] = locate(int(nz[np.flatnonzero(hit)[0]]))
             real &= cls < 0
-        if excepted is not None:
-            self.excepted += int(excepted.sum())
-            ex_idx = np.flatnonzero(excepted)  # few; those at distance 0 (a zero of the other sign) are real
+        if beyond_budget is not None:
+            self.beyond += int(beyond_budget.sum())
+            ex_idx = np.flatnonzero(beyond_budget)  # few; those at distance 0 (a zero of the other sign) are real
             pos = np.searchsorted(nz, ex_idx)
             in_nz = pos < nz.size
             in_nz[in_nz] = nz[pos[in_nz]] == ex_idx[in_nz]
@@ -159,12 +159,12 @@ class ErrorStats:
             far = ex_idx[ex_real]
             if far.size:
                 k = int(far[int(np.argmax(dist[far]))])
-                if self.excepted_at is None or int(dist[k]) > self.excepted_ulp:
-                    self.excepted_ulp, self.excepted_at = int(dist[k]), locate(k)
-            self.excepted_far += int(far.size)
+                if self.beyond_at is None or int(dist[k]) > self.beyond_ulp:
+                    self.beyond_ulp, self.beyond_at = int(dist[k]), locate(k)
+            self.beyond_far += int(far.size)
             if accepted_by is not None:
                 for name in accepted_by[far].tolist():
-                    self.excepted_by[name or "?"] = self.excepted_by.get(name or "?", 0) + 1
+                    self.beyond_by[name or "?"] = self.beyond_by.get(name or "?", 0) + 1
             real &= ~ex_nz
         if real.any():
             k = int(nz[real][int(np.argmax(d_nz[real]))])
@@ -190,7 +190,7 @@ class ErrorStats:
     def entry(self, worst: "dict | None", describe=None) -> dict:
         """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`;
         ``describe(where, k)`` gives the element dict of any other position kept here."""
-        out = {"max_ulp": self.worst_ulp, "nan_mismatches": self.nan_mismatches, "excepted": self.excepted,
+        out = {"max_ulp": self.worst_ulp, "nan_mismatches": self.nan_mismatches, "beyond_budget_elements": self.beyond,
                "buckets": list(BUCKETS),
                "ulp_histogram": {f: [int(n) for n in c] for f, c in self.hist.items()},
                "by_ratio": {"edges": RATIO_EDGES, "elements": self.elements.tolist(),
@@ -199,11 +199,11 @@ class ErrorStats:
                             "outside": self.outside}}
         if worst is not None:
             out["worst"] = worst
-        if self.excepted_far:
-            far = {"elements": self.excepted_far, "max_ulp": self.excepted_ulp, "by": dict(sorted(self.excepted_by.items()))}
-            if describe is not None and self.excepted_at is not None:
-                far["worst"] = describe(*self.excepted_at)
-            out["excepted_far"] = far
+        if self.beyond_far:
+            far = {"elements": self.beyond_far, "max_ulp": self.beyond_ulp, "by": dict(sorted(self.beyond_by.items()))}
+            if describe is not None and self.beyond_at is not None:
+                far["worst"] = describe(*self.beyond_at)
+            out["beyond_budget"] = far
         specials = {}
         for name, (n, ex, at) in self.specials.items():
             if n:

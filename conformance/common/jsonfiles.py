@@ -7,7 +7,7 @@ import json
 from functools import cache
 from pathlib import Path
 
-__all__ = ["schema", "read_checked", "validate", "validator"]
+__all__ = ["schema", "read_checked", "validate", "validator", "REPORT_SCHEMA_VERSION"]
 
 SCHEMA_DIR = Path(__file__).parent.parent / "schemas"
 
@@ -18,9 +18,15 @@ def schema(name: str) -> dict:
     return json.loads((SCHEMA_DIR / name).read_text())
 
 
-def read_checked(path, schema_name: str, version: int, error: type) -> dict:
+REPORT_SCHEMA_VERSION = 2
+"""report.json's schema version (conformance/schemas/report.schema.json): what certify and the
+pytest plugin write, and what the report readers read (version 1 is upgraded as it is read)."""
+
+
+def read_checked(path, schema_name: str, version: int, error: type, upgrades: "dict | None" = None) -> dict:
     """``path`` parsed and validated against ``schema_name`` at ``schema_version`` ``version``;
-    ``error(one line)`` if it is missing, not JSON, of another version or not valid."""
+    ``error(one line)`` if it is missing, not JSON, of another version or not valid. ``upgrades``:
+    older version -> the function that turns such a document into one of ``version``."""
     path = Path(path)
     try:
         doc = json.loads(path.read_text())
@@ -33,6 +39,9 @@ def read_checked(path, schema_name: str, version: int, error: type) -> dict:
     except RecursionError:  # json's decoder recurses once per level of nesting
         raise error(f"{path}: nested too deeply to be a document of this suite") from None
     found = doc.get("schema_version") if isinstance(doc, dict) else None
+    if found in (upgrades or {}) and found != version:
+        doc = upgrades[found](doc)
+        found = doc.get("schema_version")
     if found != version:
         raise error(f"{path}: unknown schema version {found!r} (this sl1conf reads {version})")
     validate(doc, schema_name, error, str(path))

@@ -129,7 +129,7 @@ def gate(new: dict, old: dict) -> GateResult:
             if nerr["nan_mismatches"] > oerr["nan_mismatches"]:
                 out.regressions.append(f"{where} NaN against a number: {oerr['nan_mismatches']} -> "
                                        f"{nerr['nan_mismatches']} elements")
-            ofar, nfar = (oerr.get("excepted_far") or {}), (nerr.get("excepted_far") or {})
+            ofar, nfar = (oerr.get("beyond_budget") or {}), (nerr.get("beyond_budget") or {})
             if nfar.get("elements", 0) > ofar.get("elements", 0):
                 out.regressions.append(f"{where} elements accepted beyond the budget (reachable under the error model or an alternative): "
                                        f"{ofar.get('elements', 0)} -> {nfar['elements']} (up to {nfar['max_ulp']} ULP)")
@@ -187,7 +187,7 @@ def compare_rows(reports: list) -> tuple:
         cells = []
         for r in reports:
             errs = [run["errors"] for run in r["runs"] if run["dtype"] == d and run.get("errors")]
-            far = [e["excepted_far"] for e in errs if e.get("excepted_far")]
+            far = [e["beyond_budget"] for e in errs if e.get("beyond_budget")]
             special = sum(k["elements"] for e in errs for k in (e.get("not_a_distance") or {}).values())
             top = max((f["max_ulp"] for f in far), default=0)
             text = (f"{max(f['elements'] for f in far):,} " + (f"up to {top:,} ULP" if top else "zeros of the other sign")

@@ -95,7 +95,7 @@ def render_junit(report: dict) -> str:
         statuses, suite_out = [], []
         for r in run["requirements"]:
             f = failures.get((d, var, r["id"]))
-            far = r.get("accepted_far")
+            far = r.get("beyond_budget")
             accepted = (f"accepted beyond the budget: {far['elements']} elements, each reachable under the "
                         "error model or an alternative's: " + "; ".join(f"{name} ({n})" for name, n in far["by"].items())
                         + f", up to {far['max_ulp']} ULP") if far else ""

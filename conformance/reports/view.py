@@ -98,7 +98,7 @@ def accuracy_line(run: dict) -> str:
     if not err:
         return ""
     parts = [f"{run['dtype']} {run['variant']}: largest error {err['max_ulp']} ULP (finite results)"]
-    far = err.get("excepted_far")
+    far = err.get("beyond_budget")
     if far and far["elements"]:
         by = sorted(far["by"].items(), key=lambda kv: -kv[1])
         as_ = (by[0][0] if len(by) == 1 else "; ".join(f"{name} ({n:,})" for name, n in by))
@@ -252,7 +252,7 @@ class View:
     headline: str  # the verdict with what qualifies it: waived failures, nothing checked
     scope: str  # "" for a full run
     accuracy: list = field(default_factory=list)  # accuracy_line per run
-    accepted_far: list = field(default_factory=list)  # a row per requirement that accepted elements beyond the budget
+    beyond_budget: list = field(default_factory=list)  # a row per requirement that accepted elements beyond the budget
     unobserved: list = field(default_factory=list)  # (dtype, variant, id, title, why) per not-applicable entry that says why
     causes: list = field(default_factory=list)  # "fp32 s: <cause line>" per cause of each run's failures (reports.causes)
 
@@ -337,7 +337,7 @@ def view(report: dict) -> View:
             worst = r.get("worst")
             rows.append(Row(d, v, r["id"], r["title"], r["kind"], r["status"], r.get("checked"),
                             r.get("failed"), worst.get("ulp") if worst else None))
-            far, nodist = r.get("accepted_far"), r.get("accepted_not_a_distance") or {}
+            far, nodist = r.get("beyond_budget"), r.get("beyond_budget_not_a_distance") or {}
             if far or nodist:
                 w = far["worst"] if far else None
                 why = _why_far(d, w) if w else ""
@@ -442,14 +442,14 @@ def sections(v: View) -> list:
                     [[f"{d} {var}", m, n, f"{w['dy']}, {w['x1']}, {w['x2']}, {w['beta']} (case {w['case']})"
                       if w else "", w["expected"] if w else "", got_text(w) if w else ""]
                      for d, var, m, n, w in v.errors]))
-    if v.accepted_far:
+    if v.beyond_budget:
         out.append((ACCEPTED_FAR, "Elements each requirement accepted although they are farther than the budget "
                     "from the correctly rounded result, because the profile's error model reaches them (the "
                     "evaluation, and the approximate operation or the flush it took) or they are an acceptable "
                     "alternative's result; and accepted results that are no distance at all. Not counted in the "
                     "largest error.",
                     ["run", "requirement", "elements", "what it took", "up to", "infinity or NaN against a number",
-                     "farthest input", "explain it"], v.accepted_far))
+                     "farthest input", "explain it"], v.beyond_budget))
     if v.observed:
         out.append(("Observed where the manual is silent", "", ["run", "id", "what", "observed"],
                     [[f"{d} {var}", rid, title, text] for d, var, rid, title, text in v.observed]))

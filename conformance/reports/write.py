@@ -20,7 +20,7 @@ from sl1conf.conformance.common.files import uninterrupted, writable_folder, wri
 __all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "PATH_FIELDS", "load_report", "write_report", "validate",
            "portable_path", "portable_paths"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = jsonfiles.REPORT_SCHEMA_VERSION
 SCHEMA_FILE = "report.schema.json"
 
 
@@ -60,6 +60,27 @@ def validate(report: dict) -> None:
     jsonfiles.validate(report, SCHEMA_FILE, ReportError, "report")
 
 
+V1_NAMES = {"requirement": {"accepted_far": "beyond_budget", "accepted_not_a_distance": "beyond_budget_not_a_distance"},
+            "errors": {"excepted": "beyond_budget_elements", "excepted_far": "beyond_budget"}}
+"""Version 1's names of what was accepted beyond the budget -> version 2's (one idea, one name)."""
+
+
+def upgraded_from_1(report: dict) -> dict:
+    """A version 1 report as version 2 (the names of V1_NAMES; nothing else changed)."""
+    def renamed(obj: dict, names: dict) -> dict:
+        return {names.get(k, k): v for k, v in obj.items()}
+    runs = report.get("runs") if isinstance(report.get("runs"), list) else []
+    for run in runs:
+        if not isinstance(run, dict):
+            continue
+        if isinstance(run.get("errors"), dict):
+            run["errors"] = renamed(run["errors"], V1_NAMES["errors"])
+        if isinstance(run.get("requirements"), list):
+            run["requirements"] = [renamed(r, V1_NAMES["requirement"]) if isinstance(r, dict) else r
+                                   for r in run["requirements"]]
+    return {**report, "schema_version": 2}
+
+
 def load_report(path) -> dict:
     """A report from its folder or its ``report.json``, checked against the schema."""
     path = Path(path)
@@ -67,7 +88,7 @@ def load_report(path) -> dict:
         path = path / "report.json"
     elif not path.exists():
         raise ReportError(f"{path}: no such report folder or file")
-    report = jsonfiles.read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError)
+    report = jsonfiles.read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError, upgrades={1: upgraded_from_1})
     report.setdefault("_path", str(path))
     return report
 

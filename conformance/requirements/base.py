@@ -62,7 +62,7 @@ class Tally:
         among = np.ones(bad.shape, bool) if among is None else among
         self.checked += int(among.sum())
         self.seen.append((j, bad, among))
-        self._accepted_far(j, among & ~bad)
+        self._beyond_budget(j, among & ~bad)
         idx = np.flatnonzero(bad)
         if not idx.size:
             return
@@ -80,7 +80,7 @@ class Tally:
         if len(self.examples) < EXAMPLES:
             self.examples.append(ex)
 
-    def _accepted_far(self, j, accepted: np.ndarray) -> None:
+    def _beyond_budget(self, j, accepted: np.ndarray) -> None:
         """Count the accepted elements that are beyond the budget (reachable under the error
         model, or an alternative's bits): how many, with what it took, the farthest; those that
         are no distance at all (an infinity or NaN against a number) by kind."""
@@ -161,11 +161,11 @@ class Tally:
         whole calls the diagnosis tries as patterns (``RunContext.findings``)."""
         out = {"checked": self.checked, "failed": self.failed}
         if details and self.far:
-            out["accepted_far"] = {"elements": self.far, "max_ulp": self.far_worst["ulp_value"],
+            out["beyond_budget"] = {"elements": self.far, "max_ulp": self.far_worst["ulp_value"],
                                    "by": dict(sorted(self.far_by.items())),
                                    "worst": {k: v for k, v in self.far_worst.items() if k != "ulp_value"}}
         if details and self.far_special:
-            out["accepted_not_a_distance"] = dict(sorted(self.far_special.items()))
+            out["beyond_budget_not_a_distance"] = dict(sorted(self.far_special.items()))
         def example(j, k):
             e = self.element(j, k)
             e.pop("ulp_value")
