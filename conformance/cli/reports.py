@@ -23,7 +23,7 @@ def _cmd_report(args) -> int:
 
     report = _load(args.dir)
     formats = args.format or [f for f in FORMATS if f != "json"]
-    own = Path(report["_path"]).parent
+    own = Path(args.dir) if Path(args.dir).is_dir() else Path(args.dir).parent  # the folder it was read from
     out = Path(args.out) if args.out else own
     if out.exists() and not (out.is_dir() and out.resolve() == own.resolve()):  # another folder than the report's
         _refuse_foreign_report(out, report)
@@ -46,8 +46,7 @@ def _refuse_foreign_report(out: Path, report: dict) -> None:
     if not out.is_dir() or not theirs.is_file():
         return
     try:
-        same = json.loads(theirs.read_text(encoding="utf-8")) == {k: v for k, v in report.items()
-                                                               if not k.startswith("_")}
+        same = json.loads(theirs.read_text(encoding="utf-8")) == report
     except (OSError, ValueError, RecursionError):
         same = False
     if not same:

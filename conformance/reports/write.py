@@ -88,9 +88,7 @@ def load_report(path) -> dict:
         path = path / "report.json"
     elif not path.exists():
         raise ReportError(f"{path}: no such report folder or file")
-    report = jsonfiles.read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError, upgrades={1: upgraded_from_1})
-    report.setdefault("_path", str(path))
-    return report
+    return jsonfiles.read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError, upgrades={1: upgraded_from_1})
 
 
 PATH_FIELDS = (("profile", "path"), ("invocation", "profile"), ("invocation", "vectors"),
@@ -181,7 +179,6 @@ def write_report(report: dict, out, formats=tuple(FORMATS), *, replace_all: bool
     an earlier run is left beside the new report (a CI job reading junit.xml would read it).
     Re-rendering (``sl1conf report``) leaves the others alone: they render the same JSON.
     """
-    report = {k: v for k, v in report.items() if not k.startswith("_")}
     if "json" in formats:  # a new report.json: paths of this machine made portable first
         report = portable_paths(report)
     validate(report)
