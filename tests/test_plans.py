@@ -17,6 +17,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from sl1conf.adapters import load as load_adapter
 from sl1conf.adapters.base import ArrayFunction
 from sl1conf.adapters.simulator import SimulatorAdapter, host_template
 from sl1conf.conformance.certify import calls as calls_module
@@ -196,3 +197,59 @@ def test_a_simulator_queued_in_a_worker_gives_the_report_made_call_by_call(tmp_p
     assert threads == {"sl1conf-calls"}  # every call made by the worker
     assert _comparable(a) == _comparable(b)
     assert {r["verdict"] for r in a["runs"]} == {"pass"}
+
+
+# --- a toy element requirement, declared once, reported by certify, fuzz and sweep ----------------
+
+def _toy_element_rule():
+    """R97, a rule stricter than any profile: no result exactly 1 ULP from the correctly rounded
+    one (an inexact result: fuzz and sweep judge only those, as every rule accepts an exact one)."""
+    from sl1conf.conformance.rules.judge import ElementRule
+
+    return ElementRule("R97", lambda j: np.ones(j.got.shape, bool), lambda j: j.dist != 1)
+
+
+@pytest.fixture
+def toy_element_requirement(monkeypatch):
+    """The toy rule first in the judge's rules (most specific first: findings are filed under it)
+    and its row in the catalog: the only two places a requirement about elements is declared."""
+    from sl1conf.conformance import requirements
+    from sl1conf.conformance.rules import judge as judge_module
+
+    rule = _toy_element_rule()
+    row = Requirement("R97", "toy-one-ulp", "No result is exactly 1 ULP from the correctly rounded one.",
+                      element=rule)
+    monkeypatch.setattr(judge_module, "ELEMENT_RULES", (rule, *judge_module.ELEMENT_RULES))
+    monkeypatch.setattr(engine, "CATALOG", (*CATALOG, row))
+    monkeypatch.setitem(requirements.CATALOG_BY_ID, "R97", row)
+    return row
+
+
+IMPL = "builtin:model:muldiv-fp16"  # fp16 arithmetic step by step: often 1 ULP from the exact result
+
+
+def test_certify_reports_a_toy_element_requirement(toy_element_requirement):
+    report = engine.certify(load_adapter(IMPL), load_profile("ieee"), dtypes=["fp16"], variants=["p"], quick=True)
+    entry = next(q for q in report["runs"][0]["requirements"] if q["id"] == "R97")
+    assert entry["status"] == "fail" and entry["failed"] > 0 and entry["worst"]["ulp"] == 1
+
+
+def test_fuzz_files_findings_under_a_toy_element_requirement(toy_element_requirement):
+    from sl1conf.conformance.search import fuzz
+
+    profile = load_profile("ieee")
+    campaign = fuzz.Campaign(IMPL, "ieee", ("fp16",), ("p",), seed=7, batch_elements=1 << 12, batches=1)
+    findings = fuzz.check_cases(load_adapter(IMPL), profile, fuzz.make_batch(campaign, profile, 0), late=False)
+    toy = [f for f in findings if f.key[0] == "R97"]
+    assert toy and all("R97" in f.breaks for f in toy)
+
+
+def test_sweep_counts_a_toy_element_requirement(toy_element_requirement):
+    from sl1conf.conformance.search import sweep
+
+    beta = 0x3E00  # 1.5: the division rounds again, after the product (dy 0.8)
+    config = sweep.SweepConfig(IMPL, beta=beta, dy=0x3A66, subset="around-beta", block=1 << 14, platform="ieee")
+    tally = sweep._Block(config, load_adapter(IMPL)).run(0)
+    verdict = sweep.verdict(tally, load_profile("ieee"), beta)
+    assert verdict["requirements"]["R97"]["elements"] > 0 and not verdict["pass"]
+    assert verdict["requirements"]["R97"]["title"] == "toy-one-ulp"
