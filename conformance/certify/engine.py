@@ -271,11 +271,12 @@ def judge_run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: 
     return calls, judged, broken + [r[:3] for r in rejected]
 
 
-def _context(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, cases=None) -> RunContext:
-    """A run's context before any call: the calls of the variant the adapter makes (a recorded
-    run holds only the calls that were made)."""
-    calls = [c for c in _calls(vs, variant, profile, cases) if adapter.holds(c[2])]
-    return RunContext(vs.format, profile, variant, adapter, [], [], calls)
+def _context(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, cases=None) -> tuple:
+    """A run's context before any call, with the calls of the variant the adapter makes (a
+    recorded run holds only the calls that were made), and how many calls certify lists."""
+    listed = _calls(vs, variant, profile, cases)
+    calls = [c for c in listed if adapter.holds(c[2])]
+    return RunContext(vs.format, profile, variant, adapter, [], [], calls), len(listed)
 
 
 def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, made: tuple, seen: _Seen,
@@ -436,8 +437,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             if only_cases:
                 seen_cases |= only_cases & {row["id"] for row in vs.manifest["cases"]}
             for variant in variants:
-                ctx = _context(adapter, profile, vs, variant, only_cases)
-                planned.append((vs, ctx, len(_calls(vs, variant, profile, only_cases))))
+                planned.append((vs, *_context(adapter, profile, vs, variant, only_cases)))
                 if queue.background:  # queued now: the worker makes the next run's calls while this one is judged
                     make(len(planned) - 1)
         done = {}  # (dtype, variant) -> (run, its outputs, its call findings): what the variants are compared on
