@@ -24,7 +24,7 @@ from sl1conf.conformance.certify import calls as calls_module
 from sl1conf.conformance.certify import engine
 from sl1conf.conformance.certify.calls import CallQueue, make_stage, plans_at
 from sl1conf.conformance.requirements import CATALOG
-from sl1conf.conformance.requirements.base import Check, Plan, Requirement, RunContext, Tally
+from sl1conf.conformance.requirements.base import Check, Plan, Probe, Requirement, RunContext, Seen, Tally
 from sl1conf.conformance.rules.profiles import load_profile
 from sl1conf.reference import fast_oracle, formats
 
@@ -253,3 +253,92 @@ def test_sweep_counts_a_toy_element_requirement(toy_element_requirement):
     verdict = sweep.verdict(tally, load_profile("ieee"), beta)
     assert verdict["requirements"]["R97"]["elements"] > 0 and not verdict["pass"]
     assert verdict["requirements"]["R97"]["title"] == "toy-one-ulp"
+
+
+# --- a toy run-level requirement, declared once (its plan and its probe), reported by all three --
+
+def _alone(case):
+    return replace(case, dy=case.dy[:1], x1=case.x1[:1], x2=case.x2[:1], length=None, out_alias=None,
+                   id=f"{case.id} first alone")
+
+
+TOY_ALONE_PLAN = Plan("toy-first-alone", "judged", lambda ctx: [_alone(j.case) for j in ctx.judged if j.case.elements_written > 1])
+
+
+def _toy_alone_check(ctx, req):
+    """certify's form: each call's first element alone gives the bits it gave in the call."""
+    t = Tally(ctx.fmt)
+    made = ctx.made_of(TOY_ALONE_PLAN)
+    for j, o in zip([j for j in ctx.judged if j.case.elements_written > 1], made.outcomes):
+        t.checked += 1
+        if o.status != "ok" or not formats.same_result(ctx.fmt, o.out[:1], j.outcome.out[:1])[0]:
+            t.note(j.row["id"], "the first element alone gives other bits")
+    return Check(t)
+
+
+def _toy_alone_calls(cases, profile):
+    return [(i, _alone(c)) for i, c in enumerate(cases) if c.elements_written > 1]
+
+
+def _toy_alone_seen(batch):
+    """The campaigns' form of the same check."""
+    out = []
+    for (i, call), o in zip(batch.calls, batch.answers):
+        a = batch.outcomes[i]
+        if a.status == o.status == "ok" and not formats.same_result(call.format, a.out[:1], o.out[:1])[0]:
+            out.append(Seen("R96", i, "first-alone", "the first element alone gives other bits", element=0,
+                            changed=((0, o.out[0]),)))
+    return out
+
+
+TOY_ALONE = Requirement("R96", "toy-first-alone", "Each call's first element alone gives the same bits.",
+                        _toy_alone_check, plans=(TOY_ALONE_PLAN,),
+                        probes=(Probe("toy-first-alone", _toy_alone_seen, _toy_alone_calls),))
+
+
+class _AloneWrong(ArrayFunction):
+    """The correctly rounded result, but one ULP off in calls of one element (``wrong``)."""
+
+    def __init__(self, wrong=True):
+        def fn(*a):
+            out = np.asarray(fast_oracle.smoothl1lossgrad(*a))
+            if wrong and out.size == 1:
+                bits = out.view(np.uint16 if out.dtype == np.float16 else np.uint32).copy()
+                bits[0] ^= 1
+                return bits.view(out.dtype)
+            return out
+        super().__init__("alone-wrong" if wrong else "alone-right", fn, ("fp16",))
+
+
+@pytest.fixture
+def toy_run_requirement(monkeypatch):
+    """The toy's row in the catalog, as the drivers read it (the package's lists of rows,
+    probes and ids: what adding a module's ROWS to CATALOG gives)."""
+    from sl1conf.conformance import requirements
+
+    monkeypatch.setattr(calls_module, "CATALOG", (*CATALOG, TOY_ALONE))
+    monkeypatch.setattr(engine, "CATALOG", (*CATALOG, TOY_ALONE))
+    monkeypatch.setattr(requirements, "PROBES", (*requirements.PROBES, *TOY_ALONE.probes))
+    monkeypatch.setitem(requirements.CATALOG_BY_ID, "R96", TOY_ALONE)
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_certify_fuzz_and_sweep_report_a_toy_run_level_requirement(toy_run_requirement, wrong):
+    from sl1conf.conformance.search import fuzz, sweep
+
+    profile = load_profile("ieee")
+    report = engine.certify(_AloneWrong(wrong), profile, dtypes=["fp16"], variants=["p"], quick=True)
+    entry = next(q for q in report["runs"][0]["requirements"] if q["id"] == "R96")
+    assert entry["checked"] > 0 and entry["status"] == ("fail" if wrong else "pass") and bool(entry["failed"]) == wrong
+
+    campaign = fuzz.Campaign("toy", "ieee", ("fp16",), ("p",), seed=3, batch_elements=1 << 12, batches=1)
+    findings = fuzz.check_cases(_AloneWrong(wrong), profile, fuzz.make_batch(campaign, profile, 0), late=False)
+    toy = [f for f in findings if f.requirement == "R96"]
+    assert bool(toy) == wrong and all(f.kind == "first-alone" and f.element == 0 for f in toy)
+
+    beta = 0x3E00
+    config = sweep.SweepConfig("toy", beta=beta, dy=0x3A66, subset="around-beta", block=1 << 14, platform="ieee")
+    verdict = sweep.verdict(sweep._Block(config, _AloneWrong(wrong)).run(0), profile, beta)
+    assert ("R96" in verdict["requirements"]) == wrong and verdict["pass"] != wrong
+    if wrong:
+        assert verdict["requirements"]["R96"]["elements"] == 1 and verdict["requirements"]["R96"]["title"] == "toy-first-alone"

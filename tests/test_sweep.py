@@ -14,6 +14,7 @@ from sl1conf.conformance.search import sweep as S
 from sl1conf.conformance.cli import main
 from sl1conf.conformance.rules.profiles import load_profile
 from sl1conf.conformance.search.shards import Shard
+from sl1conf.reference import formats as F
 
 BETA, DY = 0x2E66, 0x3C01  # 0.1 (inexact: every rounding of the spec order is active), 1 + 2^-10
 SMALL = 4096  # block size for the API tests: 16 blocks per x2=V subset
@@ -176,11 +177,14 @@ def test_a_worker_gives_the_subset_pairs_and_the_fast_oracle(subset, block):
 @pytest.mark.parametrize("impl", ["builtin:kernel", "builtin:kernel:muldiv-fp64", "builtin:kernel:muldiv-fp16",
                                   "planted"])
 def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):
-    """Tally.block (one judgement of the wrong elements and of those where a model differs) gives
-    the tally of add + judge + lean (call_bias_counts: every element judged, the models computed
-    on all of them): blocks with many wrong elements, none (the bias counters' keys found among
-    the others: x2 = 1, x1 far above), no ordinary element at all (x2 = inf), and NaN payloads
-    that differ everywhere (x2 a NaN: not wrong)."""
+    """Tally.block (one judgement of the wrong elements) gives the tally of add + judge, and the
+    accuracy requirement's lean counts (lean_bias_counts: a judgement of the elements where the
+    implementation or a model differs) are call_bias_counts' (every element judged, the models
+    computed on all of them): blocks with many wrong elements, none (the bias counters' keys
+    found among the others: x2 = 1, x1 far above), no ordinary element at all (x2 = inf), and
+    NaN payloads that differ everywhere (x2 a NaN: not wrong)."""
+    from sl1conf.conformance.requirements.accuracy import call_bias_counts, lean_bias_counts
+
     config = S.SweepConfig(impl, BETA, DY, "all", block=SMALL)
     w = S._Block(config, Planted() if impl == "planted" else None)
     profile = load_profile("ieee")
@@ -188,17 +192,15 @@ def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):
     for k in (0, 1, 3 * 16 + 2, 0x3555 * 16 + 3, 0x3C00 * 16 + 12, 0x7C00 * 16 + 5, 0x7E01 * 16 + 2, 0xBC00 * 16 + 1):
         lo, dy, x1, x2, got, want = _block_inputs(w, k)
         one, whole = S.Tally(), S.Tally()
-        one.block(lo, dy, x1, x2, BETA, got, want, profile, lean=True)
+        one.block(lo, dy, x1, x2, BETA, got, want, profile)
         whole.add(lo, dy, x1, x2, BETA, got, want)
         whole.judge(lo, dy, x1, x2, BETA, got, want, profile)
-        whole.lean(dy, x1, x2, BETA, got, profile)
         assert one.to_json() == whole.to_json(), (impl, k)
-        seen.add(bool(whole.bias) and any(c["differ"] for c in whole.bias.values()))
-        seen.add("keys only" if whole.bias and not any(c["differ"] for c in whole.bias.values()) else "")
-        seen.add("none" if not whole.bias else "")
-        plain = S.Tally()
-        plain.block(lo, dy, x1, x2, BETA, got, want, profile)
-        assert {**plain.to_json(), "rounding_bias_counts": whole.bias} == whole.to_json()
+        counts = call_bias_counts(F.FP16, profile, got, dy, x1, x2, BETA)
+        assert lean_bias_counts(F.FP16, profile, got, dy, x1, x2, BETA) == counts, (impl, k)
+        seen.add(bool(counts) and any(c["differ"] for c in counts.values()))
+        seen.add("keys only" if counts and not any(c["differ"] for c in counts.values()) else "")
+        seen.add("none" if not counts else "")
     assert {True, "keys only", "none"} <= seen
 
 
@@ -425,7 +427,7 @@ def test_a_hand_edited_sweep_json_is_one_line_naming_it(tmp_path, capsys):
         assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert err.startswith(f"sl1conf: error: {path}: does not match the schema at tally/elements: "), err
     assert path.read_bytes() == saved and not (tmp_path / "m").exists()
-    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/2"):
+    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/3"):
         path.write_text(json.dumps({**state, "format": "sl1conf-sweep/0"}))
         S.load_state(tmp_path / "o")
 
@@ -504,3 +506,27 @@ def test_submitted_keeps_at_most_in_flight_and_cancels_the_rest():
         for g in gates:
             g.set()
     assert len(pool.made) == 3 and pool.made[2].cancelled()
+
+
+def test_a_format_2_state_is_read_as_format_3_with_its_blocks(tmp_path, capsys):
+    """Format 3 only renamed and regrouped (excepted -> beyond_budget, the rounding-bias counts
+    under the statistic's name, no call failures in format 2): a checkpoint written by the
+    previous version resumes, its blocks and counts as they were."""
+    base = ["sweep", "--impl", "builtin:kernel:muldiv-fp16", "--beta", "0.1", "--dy", "0.3", "--subset", "x2=0x3c00",
+            "--max-blocks", "1"]
+    assert cli(capsys, *base, "--out", tmp_path / "o")[0] in (0, 1)
+    path = tmp_path / "o" / "sweep.json"
+    now = json.loads(path.read_text())
+    old = json.loads(path.read_text())
+    old["format"] = "sl1conf-sweep/2"
+    t = old["tally"]
+    t["excepted"] = t.pop("beyond_budget")
+    t["rounding_bias_counts"] = t.pop("statistics").get("rounding_bias", {}).get("fp16/p", {})
+    assert t.pop("call_failures") == {}
+    v = old["summary"]["verdict"]
+    v["excepted"] = v.pop("beyond_budget")
+    assert v.pop("call_failures") == {}
+    path.write_text(json.dumps(old))
+    state = S.load_state(tmp_path / "o")
+    assert state["format"] == "sl1conf-sweep/3" and S.ranges_text(state["done"]) == now["done"]
+    assert state["tally"].to_json() == now["tally"] and state["summary"] == now["summary"]

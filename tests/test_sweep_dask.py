@@ -53,7 +53,7 @@ def test_an_interrupted_dask_sweep_keeps_its_blocks_and_resumes(cluster, tmp_pat
     config = _config("builtin:kernel", BETA, DY)
     shard = Shard(1, 8)
     local = S.run_sweep(config, tmp_path / "local", shard=shard)
-    assert local["tally"].bias
+    assert local["tally"].statistics["rounding_bias"]
 
     def stop(state, session):
         if session["blocks"] == 3:

@@ -197,8 +197,8 @@ class _Seen:
 
 
 def _own_calls(ctx: RunContext, seen=None) -> tuple:
-    """The run's own calls, made (after the plans made before them: R14's sample in a fresh
-    worker; the plans made after them follow): (the number of the adapter's last call before
+    """The run's own calls, made (after the plans made before them, such as a sample of
+    calls in a fresh worker; the plans made after them follow): (the number of the adapter's last call before
     them, their outcomes)."""
     adapter = ctx.adapter
     first = adapter.calls_made
@@ -212,7 +212,7 @@ def _own_calls(ctx: RunContext, seen=None) -> tuple:
 
 
 def _judged_stage(ctx: RunContext, between: bool) -> None:
-    """The plans that read judgements (R18), made; ``between``: made between the next run's calls
+    """The plans that read judgements (elements sampled by what they are), made; ``between``: made between the next run's calls
     (a queue's worker), so the adapter's call count is left where that run's history has it: the
     calls are numbered as if every run's calls came one after the other."""
     count = ctx.adapter.calls_made
@@ -314,8 +314,8 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
     judged_stage = queue.submit(functools.partial(_judged_stage, ctx, queue.background), urgent=True)
     judged = ctx.judged
     unsupported = sum(not adapter.supports(c) for _, _, c in calls)
-    refusals = rejection_failures(ctx)
-    # every check, those marked last after the others (R13 reads what every call did), then the
+    refusals = rejection_failures(ctx, CATALOG)
+    # every check, those marked last after the others (they read what every call did), then the
     # entries; the checks that read no plan of the judged stage run while its calls are made
     found_by = {}
     for req in sorted(CATALOG, key=lambda r: r.last):
@@ -389,7 +389,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     ``progress(desc, total)``, if given, makes the progress bar of one run (``desc`` names the
     run, ``total`` its calls): an object with ``update(n, elements=, failures=)`` and ``close()``
     (``common.progress.Progress``: the command line's bar on a terminal).
-    ``only``: requirement ids (``R02``) and case ids (``4.9``) to restrict the run to; case ids
+    ``only``: requirement ids (``Rnn``) and case ids (``4.9``) to restrict the run to; case ids
     select the vector cases run, requirement ids the requirements reported (and judged for the
     verdict). ``invocation``: how the run was asked for (the command line's arguments), kept in
     the report so its reproduction commands name the same implementation, vectors and options.

@@ -3,8 +3,8 @@
 A waiver file is TOML::
 
     [[waiver]]
-    id = "R05"                       # a requirement id (docs/requirements.md)
-    families = ["signed-zero"]       # optional: only failures in these families (R01 is per family)
+    id = "Rnn"                       # a requirement id (docs/requirements.md)
+    families = ["signed-zero"]       # optional: only failures in these families (of a per-family requirement)
     dtypes = ["fp16"]                # optional
     variants = ["s"]                 # optional
     pattern = "beta-negative"        # optional: a diagnosis pattern's key (rules.diagnosis.pattern_keys)
@@ -127,7 +127,7 @@ def apply_waivers(report: dict, waivers: list[dict]) -> dict:
             if entry["status"] != "fail":
                 continue
             per_family = [f for f in entry.get("families", []) if f["status"] == "fail"]
-            if per_family:  # R01 is judged per family: waive family by family
+            if per_family:  # judged per family: waive family by family
                 for f in per_family:
                     waive(f, run, entry["id"], [f["family"]], entry)
                 if all(f["status"] != "fail" for f in entry["families"]):

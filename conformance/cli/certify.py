@@ -139,7 +139,7 @@ def register(sub) -> None:
     p.add_argument("--quick", action="store_true", help="edge families only, no random ones")
     p.add_argument("--waivers", type=out_arg, metavar="FILE", help="known failures to waive, with reasons (TOML)")
     p.add_argument("--only", type=names_arg, action="append", metavar="IDS",
-                   help="requirement ids (R02) and vector case ids (4.9), comma-separated: run those cases, "
+                   help="requirement ids (Rnn, docs/requirements.md) and vector case ids (4.9), comma-separated: run those cases, "
                         "report those requirements (the reports' reproduction commands use it)")
     p.add_argument("--format", choices=("md", "html", "junit"), action="append",
                    help="formats beside report.json (repeatable; default md, html and junit)")

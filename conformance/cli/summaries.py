@@ -13,7 +13,8 @@ import numpy as np
 
 from sl1conf.conformance.common.commands import explain_command
 from sl1conf.conformance.reports.view import distance_text, outcome_text
-from sl1conf.conformance.requirements import accuracy, open_behaviour
+from sl1conf.conformance import requirements
+from sl1conf.conformance.requirements import open_behaviour
 from sl1conf.conformance.search import fuzz, fuzz_campaign, sweep
 
 __all__ = ["describe_pattern", "fuzz_lines", "replay_lines", "sweep_lines"]
@@ -61,13 +62,14 @@ def fuzz_lines(summary: dict, out: Path) -> list:
         if e.get("replay"):
             lines.append(f"      {e['replay']}")
     shown = {e["pattern"] for e in summary["saved"]}
-    rest = [r for r in f["patterns"] if r["pattern"] not in shown and fuzz_campaign.BIAS_MARK not in r["pattern"]]
+    counted = fuzz_campaign.statistic_keys(summary)  # said below, with their counts
+    rest = [r for r in f["patterns"] if r["pattern"] not in shown and r["pattern"] not in counted]
     for r in rest:
         lines.append(f"  [-] {describe_pattern(r['pattern'])}: {len(r['keys'])} distinct failure(s), "
                      f"{r['findings']} in all (no reproducer of its own saved: --max-cases, or the same as one above)")
-    for run, e in summary.get("rounding_bias", {}).items():
-        for line in e["findings"]:
-            lines.append(f"  {accuracy.ID} {run.replace('/', ' ')}, over the campaign: {line}")
+    for s in requirements.STATISTICS:
+        for run, e in summary.get(s.name, {}).items():
+            lines += [f"  {s.requirement} {run.replace('/', ' ')}, over the campaign: {line}" for line in e["findings"]]
     for cmd in summary["certify"]:
         lines.append(f"  certify: {cmd}")
     lines.append(f"summary: {out / 'summary.json'}")
@@ -105,7 +107,7 @@ def sweep_lines(state: dict, note: str = "") -> list:
         lines.append("worst: none: nothing was checked (" + ("no call returned a result" if v["failed_elements"]
                                                             else "every call was refused") + ")")
     elif w is None:
-        lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["excepted"]["elements"]
+        lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["beyond_budget"]["elements"]
                      else "worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
     else:
         lines.append(f"worst: {distance_text(w)} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
@@ -118,15 +120,20 @@ def sweep_lines(state: dict, note: str = "") -> list:
         e = r["worst"]
         lines.append(f"  {rid} {r['title']}: {r['elements']:,} elements, worst x1 {e['x1']}, x2 {e['x2']}: "
                      f"{outcome_text(e)}")
-    if v["excepted"]["elements"]:
-        e = v["excepted"]["worst"]
+    for rid, r in v["call_failures"].items():
+        f = r["first"]
+        lines.append(f"  {rid} {r['title']}: {r['calls']:,} blocks failing as calls; the first, block {f['block']}: "
+                     f"{f['kind']}: {f['detail']}")
+    if v["beyond_budget"]["elements"]:
+        e = v["beyond_budget"]["worst"]
         lines.append(f"accepted beyond the budget (reachable under the error model, or an alternative's bits): "
-                     f"{v['excepted']['elements']:,} elements, up to {distance_text(e)} (x1 {e['x1']}, x2 {e['x2']})")
+                     f"{v['beyond_budget']['elements']:,} elements, up to {distance_text(e)} (x1 {e['x1']}, x2 {e['x2']})")
     for question, answers in v["open_answers"].items():
         lines.append(f"open ({question}, {open_behaviour.ID}): "
                      + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
-    for line in v.get("rounding_bias", {}).get("findings", []):
-        lines.append(f"{accuracy.ID} over the blocks sampled (every {sweep.POSITION_EVERY}th): {line}")
+    for st in requirements.STATISTICS:
+        lines += [f"{st.requirement} over the blocks sampled (every {sweep.SAMPLE_EVERY}th): {line}"
+                  for line in v.get(st.name, {}).get("findings", [])]
     if note:
         lines.append(note)
     failure = _first_failure(state)

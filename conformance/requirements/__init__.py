@@ -32,13 +32,17 @@ from sl1conf.conformance.requirements import (
 )
 from sl1conf.conformance.requirements.base import Requirement
 
-__all__ = ["CATALOG", "CATALOG_BY_ID", "by_id"]
+__all__ = ["CATALOG", "CATALOG_BY_ID", "by_id", "PROBES", "STATISTICS"]
 
 CATALOG: tuple = (*accuracy.ROWS, *elements.ROWS, *subnormals.ROWS, *lengths.ROWS, *core_masks.ROWS, *memory.ROWS,
                   *returns.ROWS, *determinism.ROWS, *in_place.ROWS, *open_behaviour.ROWS, *evaluation_model.ROWS,
                   *position.ROWS)
 """Every requirement, in id order."""
 CATALOG_BY_ID = {r.id: r for r in CATALOG}
+PROBES: tuple = tuple({p.name: p for r in CATALOG for p in r.probes}.values())
+"""Every requirement's campaign probe, once each (several rows may name one), in catalog order."""
+STATISTICS: tuple = tuple(r.statistic for r in CATALOG if r.statistic is not None)
+"""The counts campaigns sum over their batches and judge once."""
 
 
 def by_id(rid: str) -> Requirement:

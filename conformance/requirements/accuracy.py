@@ -9,7 +9,7 @@ import numpy as np
 from sl1conf.conformance.rules.judge import expected_for, is_special, judge
 from sl1conf.reference import formats
 from sl1conf.reference.reachable import reach
-from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, Tally
+from sl1conf.conformance.requirements.base import Batch, Check, Requirement, RunContext, Statistic, Tally
 
 
 BIAS_SIGMAS = 6.0
@@ -70,11 +70,12 @@ def bias_counts(judged, profile) -> dict:
     return out
 
 
-def bias_failure_keys(run: str, test: "dict | None") -> list:
+def bias_failure_keys(run: str, judged: dict) -> list:
     """The fuzzer's failure keys of a rounding-bias test's failing directions over a campaign
-    (``R01/fp16/p/long/rounding-bias/toward-zero``): filed under this requirement."""
+    (``R01/fp16/p/long/rounding-bias/toward-zero``; ``judged`` as :func:`judge_bias` gives it):
+    filed under this requirement."""
     return [f"{ID}/{run}/long/rounding-bias/{d['direction'].replace(' ', '-')}"
-            for d in (test or {}).get("directions", []) if d["fails"]]
+            for d in (judged.get("test") or {}).get("directions", []) if d["fails"]]
 
 
 def call_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p", core_mask: int = 0xFF) -> dict:
@@ -82,6 +83,66 @@ def call_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     accepted models on every element): what fuzz batches and sweep blocks add up."""
     exp = expected_for(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask)
     return bias_counts([judge(fmt, profile, got, exp, dy, x1, x2, beta)], profile)
+
+
+def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p", core_mask: int = 0xFF) -> dict:
+    """:func:`call_bias_counts` with less work, for a long call (a sweep's block).
+
+    The counts count, on the ordinary elements, the results that differ from the correctly
+    rounded one, the implementation's and each accepted model's: an element where the
+    implementation and every model give the correctly rounded result adds nothing but the
+    counters' keys, which exist as soon as one element of the call is ordinary. So this judges
+    the elements where the implementation or a model differs (the models from the kernel on
+    the whole call, a fraction of a millisecond each), and only if none of those is ordinary,
+    the others in growing slices until one is (usually the first slice; the whole call where
+    none is). Every rule is a function of the element alone, so the counts are those of the
+    call judged whole (tests/test_sweep.py checks it against :func:`call_bias_counts`)."""
+    from sl1conf.reference import fast_oracle, kernel
+    from sl1conf.reference.models import accepted_models
+
+    f = lambda a: np.ascontiguousarray(a).view(fmt.dtype)  # noqa: E731
+    want = fast_oracle.smoothl1lossgrad(f(dy), f(x1), f(x2), np.array(beta, fmt.uint).view(fmt.dtype)).view(fmt.uint)
+    differ = ~formats.same_result(fmt, got, want)
+    for m in accepted_models(fmt):  # NaN payloads differ too: more elements than count, never fewer
+        differ |= kernel.smoothl1lossgrad(f(dy), f(x1), f(x2), np.array(beta, fmt.uint).view(fmt.dtype),
+                                          model=m.name).view(fmt.uint) != want
+
+    def counted(idx):
+        exp = expected_for(fmt, dy[idx], x1[idx], x2[idx], beta, variant=variant, core_mask=core_mask, oracle=want[idx])
+        return bias_counts([judge(fmt, profile, got[idx], exp, dy[idx], x1[idx], x2[idx], beta)], profile)
+
+    picked = np.flatnonzero(differ)
+    counts = counted(picked) if picked.size else {}
+    rest, at, step = np.flatnonzero(~differ), 0, 1024
+    while not counts and at < rest.size:  # no ordinary element among them: does the rest hold one (the keys)?
+        counts = counted(rest[at:at + step])
+        at, step = at + step, 4 * step
+    return counts
+
+
+def _batch_bias(batch: Batch) -> dict:
+    """"dtype/variant" -> the bias counts of the longest returned call of each dtype and variant of
+    a campaign's batch: its first ``batch.sample`` elements judged whole, or (no sample) the
+    whole call counted lean."""
+    longest: dict = {}
+    for _, c, o in batch.returned():
+        run = f"{c.dtype}/{c.variant}"
+        if c.elements_written and c.n > longest.get(run, (None, -1))[1]:
+            longest[run] = ((c, o), c.n)
+    out: dict = {}
+    for run, ((c, o), _) in longest.items():
+        w = c.elements_written if batch.sample is None else min(c.elements_written, batch.sample)
+        count = call_bias_counts if batch.sample is not None else lean_bias_counts
+        add_bias_counts(out.setdefault(run, {}), count(c.format, batch.profile, o.out[:w],
+                                                       *(a[:w] for a in (c.dy, c.x1, c.x2)), c.beta,
+                                                       variant=c.variant, core_mask=c.core_mask))
+    return out
+
+
+def judge_bias(counts: dict) -> dict:
+    """A campaign's summed counts of one dtype and variant, judged: the test and its lines."""
+    test = rounding_bias(counts)
+    return {"test": test, "findings": bias_findings(test)}
 
 
 def add_bias_counts(total: dict, more: dict) -> dict:
@@ -148,6 +209,9 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
 
 
 ID = "R01"
+BIAS = Statistic("rounding_bias", ID, _batch_bias, lambda total, more: add_bias_counts(total, more), judge_bias,
+                 bias_failure_keys)
+"""The rounding-bias counts fuzz and sweep sum over a campaign and judge once."""
 ROWS = (
     Requirement(ID, "accuracy",
                 "Every element is within the profile's ULP budget of the correctly rounded result, or reachable "
@@ -156,5 +220,5 @@ ROWS = (
                 "per family. Over the run, the results that differ from the correctly rounded ones do not lean "
                 "one way (toward zero, away from it, down or up) beyond what the enumerated models do (rounding "
                 "bias; an approximate operation's lean excepted where the profile allows one).",
-                _accuracy, families=("*",), per_family=True),
+                _accuracy, families=("*",), per_family=True, statistic=BIAS),
 )

@@ -3,11 +3,14 @@ private versions agree (:func:`compare_variants`, once both runs are done)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Optional
 
 from sl1conf.adapters.base import Case
 from sl1conf.reference import formats
-from sl1conf.conformance.requirements.base import Check, EXAMPLES, Requirement, RunContext, Tally
+from sl1conf.conformance.requirements.base import (
+    Batch, Check, EXAMPLES, Probe, Requirement, RunContext, SHORT_CALL, Seen, Tally,
+)
 from sl1conf.conformance.requirements.verdict import run_verdict
 
 
@@ -84,7 +87,7 @@ def _add_call_findings(entry: dict, failed: int, explained: dict, findings: dict
         del entry["diagnosis"]
 
 
-# the fuzzer's form of the same check: a short shared-variant call again under another mask
+# the campaigns' form of the same check: a short shared-variant call again under another mask
 
 def twin_mask(case: Case, full: int) -> Optional[int]:
     """The other core_mask a short shared-variant case is run under (None: nothing to compare)."""
@@ -92,9 +95,27 @@ def twin_mask(case: Case, full: int) -> Optional[int]:
     return None if other == case.core_mask else other
 
 
+def _twins(cases: list, profile) -> list:
+    out = []
+    for i, c in enumerate(cases):
+        m = twin_mask(c, profile.core_mask) if c.variant == "s" and c.n <= SHORT_CALL else None
+        if m is not None:
+            out.append((i, replace(c, core_mask=m)))
+    return out
+
+
+def _twins_differ(batch: Batch) -> list:
+    """Short shared-variant calls whose twin under another core_mask gave other bits."""
+    return [Seen(ID, i, "core-mask", f"core_mask {batch.cases[i].core_mask:#x} and {twin.core_mask:#x} give "
+                 "different bits", also=(twin,)) for i, twin in batch.differing()]
+
+
+TWINS = Probe("core-mask-twins", _twins_differ, _twins)
+
+
 ID = "R09"
 ROWS = (
     Requirement(ID, "core-mask-invariance",
                 "Every non-empty core_mask gives the same bits for the same data, and the shared and "
-                "private versions agree.", _core_masks, families=("core-masks",)),
+                "private versions agree.", _core_masks, families=("core-masks",), probes=(TWINS,)),
 )

@@ -7,7 +7,8 @@ import numpy as np
 
 from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import (
-    Check, EXAMPLES, LONG_CALL, Plan, Requirement, RunContext, START_LAYOUT, START_LAYOUT_MAX, Tally, replayed, start_layout,
+    Batch, Check, EXAMPLES, LONG_CALL, Plan, Probe, Requirement, RunContext, SHORT_CALL, START_LAYOUT, START_LAYOUT_MAX,
+    Seen, Tally, replayed, start_layout,
 )
 
 
@@ -115,10 +116,25 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
     return Check(t, extra=extra)
 
 
+# the campaigns' form: a batch's first short call made again at the end of the batch
+
+def _repeat(cases: list, profile) -> list:
+    return next(([(i, c)] for i, c in enumerate(cases) if c.n <= SHORT_CALL), [])
+
+
+def _repeat_differs(batch: Batch) -> list:
+    return [Seen(ID, i, "determinism", "a repeated call gave different bits")
+            for i, _ in batch.differing(nan_payloads=True)]
+
+
+REPEAT = Probe("repeat", _repeat_differs, _repeat)
+
+
+ID = "R14"
 ROWS = (
-    Requirement("R14", "deterministic",
+    Requirement(ID, "deterministic",
                 "Repeating a call gives the same bits, whatever came before it: a sample of calls (subnormal, "
                 "boundary, long and ordinary ones) run first in a fresh worker, again after the rest of the run and "
                 "in reverse order, and every call again with its arrays at other addresses.", _deterministic,
-                observes=True, plans=(HISTORY_FIRST, START_LAYOUT, HISTORY_AGAIN)),
+                observes=True, plans=(HISTORY_FIRST, START_LAYOUT, HISTORY_AGAIN), probes=(REPEAT,)),
 )

@@ -3,7 +3,9 @@ written past length, nothing at all for a length of 0 or less."""
 
 from __future__ import annotations
 
-from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, Tally
+import numpy as np
+
+from sl1conf.conformance.requirements.base import Batch, Check, Probe, Requirement, RunContext, Seen, Tally
 
 
 def _lengths(ctx: RunContext, req: "Requirement") -> Check:
@@ -29,11 +31,20 @@ def _length_zero(ctx: RunContext, req: "Requirement") -> Check:
     return Check(t, applicable=t.checked > 0)
 
 
+def _past_length(batch: Batch) -> list:
+    """A campaign's calls that wrote into dx1 past length."""
+    return [Seen("R07", i, "memory", "wrote past length in dx1") for i, c, o in batch.returned()
+            if not np.array_equal(o.out[c.elements_written:], c.initial_out()[c.elements_written:])]
+
+
+PAST_LENGTH = Probe("past-length", _past_length)
+
+
 ROWS = (
     Requirement("R07", "lengths-and-tails",
                 "Every length, odd ones and those that leave a tail after the vector body included, gives "
                 "the same accuracy, and nothing is written past length.", _lengths,
-                families=("lengths-compact", "lengths", "lengths-long", "calls-crossed")),
+                families=("lengths-compact", "lengths", "lengths-long", "calls-crossed"), probes=(PAST_LENGTH,)),
     Requirement("R08", "length-zero",
                 "A call with length 0 (or negative) writes nothing.", _length_zero),
 )

@@ -5,7 +5,9 @@ the fuzzer."""
 
 from __future__ import annotations
 
-from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, START_LAYOUT, Tally, start_layout
+from sl1conf.conformance.requirements.base import (
+    Batch, Check, Probe, Requirement, RunContext, START_LAYOUT, Seen, Tally, start_layout,
+)
 
 
 def call_fault(rid: str, outcome) -> "str | None":
@@ -67,19 +69,32 @@ def _memory(ctx: RunContext, req: "Requirement") -> Check:
     return Check(t, extra=extra)
 
 
+KIND = {"R10": "memory", "R11": "memory", "R12": "inputs-changed"}
+"""What the fuzzer calls each memory requirement's findings."""
+
+
+def _faults(batch: Batch) -> list:
+    """A campaign's returned calls' memory faults, each under its requirement."""
+    return [Seen(rid, i, kind, detail) for i, _, o in batch.returned() for rid, kind in KIND.items()
+            for detail in [call_fault(rid, o)] if detail]
+
+
+FAULTS = Probe("memory-faults", _faults)
+
+
 ROWS = (
     Requirement("R10", "no-write-outside",
                 "Nothing is written outside dx1[0, length) (guard pages and canaries, in both guard layouts; "
                 "through a simulator, the harness's guard zones around every array; in a board self-test's "
                 "results, its guard zones around dx1); a failure names the array and the side.", _memory,
-                plans=(START_LAYOUT,)),
+                plans=(START_LAYOUT,), probes=(FAULTS,)),
     Requirement("R11", "no-read-outside",
                 "No input is read past its end or before its start (guard pages: each call with every array's "
                 "end at a guard page, and again with every array's start right after one; a simulator harness "
                 "has none: not observed, and the entry says so).", _memory,
-                plans=(START_LAYOUT,)),
+                plans=(START_LAYOUT,), probes=(FAULTS,)),
     Requirement("R12", "inputs-unchanged",
                 "dy, x1 and x2 are unchanged by the call (unless dx1 is one of them): checksums, or a simulator "
                 "harness's memory report.", _memory,
-                plans=(START_LAYOUT,)),
+                plans=(START_LAYOUT,), probes=(FAULTS,)),
 )

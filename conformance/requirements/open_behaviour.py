@@ -7,7 +7,8 @@ import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
 from sl1conf.reference import formats
-from sl1conf.conformance.requirements.base import Check, Requirement, RunContext
+from sl1conf.conformance.requirements.base import Batch, Check, Probe, Requirement, RunContext, Seen
+from sl1conf.conformance.requirements.filing import rejection_filed_under
 
 
 def open_answers(judgements) -> dict:
@@ -66,6 +67,21 @@ def _open_behaviour(ctx: RunContext, req: "Requirement") -> Check:
 
 
 ID = "R16"
+def _refused(batch: Batch) -> list:
+    """A campaign's calls the implementation refused though the manual defines their input
+    (refusing an open one is this requirement's answer: nothing found)."""
+    out = []
+    for i, (c, o) in enumerate(zip(batch.cases, batch.outcomes)):
+        if o.status == "rejected":
+            _, rid = rejection_filed_under(c)
+            if rid:
+                out.append(Seen(rid, i, "rejected", o.detail))
+    return out
+
+
+REFUSED = Probe("refused-inputs", _refused)
+
+
 ROWS = (
     Requirement(ID, "open-behaviour",
                 "Where the manual leaves the answer open (beta <= 0, a NaN beta, beta = inf with an infinite "
@@ -73,5 +89,5 @@ ROWS = (
                 "implementation gives, element by element: a named alternative, or another within the "
                 "stated bounds (NaN for a NaN input, else no larger than |dy|).",
                 _open_behaviour, kind="recorded", families=("beta-special", "core-masks", "boundary-rounded-diff"),
-                observes=True),
+                observes=True, probes=(REFUSED,)),
 )

@@ -9,7 +9,9 @@ import numpy as np
 from sl1conf.adapters.base import Case
 from sl1conf.conformance.rules.judge import is_special
 from sl1conf.reference import formats
-from sl1conf.conformance.requirements.base import Check, EXAMPLES, LONG_CALL, Plan, Requirement, RunContext, Tally, replayed
+from sl1conf.conformance.requirements.base import (
+    Batch, Check, EXAMPLES, LONG_CALL, NOT_WRITTEN, Plan, Probe, Requirement, RunContext, Seen, Tally, replayed,
+)
 
 
 POSITION_WIDTHS = (4, 8, 16, 32, 64)
@@ -146,7 +148,7 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
     return Check(t, applicable=t.checked > 0, extra=extra)
 
 
-# the fuzzer's and sweep's form of the same check: a long call's last elements moved
+# the campaigns' form of the same check: a long call's last elements moved
 
 MOVED = 64
 """R18 in fuzz and sweep: the last MOVED - 1 elements of a long call run again, as elements
@@ -181,11 +183,47 @@ def position_changes(case: Case, out, moved) -> list:
     return changes
 
 
+def _moved(cases: list, profile) -> list:
+    return [(i, call) for i, c in enumerate(cases) for call, _ in moved_calls(c)]
+
+
+def _moved_differ(batch: Batch) -> list:
+    """Long calls whose last elements gave other bits when moved (``changed``: each such
+    element and its other bits); where every bit that differs is the fill dx1 held before the
+    call, the shape says the elements were never written (one pattern with such defects)."""
+    answers: dict = {}
+    for (i, _), o in zip(batch.calls, batch.answers):
+        answers.setdefault(i, []).append(o)
+    out = []
+    for i, got in answers.items():
+        c, o = batch.cases[i], batch.outcomes[i]
+        if o.status != "ok":
+            continue
+        changes = position_changes(c, o.out, [(a, offset, call) for a, (call, offset) in zip(got, moved_calls(c))])
+        if changes:
+            e, bits, where = changes[0]
+            fill = c.initial_out()  # a moved call's dx1 starts with the same fill (FILL_BYTE everywhere)
+            unwritten = all(o.out[k] == fill[k] or b == fill[k] for k, b, _ in changes)
+            out.append(Seen(ID, i, "position",
+                            f"{len(changes)} of the last {MOVED - 1} elements of a call of {c.n} give other bits when "
+                            f"moved (element {e}: {formats.hex_bits(c.format, o.out[e])}, then "
+                            f"{formats.hex_bits(c.format, bits)} at {where})"
+                            + ("; the bits that differ were never written" if unwritten else ""),
+                            element=e, changed=tuple((k, b) for k, b, _ in changes),
+                            shape=("position", NOT_WRITTEN) if unwritten else ()))
+    return out
+
+
+MOVED_TAIL = Probe("moved-tail", _moved_differ, _moved, sampled=True)
+"""A long call's last elements again in a body and alone (a sweep: on its sampled blocks)."""
+
+
 ID = "R18"
 ROWS = (
     Requirement(ID, "position-invariance",
                 "An element's bits depend only on its own inputs and beta: not on its index, the call's length, "
                 "its neighbours or where a core's chunk starts (sampled elements run again alone in the vector "
                 "body, shifted by 1 to 63 places, in calls of 3 and 15 elements, and at the end of a call "
-                "longer than 65,536).", _position_invariance, observes=True, plans=(POSITIONS,)),
+                "longer than 65,536).", _position_invariance, observes=True, plans=(POSITIONS,),
+                probes=(MOVED_TAIL,)),
 )

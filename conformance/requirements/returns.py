@@ -5,7 +5,9 @@ run is made; the write after the return is a call finding the diagnosis tries ev
 from __future__ import annotations
 
 from sl1conf.conformance.rules import diagnosis
-from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, START_LAYOUT, Tally, start_layout
+from sl1conf.conformance.requirements.base import (
+    Batch, Check, Probe, Requirement, RunContext, START_LAYOUT, Seen, Tally, start_layout,
+)
 
 
 LATE_WRITE = "in calls that wrote dx1 after they returned (a core or thread not waited for)"
@@ -34,10 +36,29 @@ def _returns(ctx: RunContext, req: "Requirement") -> Check:
     return Check(t)
 
 
+ANSWERS = ("ok", "unsupported", "rejected")
+"""Outcome statuses that are an answer; any other (crash, timeout, error) is a call that failed."""
+
+
+def _failed_calls(batch: Batch) -> list:
+    """A campaign's calls that crashed, hung or failed, and (where the driver may wait for the
+    adapter's watch) those that wrote dx1 after they returned."""
+    out = [Seen(ID, i, o.status, o.detail) for i, o in enumerate(batch.outcomes) if o.status not in ANSWERS]
+    if batch.ask_late:
+        index = {c.id: i for i, c in enumerate(batch.cases)}  # a probe's call keeps its case's id
+        out += [Seen(ID, index[cid], "late-write", detail) for cid, detail in dict(batch.adapter.late_writes()).items()
+                if cid in index]
+    return out
+
+
+FAILED_CALLS = Probe("failed-calls", _failed_calls)
+
+
+ID = "R13"
 ROWS = (
-    Requirement("R13", "no-crash-no-hang",
+    Requirement(ID, "no-crash-no-hang",
                 "Every call returns, and has finished when it returns: no crash, no hang past the timeout, "
                 "nothing written into dx1 after the return (the ctypes worker watches each call's dx1 for "
                 "100 ms after it returns; other adapters cannot see it).", _returns, last=True,
-                plans=(START_LAYOUT,)),
+                plans=(START_LAYOUT,), probes=(FAILED_CALLS,)),
 )

@@ -6,13 +6,13 @@ Why batches by seed: batch ``k`` is drawn from ``SeedSequence(seed, spawn_key=(k
 jobs all cover exactly the same work for the same seed.
 
 Why the checks are certify's: every element is judged by the one judge (``rules.judge``,
-with the catalog's element rules R01 to R06 and the open-behaviour alternatives computed by
-the same policy the vector families use), only after the fast oracle says it is not the
-correctly rounded result bit for bit (a correctly rounded element is accepted by every
-rule, and every rule is a function of the element alone), so an honest implementation costs
-one oracle call per batch. Crashes, hangs, memory the call should not touch, core_mask
-dependence and repeated calls that differ are findings too, each under the requirement id
-certify reports it under. Failures are deduplicated by :func:`key` (the requirement, where
+with the catalog's element rules and the open-behaviour alternatives computed by the same
+policy the vector families use), only after the fast oracle says it is not the correctly
+rounded result bit for bit (a correctly rounded element is accepted by every rule, and
+every rule is a function of the element alone), so an honest implementation costs one
+oracle call per batch. Everything about whole calls (crashes, hangs, memory the call should
+not touch, core_mask dependence, repeated or moved calls that differ) is found by the
+requirements' own probes (``search.probing``), each under the requirement that declares it. Failures are deduplicated by :func:`key` (the requirement, where
 and on what kind of value: the distinct failures), and distinct failures of one defect are
 grouped by their :func:`pattern` (the requirement and the failure's shape: an element left
 unwritten at the end of a call, or a wrong value or a NaN on one branch of the formula), so a
@@ -37,11 +37,10 @@ from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats
 from sl1conf.reference import exact
 
-from sl1conf.conformance.requirements.accuracy import add_bias_counts, call_bias_counts
-from sl1conf.conformance.requirements.core_masks import twin_mask
-from sl1conf.conformance.requirements.filing import MEMORY, NOT_WRITTEN_UNDER, SEEN_UNDER, rejection_filed_under
-from sl1conf.conformance.requirements.memory import call_fault
-from sl1conf.conformance.requirements.position import MOVED, moved_calls, position_changes
+from sl1conf.conformance import requirements
+from sl1conf.conformance.requirements.base import NOT_WRITTEN, SHORT_CALL, Seen
+from sl1conf.conformance.requirements.filing import NOT_WRITTEN_UNDER
+from sl1conf.conformance.search.probing import run_probed
 from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors.sampling import fast_batch, hard_batch, random_batch
@@ -56,20 +55,18 @@ BATCH_ELEMENTS = 1 << 20
 """Elements of a batch's long case, per dtype and variant (a little less: the tail varies).
 Large, so that the fixed cost of a batch's short calls is a small share of its time
 (docs/fuzzing.md, "Throughput")."""
-BIAS_SAMPLE = 1 << 14
-"""R01's rounding-bias counts read this many elements of each batch's longest call of each
-dtype and variant (the accepted models computed on every one of them)."""
+STATISTIC_SAMPLE = 1 << 14
+"""The statistics (the rounding-bias counts) read this many elements of each batch's longest call
+of each dtype and variant (the accepted models computed on every one of them)."""
 TAIL_LENGTHS = range(1, 18)
 """Every batch holds one case of each of these lengths: tails of every vector width up to 16."""
 EXTRA_LENGTHS = 4  # and this many random lengths from 18 to 1100
 HARD_FP32 = 1100  # longest fp32 case drawn from sampling.hard_batch
-SHORT = 64
-"""Cases up to this length are 'short': they get the core_mask and determinism checks, and
-failures on them are keyed apart from failures on long cases (length-dependent defects)."""
+SHORT = SHORT_CALL
+"""Cases up to this length are 'short': failures on them are keyed apart from failures on long
+cases (length-dependent defects), and some probes make calls of short ones only."""
 BOUNDARY = "boundary"
-"""The branch of a wrong result where the exact diff is +-beta (R02's rule judged it)."""
-NOT_WRITTEN = "not-written"
-"""The error of an element whose dx1 bits are still what they were before the call."""
+"""The branch of a wrong result where the exact diff is +-beta (the boundary rule judged it)."""
 
 
 @dataclass(frozen=True)
@@ -111,10 +108,10 @@ class Campaign:
 @dataclass(frozen=True)
 class Finding:
     """One failure on one case of a batch: ``requirement`` the catalog id it breaks (as certify
-    reports it), ``kind`` what was seen (element, crash, timeout, error, memory,
-    inputs-changed, core-mask, determinism, position, late-write (dx1 written after the call
-    returned) or rejected: an input the manual defines was refused); ``element`` the first
-    failing element."""
+    reports it), ``kind`` what was seen (element: a wrong element; else what the probe that found
+    it calls it: crash, timeout, error, memory, inputs-changed, core-mask, determinism, position,
+    late-write (dx1 written after the call returned) or rejected: an input the manual defines
+    was refused); ``element`` the first failing element."""
 
     kind: str
     case: int
@@ -125,6 +122,7 @@ class Finding:
     breaks: tuple = ()  # for a wrong element: every requirement it breaks (the key names the most specific)
     length: int = 0  # elements of the call it was found on
     shape: tuple = ()  # what :func:`pattern` groups by beside the requirement, dtype and variant (empty: the key)
+    also: tuple = ()  # other calls the failure needs to be seen again (the twin under another core_mask)
 
     @property
     def requirement(self) -> str:
@@ -171,7 +169,7 @@ class BatchResult:
     cases: int
     findings: list
     seconds: float
-    bias: dict = field(default_factory=dict)  # "dtype/variant" -> requirements.accuracy.bias_counts of the batch's long calls
+    statistics: dict = field(default_factory=dict)  # statistic name -> "dtype/variant" -> the batch's counts
 
 
 @dataclass
@@ -185,7 +183,7 @@ class Result:
     first: dict = field(default_factory=dict)  # key -> Finding
     seconds: float = 0.0
     interrupted: bool = False  # stopped by a signal before its batches or time were done
-    bias: dict = field(default_factory=dict)  # "dtype/variant" -> bias counts summed over the batches (R01's rounding bias)
+    statistics: dict = field(default_factory=dict)  # statistic name -> "dtype/variant" -> counts summed over the batches
 
     patterns: dict = field(default_factory=dict)  # pattern -> Group
 
@@ -194,8 +192,7 @@ class Result:
         self.elements += r.elements
         self.cases += r.cases
         self.findings += len(r.findings)
-        for run, counts in r.bias.items():
-            add_bias_counts(self.bias.setdefault(run, {}), counts)
+        add_statistics(self.statistics, r.statistics)
         for f in r.findings:
             old = self.first.get(f.key)
             if old is None or (f.batch, f.case) < (old.batch, old.case):
@@ -302,17 +299,17 @@ def pattern(f: Finding) -> tuple:
     in the call the unwritten elements lie (``end``: a suffix, the whole call included;
     ``start``: a prefix; ``scattered``), under :data:`NOT_WRITTEN_UNDER`, whatever its branch,
     values or call length (never computed, they say nothing about it). For a wrong value or a
-    NaN: the least specific requirement it breaks (R01 for any element beyond the budget, R02
-    for a boundary-only error within it, R05 for a zero's sign, ...: the more specific ones tell
-    the inputs' class, not the defect), the error and the branch of the formula an
+    NaN: the least specific requirement it breaks (the accuracy budget for any element beyond
+    it, the boundary rule for an error within it, the zero-sign rule, ...: the more specific
+    ones tell the inputs' class, not the defect), the error and the branch of the formula an
     implementation computing fl(x1 - x2) takes (:func:`_rounded_branch`); not the call's
-    length, the value class or beta's. For a position finding whose changed bits are
-    elements left unwritten: the unwritten pattern (``end``: the position check moves a call's
-    last elements). Anything else: its key."""
+    length, the value class or beta's. For a probe's finding whose shape says the bits that
+    differ were never written (``(kind, NOT_WRITTEN)``: the position probe moves a call's last
+    elements): the unwritten pattern at the ``end``. Anything else: its key."""
     if not f.shape:
         return f.key
     req, dtype, variant, length = f.key[:4]
-    if f.shape[0] == "position":  # ("position", "not-written")
+    if f.shape[0] != "element":  # a probe's (kind, NOT_WRITTEN)
         return (NOT_WRITTEN_UNDER, dtype, variant, NOT_WRITTEN, "end")
     _, error, where_or_branch = f.shape
     if error == NOT_WRITTEN:
@@ -355,133 +352,78 @@ def judge_call(profile: Profile, case: Case, got: np.ndarray) -> dict:
     return {rid: idx[bad] for rid, bad in j.breaks.items() if bad.any()}
 
 
-def _call_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Finding]:
-    if o.status == "unsupported":
-        return []
-    if o.status == "rejected":  # refusing an open input (beta <= 0, NaN beta, core_mask 0) is an answer
-        _, rid = rejection_filed_under(case)
-        return [Finding("rejected", i, key(rid, case, "rejected"), detail=o.detail)] if rid else []
-    if o.status != "ok":
-        return [Finding(o.status, i, key(SEEN_UNDER[o.status], case, o.status), detail=o.detail)]
-    out = []
-    for rid, kind in MEMORY.items():
-        detail = call_fault(rid, o)
-        if detail:
-            out.append(Finding(kind, i, key(rid, case, kind), detail=detail))
-    w = case.elements_written
-    if not np.array_equal(o.out[w:], case.initial_out()[w:]):
-        out.append(Finding("memory", i, key(SEEN_UNDER["past-length"], case, "memory"), detail="wrote past length in dx1"))
-    fmt = case.format
-    beta_class = _beta_class(fmt, case.beta)
+def _element_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Finding]:
+    """The wrong elements of a returned call, as findings: the one judge's rejections (every
+    rule it breaks, filed under the most specific), one per requirements broken, value class,
+    error and branch (its first element)."""
+    w, fmt = case.elements_written, case.format
     rejected = judge_call(profile, case, o.out[:w])
-    if rejected:
-        rids = list(rejected)  # most specific first
-        bad = np.unique(np.concatenate(list(rejected.values())))
-        code = sum(np.isin(bad, rejected[rid]).astype(np.int64) << r for r, rid in enumerate(rids))
-        got = o.out[bad]
-        unwritten = got == case.initial_out()[bad]
-        error = np.where(unwritten, NOT_WRITTEN, np.where(formats.is_nan_bits(fmt, got), "nan", "wrong"))
-        where = _unwritten_where(bad[unwritten], w) if unwritten.any() else None
-        branch = _rounded_branch(case, bad)
-        seen = {}
-        for e, c, cls, err, b in zip(bad.tolist(), code.tolist(), _classes(fmt, case, bad), error.tolist(),
-                                     branch.tolist()):
-            seen.setdefault((tuple(rid for r, rid in enumerate(rids) if c >> r & 1), cls, err, b), e)
-        for (rids, cls, err, b), e in seen.items():  # filed under the most specific requirement it breaks
-            shape = ("element", err, where if err == NOT_WRITTEN else b)
-            out.append(Finding("element", i, key(rids[0], case, *cls, beta_class), element=e, breaks=rids,
-                               detail=f"{int(bad.size)} of {w} elements not accepted"
-                                      + (f", {int(unwritten.sum())} of them not written" if unwritten.any() else ""),
-                               length=case.n, shape=shape))
+    if not rejected:
+        return []
+    out, beta_class = [], _beta_class(fmt, case.beta)
+    rids = list(rejected)  # most specific first
+    bad = np.unique(np.concatenate(list(rejected.values())))
+    code = sum(np.isin(bad, rejected[rid]).astype(np.int64) << r for r, rid in enumerate(rids))
+    got = o.out[bad]
+    unwritten = got == case.initial_out()[bad]
+    error = np.where(unwritten, NOT_WRITTEN, np.where(formats.is_nan_bits(fmt, got), "nan", "wrong"))
+    where = _unwritten_where(bad[unwritten], w) if unwritten.any() else None
+    branch = _rounded_branch(case, bad)
+    seen = {}
+    for e, c, cls, err, b in zip(bad.tolist(), code.tolist(), _classes(fmt, case, bad), error.tolist(),
+                                 branch.tolist()):
+        seen.setdefault((tuple(rid for r, rid in enumerate(rids) if c >> r & 1), cls, err, b), e)
+    for (rids, cls, err, b), e in seen.items():  # filed under the most specific requirement it breaks
+        shape = ("element", err, where if err == NOT_WRITTEN else b)
+        out.append(Finding("element", i, key(rids[0], case, *cls, beta_class), element=e, breaks=rids,
+                           detail=f"{int(bad.size)} of {w} elements not accepted"
+                                  + (f", {int(unwritten.sum())} of them not written" if unwritten.any() else ""),
+                           length=case.n, shape=shape))
     return out
 
 
-def _bias_of(profile: Profile, cases: list[Case], outcomes: list, bias: dict) -> None:
-    """R01's rounding-bias counts of the longest returned call of each dtype and variant, added
-    to ``bias`` ("dtype/variant" -> counts): the campaign sums them and tests the lean once,
-    over all its batches."""
-    longest: dict = {}
-    for c, o in zip(cases, outcomes):
-        run = f"{c.dtype}/{c.variant}"
-        if o.status == "ok" and c.elements_written and c.n > longest.get(run, (None, -1))[1]:
-            longest[run] = ((c, o), c.n)
-    for run, ((c, o), _) in longest.items():
-        w = min(c.elements_written, BIAS_SAMPLE)
-        counts = call_bias_counts(c.format, profile, o.out[:w], *(a[:w] for a in (c.dy, c.x1, c.x2)), c.beta,
-                                  variant=c.variant, core_mask=c.core_mask)
-        add_bias_counts(bias.setdefault(run, {}), counts)
+def _probe_finding(s: Seen, case: Case) -> Finding:
+    """A probe's finding on ``case``, keyed by its requirement and kind."""
+    return Finding(s.kind, s.case, key(s.requirement, case, s.kind), element=s.element, detail=s.detail,
+                   length=case.n if s.element is not None else 0, shape=s.shape, also=s.also)
 
 
-def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], bias: "dict | None" = None,
+def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], statistics: "dict | None" = None,
                 late: bool = True) -> list[Finding]:
-    """Every finding on ``cases``: each call judged, short shared-variant calls run again under
-    another core_mask (the same bits expected), the first short call run twice (determinism),
-    the last elements of each long call run again in a call of their own (position), and the
-    calls the adapter saw writing dx1 after they returned (R13, as certify asks it; ``late``
-    False: not asked, which saves the worker's wait for the last calls' watch). ``bias``,
-    if given ("dtype/variant" -> counts), gets the rounding-bias counts of the longest call of each."""
-    extra, twins, moved = [], {}, {}
-    for i, c in enumerate(cases):
-        for call, offset in moved_calls(c):
-            moved.setdefault(i, []).append((len(cases) + len(extra), offset, call))
-            extra.append(call)
-    for i, c in enumerate(cases):
-        m = twin_mask(c, profile.core_mask) if c.variant == "s" and c.n <= SHORT else None
-        if m is not None:
-            twins[i] = len(cases) + len(extra)
-            extra.append(dataclasses.replace(c, core_mask=m))
-    repeat = next((i for i, c in enumerate(cases) if c.n <= SHORT), None)
-    if repeat is not None:
-        extra.append(cases[repeat])
-    outcomes = adapter.run([*cases, *extra])
+    """Every finding on ``cases``: each returned call's elements judged, and every requirement's
+    probe (``search.probing``: their calls made with the cases in one adapter run). ``late``
+    False: no probe waits for the adapter's watch of writes after the return (the shrinker's
+    checks). ``statistics``, if given (statistic name -> "dtype/variant" -> counts), gets the
+    batch's counts added (their first STATISTIC_SAMPLE elements of a call)."""
+    probed = run_probed(adapter, profile, cases, ask_late=late, statistics=statistics is not None,
+                        sample=STATISTIC_SAMPLE)
     findings = []
-    for i, (c, o) in enumerate(zip(cases, outcomes)):
-        findings += _call_findings(profile, i, c, o)
-    if bias is not None:
-        _bias_of(profile, cases, outcomes, bias)
-    fmt_of = lambda i: cases[i].format  # noqa: E731
-    for i, j in twins.items():
-        a, b = outcomes[i], outcomes[j]
-        if a.status == b.status == "ok" and not formats.same_result(fmt_of(i), a.out, b.out).all():
-            findings.append(Finding("core-mask", i, key(SEEN_UNDER["core-mask"], cases[i], "core-mask"),
-                                    detail=f"core_mask {cases[i].core_mask:#x} and {extra[j - len(cases)].core_mask:#x} "
-                                           "give different bits"))
-    if repeat is not None:
-        a, b = outcomes[repeat], outcomes[-1]
-        if a.status == b.status == "ok" and not np.array_equal(a.out, b.out):
-            findings.append(Finding("determinism", repeat, key(SEEN_UNDER["determinism"], cases[repeat], "determinism"),
-                                    detail="a repeated call gave different bits"))
-    index = {c.id: i for i, c in enumerate(cases)}  # a twin keeps its case's id
-    for cid, detail in dict(adapter.late_writes() if late else ()).items():  # dx1 watched after each call returned
-        if cid in index:
-            i = index[cid]
-            findings.append(Finding("late-write", i, key(SEEN_UNDER["late-write"], cases[i], "late-write"), detail=detail))
-    for i, runs in moved.items():
-        c, o = cases[i], outcomes[i]
-        if o.status != "ok":
-            continue
-        changes = position_changes(c, o.out, [(outcomes[j], offset, call) for j, offset, call in runs])
-        if changes:
-            e, bits, where = changes[0]
-            fill = c.initial_out()  # a moved call's dx1 starts with the same fill (FILL_BYTE everywhere)
-            unwritten = all(o.out[k] == fill[k] or b == fill[k] for k, b, _ in changes)
-            findings.append(Finding("position", i, key(SEEN_UNDER["position"], c, "position"), element=e,
-                                    detail=f"{len(changes)} of the last {MOVED - 1} elements of a call of {c.n} give "
-                                           f"other bits when moved (element {e}: {formats.hex_bits(c.format, o.out[e])}, "
-                                           f"then {formats.hex_bits(c.format, bits)} at {where})"
-                                           + ("; the bits that differ were never written" if unwritten else ""),
-                                    length=c.n, shape=("position", NOT_WRITTEN) if unwritten else ()))
+    for i, (c, o) in enumerate(zip(cases, probed.outcomes)):
+        if o.status == "ok":
+            findings += _element_findings(profile, i, c, o)
+    findings += [_probe_finding(s, cases[s.case]) for s in probed.seen]
+    if statistics is not None:
+        add_statistics(statistics, probed.counts)
     return findings
+
+
+def add_statistics(total: dict, more: dict) -> dict:
+    """``more`` (statistic name -> "dtype/variant" -> counts) added into ``total``."""
+    adders = {s.name: s.add for s in requirements.STATISTICS}
+    for name, runs in more.items():
+        for run, counts in runs.items():
+            adders[name](total.setdefault(name, {}).setdefault(run, {}), counts)
+    return total
 
 
 def run_batch(campaign: Campaign, profile: Profile, adapter: Adapter, k: int) -> BatchResult:
     """Draw batch ``k``, check it, keep the first finding of each key."""
     t0 = time.perf_counter()
     cases = make_batch(campaign, profile, k)
-    first, bias = {}, {}
-    for f in check_cases(adapter, profile, cases, bias):  # the first of each key and pattern
+    first, counts = {}, {}
+    for f in check_cases(adapter, profile, cases, counts):  # the first of each key and pattern
         first.setdefault((f.key, f.pattern), dataclasses.replace(f, batch=k))
-    return BatchResult(k, sum(c.n for c in cases), len(cases), list(first.values()), time.perf_counter() - t0, bias)
+    return BatchResult(k, sum(c.n for c in cases), len(cases), list(first.values()), time.perf_counter() - t0, counts)
 
 
 # ------------------------------------------------------------------ driving

@@ -14,7 +14,6 @@ are :mod:`.fuzz`'s; docs/fuzzing.md is the user's guide.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import shlex
 from contextlib import contextmanager
@@ -26,9 +25,8 @@ from sl1conf.reference import formats
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.progress import Progress
+from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id, core_masks
-from sl1conf.conformance.requirements.accuracy import add_bias_counts, bias_failure_keys, bias_findings, rounding_bias
-from sl1conf.conformance.requirements.core_masks import twin_mask
 from sl1conf.conformance.requirements.elements import BOUNDARY_ID
 from sl1conf.conformance.search import fuzz
 from sl1conf.conformance.search.campaign import process_pool, stop_on_signals
@@ -36,7 +34,7 @@ from sl1conf.conformance.search.ranges import expand, runs, runs_text
 from sl1conf.conformance.search.shards import missing_shards
 
 __all__ = ["FuzzError", "SCHEMA", "SCHEMA_VERSION", "read_summary", "claim", "fits_in_memory", "run_campaign",
-           "write_output", "merge", "replayed_campaign", "BIAS_MARK"]
+           "write_output", "merge", "replayed_campaign", "statistic_keys"]
 
 SCHEMA = "sl1conf-fuzz"
 SCHEMA_VERSION = 4  # 2: findings keyed by requirement id; saved failures name their requirements;
@@ -48,8 +46,6 @@ CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data u
                                 f"different bits (compared by certify's {core_masks.ID}).")
 BOUNDARY_EXACT = (1, "boundary-exact", "Failures found by sl1conf fuzz where x1 - x2 equals +beta or -beta "
                                        f"exactly: the result must be +-dy bit for bit (checked by certify's {BOUNDARY_ID}).")
-BIAS_MARK = "/rounding-bias/"
-"""In a failure key or pattern: a rounding-bias finding, judged once over the summed counts."""
 INTERRUPTED_MINIMIZE_SECONDS = 10.0
 """After SIGINT or SIGTERM, how long minimizing may go on before the rest is saved as it is."""
 STOPPING = "fuzz: {signal}: stopping; minimizing and saving what was found (again to abandon it)\n"
@@ -257,30 +253,36 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
                 entry["got"] = formats.hex_bits(fmt, o.out[k])
         family = BOUNDARY_EXACT if g.kind == "element" and g.key[4] == fuzz.BOUNDARY else REGRESSIONS
         items = [(family, _vector_case(case, g.kind))]
-        if g.kind == "core-mask":
-            twin = dataclasses.replace(case, core_mask=twin_mask(case, profile.core_mask))
-            items = [(CORE_MASKS, _vector_case(case, g.kind)), (CORE_MASKS, _vector_case(twin, g.kind))]
+        if g.also:  # the calls it is seen in too (a twin under another core_mask)
+            items = [(CORE_MASKS, _vector_case(c, g.kind)) for c in (case, *g.also)]
         saved.append((entry, items))
     return saved
 
 
-def _bias(counts: dict) -> tuple:
-    """The summary's ``rounding_bias`` ("dtype/variant" -> the summed counts and the accuracy
-    requirement's test of them) and the failure keys of its failing directions (judged once
-    per campaign)."""
-    entry, keys = {}, []
-    for run, c in sorted(counts.items()):
-        test = rounding_bias(c)
-        entry[run] = {"counts": c, "test": test, "findings": bias_findings(test)}
-        keys += bias_failure_keys(run, test)
-    return entry, keys
+def _judged(totals: dict) -> tuple:
+    """The summary's entry of each statistic (``requirements.STATISTICS``: its name -> "dtype/variant"
+    -> the summed counts and their judgement, judged once per campaign) and the failure keys of
+    what failed."""
+    entries, keys = {}, []
+    for s in requirements.STATISTICS:
+        entry = entries[s.name] = {}
+        for run, counts in sorted(totals.get(s.name, {}).items()):
+            entry[run] = {"counts": counts, **s.judge(counts)}
+            keys += s.failure_keys(run, entry[run])
+    return entries, keys
 
 
-def _patterns(rows: list, bias_keys) -> list:
+def statistic_keys(summary: dict) -> set:
+    """The failure keys a summary's statistics gave (each a finding of its own, with no reproducer)."""
+    return {k for s in requirements.STATISTICS for run, e in summary.get(s.name, {}).items()
+            for k in s.failure_keys(run, e)}
+
+
+def _patterns(rows: list, statistic_keys) -> list:
     """The summary's ``failures.patterns``: ``rows`` (per finding, its pattern, the distinct
-    failures (keys) in it and how many failures) and a finding of its own for each failing
-    rounding-bias direction, sorted by pattern."""
-    rows = rows + [{"pattern": k, "keys": [k], "findings": 1} for k in bias_keys]
+    failures (keys) in it and how many failures) and a finding of its own for each failure
+    key of a statistic, sorted by pattern."""
+    rows = rows + [{"pattern": k, "keys": [k], "findings": 1} for k in statistic_keys]
     return sorted(rows, key=lambda r: r["pattern"])
 
 
@@ -289,7 +291,7 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
 
     from sl1conf.conformance.common.hostinfo import describe_host
 
-    bias, bias_keys = _bias(result.bias)
+    judged, judged_keys = _judged(result.statistics)
     rows = [{"pattern": fuzz.key_text(g.pattern), "keys": sorted(fuzz.key_text(k) for k in g.keys),
              "findings": g.findings} for g in result.groups()]
     return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "suite_version": __version__,
@@ -299,10 +301,11 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
             "elements": result.elements, "cases": result.cases, "seconds": round(result.seconds, 3),
             "elements_per_second": round(result.rate), "workers": workers, "scheduler": scheduler,
             "interrupted": result.interrupted,
-            "failures": {"distinct": len(result.first) + len(bias_keys), "findings": result.findings + len(bias_keys),
-                         "keys": sorted([fuzz.key_text(k) for k in result.first] + bias_keys),
-                         "patterns": _patterns(rows, bias_keys)},
-            "rounding_bias": bias,
+            "failures": {"distinct": len(result.first) + len(judged_keys),
+                         "findings": result.findings + len(judged_keys),
+                         "keys": sorted([fuzz.key_text(k) for k in result.first] + judged_keys),
+                         "patterns": _patterns(rows, judged_keys)},
+            **judged,
             "implementation": adapter.describe(), "profile": profile.summary(), "host": describe_host()}
 
 
@@ -376,18 +379,19 @@ def _merged_saved(parts: list) -> list:
     return saved
 
 
-def _merged_patterns(parts, bias_keys) -> list:
-    """The shards' ``failures.patterns`` united (keys united, failures summed); the rounding-bias
+def _merged_patterns(parts, judged_keys) -> list:
+    """The shards' ``failures.patterns`` united (keys united, failures summed); the statistics'
     findings are those judged again over the merged counts."""
     rows: dict = {}
     for _, s in parts:
+        old = statistic_keys(s)
         for r in s["failures"]["patterns"]:
-            if BIAS_MARK in r["pattern"]:
+            if r["pattern"] in old:
                 continue
             row = rows.setdefault(r["pattern"], {"pattern": r["pattern"], "keys": set(), "findings": 0})
             row["keys"] |= set(r["keys"])
             row["findings"] += r["findings"]
-    return _patterns([{**r, "keys": sorted(r["keys"])} for r in rows.values()], bias_keys)
+    return _patterns([{**r, "keys": sorted(r["keys"])} for r in rows.values()], judged_keys)
 
 
 def merge(parts: list, out: Path, force: bool) -> tuple:
@@ -399,13 +403,13 @@ def merge(parts: list, out: Path, force: bool) -> tuple:
     old = claim(out, first["identity"], sorted(shards), force)
     saved = _merged_saved(parts)
     missing = missing_shards(first["identity"]["shards"], shards, first["identity"]["batches"])
-    counts: dict = {}
-    for _, s in parts:  # the lean is judged again over the sum of the shards' counts
-        for run, e in s.get("rounding_bias", {}).items():
-            add_bias_counts(counts.setdefault(run, {}), e["counts"])
-    bias, bias_keys = _bias(counts)
-    old_bias = [k for _, s in parts for k in s["failures"]["keys"] if BIAS_MARK in k]
-    keys = {k for _, s in parts for k in s["failures"]["keys"] if BIAS_MARK not in k} | set(bias_keys)
+    totals: dict = {}
+    for _, s in parts:  # the statistics are judged again over the sum of the shards' counts
+        fuzz.add_statistics(totals, {st.name: {run: e["counts"] for run, e in s.get(st.name, {}).items()}
+                                     for st in requirements.STATISTICS})
+    judged, judged_keys = _judged(totals)
+    counted = [statistic_keys(s) for _, s in parts]  # judged again above
+    keys = {k for (_, s), c in zip(parts, counted) for k in s["failures"]["keys"] if k not in c} | set(judged_keys)
     summary = {**first, "shards": sorted(shards), "merged_from": [str(f) for f, _ in parts],
                "missing_shards": sorted(missing),
                "batches_not_run": None if None in missing.values() else sum(missing.values()),
@@ -415,9 +419,9 @@ def merge(parts: list, out: Path, force: bool) -> tuple:
                "seconds": max(s["seconds"] for _, s in parts),
                "elements_per_second": sum(s["elements_per_second"] for _, s in parts),
                "failures": {"distinct": len(keys), "findings": sum(s["failures"]["findings"] for _, s in parts)
-                            - len(old_bias) + len(bias_keys), "keys": sorted(keys),
-                            "patterns": _merged_patterns(parts, bias_keys)},
-               "rounding_bias": bias}
+                            - sum(map(len, counted)) + len(judged_keys), "keys": sorted(keys),
+                            "patterns": _merged_patterns(parts, judged_keys)},
+               **judged}
     by_pattern = {r["pattern"]: r for r in summary["failures"]["patterns"]}
     for e, _ in saved:  # each reproducer with its finding's counts over every shard
         e["distinct"], e["findings"] = len(by_pattern[e["pattern"]]["keys"]), by_pattern[e["pattern"]]["findings"]

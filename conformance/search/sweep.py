@@ -15,13 +15,15 @@ the lowest pair number), so resumed, parallel and merged sweeps give the same re
 uninterrupted run.
 
 Elements are judged by the one judge (``rules.judge``) under the sweep's platform profile,
-exactly as certify judges them: every element rule of the catalog (R01 accuracy, R02 the
-boundary, R03 overflow, R04 NaN and infinity, R05 zero signs on strict profiles, R06
-subnormals), the profile's error model (what its arithmetic can reach), and the
-open-behaviour alternatives (beta <= 0, beta = +inf, a rounded diff) computed by the policy
-the vector families use. The tally counts rejected elements per requirement id, elements
-accepted only beyond the budget (reachable under the error model, or an alternative's
-bits), the alternatives that accepted them (R16's record),
+exactly as certify judges them: every element rule of the catalog (accuracy, the boundary,
+overflow, NaN and infinity, zero signs on strict profiles, subnormals), the profile's error
+model (what its arithmetic can reach), and the open-behaviour alternatives (beta <= 0,
+beta = +inf, a rounded diff) computed by the policy the vector families use. Every block is
+also checked by the requirements' probes (``search.probing``: memory faults, a moved tail on
+the sampled blocks, ...), and the sampled blocks are counted by their statistics (the
+rounding bias). The tally counts rejected elements per requirement id, blocks a probe found
+failing as calls, elements accepted only beyond the budget (reachable under the error model,
+or an alternative's bits), the alternatives that accepted them (the open-behaviour record),
 and the ULP histogram split by "which else does the element equal" (for information).
 """
 
@@ -43,20 +45,18 @@ from sl1conf.adapters import load
 from sl1conf.adapters.base import Case
 from sl1conf.reference import kernel
 from sl1conf.reference import formats
-from sl1conf.reference.models import accepted_models
 
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.memory import keep_freed_memory
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.rules import openbehaviour
+from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id
-from sl1conf.conformance.requirements.accuracy import (
-    add_bias_counts, bias_counts, bias_findings, call_bias_counts, rounding_bias,
-)
-from sl1conf.conformance.requirements.filing import SEEN_UNDER
-from sl1conf.conformance.requirements.position import moved_calls, position_changes
+from sl1conf.conformance.requirements.base import Seen
 from sl1conf.conformance.rules.judge import expected_for, judge
+from sl1conf.conformance.search.fuzz import add_statistics
+from sl1conf.conformance.search.probing import run_probed
 from sl1conf.conformance.search.campaign import Checkpoint, per_worker, process_pool
 from sl1conf.conformance.search.distributed import submitted
 from sl1conf.conformance.search.ranges import parse_ranges, ranges_text
@@ -64,7 +64,7 @@ from sl1conf.conformance.search.shards import WHOLE, Shard
 
 __all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset", "block_task",
            "run_sweep", "run_sweep_on", "merge_states", "merge_folders", "load_state", "save_state", "state_folder",
-           "finish", "verdict", "elapsed", "STATE_FILE", "POSITION_EVERY"]
+           "finish", "verdict", "elapsed", "STATE_FILE", "SAMPLE_EVERY"]
 
 FP16 = formats.FP16
 BLOCK = 1 << 20
@@ -76,15 +76,17 @@ B_NAN, B_ZERO = LARGE + 1, LARGE + 2
 ROWS = ("unmatched", "ftz", "model", "model+ftz")
 """What else a wrong element equals: nothing, only the flush-to-zero oracle, an accepted model."""
 AROUND_BETA_K = 8
-POSITION_EVERY = 64
-"""Every 64th block (block 0 first) also runs its last 63 elements moved (R18): a full sweep
-makes 128 extra small calls, not 8,192 (each call is a process start for a simulator)."""
+SAMPLE_EVERY = 64
+"""Every 64th block (block 0 first) is sampled: the probes marked ``sampled`` make their calls
+(the position probe's 2 small calls: a full sweep makes 128, not 8,192, and each call can be a
+simulator's start) and the statistics (the rounding bias) count it whole."""
 STATE_FILE = "sweep.json"
 CHECKPOINT_SECONDS = 1.0
 """The checkpoint is rewritten at most this often while blocks finish, and once more when the
 run ends however it ends (a write with its schema check costs about 7 ms, half a block: once
 per block it was a quarter of a full sweep's time)."""
-STATE_FORMAT = "sl1conf-sweep/2"
+STATE_FORMAT = "sl1conf-sweep/3"
+"""3: ``excepted`` is ``beyond_budget`` (as in reports), the statistics by name, the probes' call failures."""
 
 
 class SweepError(SuiteError):
@@ -231,15 +233,6 @@ def _wrong(got, want) -> np.ndarray:
     return np.delete(bad, nan[formats.is_nan_bits(FP16, got[bad[nan]])])
 
 
-def _model_bits(dy, x1, x2, beta) -> dict:
-    """Each accepted model's bits, from the kernel (the numpy emulation's bits but for NaN
-    payloads; NaN is compared as a class wherever models are compared)."""
-    f = lambda a: np.ascontiguousarray(a).view(np.float16)  # noqa: E731
-    b = np.uint16(beta).view(np.float16)
-    return {m.name: kernel.smoothl1lossgrad(f(dy), f(x1), f(x2), b, model=m.name).view(np.uint16)
-            for m in accepted_models(FP16)}
-
-
 def _expected(dy, x1, x2, beta, want, idx):
     """Everything acceptable (``judge.expected_for``) for the elements ``idx``, whose correctly
     rounded bits are ``want[idx]``."""
@@ -266,10 +259,11 @@ class Tally:
         self.rejected = {}  # requirement id -> elements the judge rejects for it
         self.rejected_elements = 0  # elements some requirement rejects (each counted once)
         self.reject_worst = {}  # requirement id -> its worst (largest distance, then lowest pair)
-        self.excepted = 0  # accepted beyond the budget: reachable under the error model, or an alternative
-        self.excepted_worst = None
-        self.open = {}  # alternative -> elements it accepted that the oracle's answer would not be (R16)
-        self.bias = {}  # R01's rounding-bias counts (requirements.accuracy.bias_counts) of the blocks sampled for it
+        self.beyond_budget = 0  # accepted beyond the budget: reachable under the error model, or an alternative
+        self.beyond_budget_worst = None
+        self.open = {}  # alternative -> elements it accepted that the oracle's answer would not be (open behaviour)
+        self.statistics = {}  # statistic name -> "dtype/variant" -> its counts of the sampled blocks
+        self.call_failures = {}  # requirement id -> {"calls": n, "first": the first block's}: a probe's findings about calls
 
     def merge(self, other: "Tally") -> "Tally":
         self.elements += other.elements
@@ -285,74 +279,45 @@ class Tally:
         for rid, n in other.rejected.items():
             self.rejected[rid] = self.rejected.get(rid, 0) + n
             self.reject_worst[rid] = _pick(self.reject_worst.get(rid), other.reject_worst.get(rid), _worse)
-        self.excepted += other.excepted
-        self.excepted_worst = _pick(self.excepted_worst, other.excepted_worst, _worse)
+        self.beyond_budget += other.beyond_budget
+        self.beyond_budget_worst = _pick(self.beyond_budget_worst, other.beyond_budget_worst, _worse)
         for name, n in other.open.items():
             self.open[name] = self.open.get(name, 0) + n
-        add_bias_counts(self.bias, other.bias)
+        add_statistics(self.statistics, other.statistics)
+        for rid, c in other.call_failures.items():
+            mine = self.call_failures.setdefault(rid, {"calls": 0, "first": None})
+            mine["calls"] += c["calls"]
+            mine["first"] = _pick(mine["first"], c["first"], lambda f: f["block"])
         return self
 
-    def lean(self, dy, x1, x2, beta, got, profile) -> None:
-        """R01's rounding-bias counts of one block (every element judged, the accepted models
-        computed on all of them): the sweep tests the lean once, over the blocks sampled.
-        :meth:`block` counts the same with less work (see there)."""
-        add_bias_counts(self.bias, call_bias_counts(FP16, profile, got, dy, x1, x2, beta))
-
-    def position(self, lo, x1, x2, want, changes) -> None:
-        """R18, as the fuzzer checks it (``requirements.position.position_changes``): elements whose bits changed
-        when the block's last elements were moved are rejected under R18 (an element another rule
-        rejects too counts twice in ``rejected_elements``)."""
-        if not changes:
+    def seen(self, block: int, lo, x1, x2, want, s: Seen) -> None:
+        """A probe's finding on the block: the elements whose bits changed (``s.changed``) are
+        rejected under its requirement (an element another rule rejects too counts twice in
+        ``rejected_elements``), the worst being the first; a finding about the call is a call
+        failure under it."""
+        rid = s.requirement
+        if not s.changed:
+            mine = self.call_failures.setdefault(rid, {"calls": 0, "first": None})
+            mine["calls"] += 1
+            mine["first"] = _pick(mine["first"], {"block": block, "kind": s.kind, "detail": s.detail[:500]},
+                                  lambda f: f["block"])
             return
-        rid, at = SEEN_UNDER["position"], sorted({i for i, _, _ in changes})
+        at = {i for i, _ in s.changed}
         self.rejected_elements += len(at)
         self.rejected[rid] = self.rejected.get(rid, 0) + len(at)
-        i, bits, _ = min(changes, key=lambda c: c[0])
+        i, bits = min(s.changed, key=lambda c: c[0])
         d = formats.ulp_distance(FP16, np.array([bits], np.uint16), want[i:i + 1])[0]
         self.reject_worst[rid] = _pick(self.reject_worst.get(rid), _example(lo + i, x1[i], x2[i], want[i], bits, d),
                                        _first)
 
-    def block(self, lo, dy, x1, x2, beta, got, want, profile, *, lean: bool = False) -> None:
-        """One block's results: :meth:`add` and :meth:`judge` (and :meth:`lean` where ``lean``),
-        with everything acceptable computed and judged once, on the elements that can count.
-
-        ``add`` and ``judge`` look only at the elements that are not the correctly rounded result
-        (every rule accepts those; NaN as a class): one ``expected_for`` and one ``judge`` over
-        them serve both. R01's rounding-bias counts (``requirements.accuracy.bias_counts``) count, on the
-        ordinary elements, the results that differ from the correctly rounded one, the
-        implementation's and each accepted model's: an element where the implementation and every
-        model give the correctly rounded result adds nothing but the counters' keys, which exist
-        as soon as one element of the call is ordinary. So a lean block judges the elements
-        where the implementation or a model differs (the models come from the kernel on the whole
-        block, a fraction of a millisecond each), and only if none of those is ordinary, the
-        others in growing slices until one is (usually the first slice; the whole block where
-        none is). Every rule is a function of the element alone (``Judgement.part``), so the
-        counts are those of the block judged whole (``tests/test_sweep.py`` checks it against
-        :meth:`lean`)."""
+    def block(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
+        """One block's results: :meth:`add` and :meth:`judge`, with everything acceptable
+        computed and judged once, on the elements that can count: those that are not the
+        correctly rounded result (every rule accepts those; NaN as a class)."""
         bad = _wrong(got, want)
-        picked = bad
-        if lean:
-            differ = np.zeros(got.size, bool)
-            for bits in _model_bits(dy, x1, x2, beta).values():
-                differ |= bits != want  # NaN payloads too: more elements than count, never fewer
-            differ[bad] = False
-            picked = np.concatenate([bad, np.flatnonzero(differ)])
-        j = _judged(profile, got, dy, x1, x2, beta, want, picked) if picked.size else None
-        mine = j.part(0, bad.size) if picked.size > bad.size else j
-        self._add(lo, x1, x2, got, want, bad, mine)
-        self._judge(lo, x1, x2, got, want, bad, mine)
-        if not lean:
-            return
-        counts = bias_counts([j], profile) if j is not None else {}
-        if not counts:  # no ordinary element among them: does the rest hold one (the counters' keys)?
-            rest = np.ones(got.size, bool)
-            rest[picked] = False
-            rest = np.flatnonzero(rest)
-            at, step = 0, 1024
-            while at < rest.size and not counts:
-                counts = bias_counts([_judged(profile, got, dy, x1, x2, beta, want, rest[at:at + step])], profile)
-                at, step = at + step, 4 * step
-        add_bias_counts(self.bias, counts)
+        j = _judged(profile, got, dy, x1, x2, beta, want, bad) if bad.size else None
+        self._add(lo, x1, x2, got, want, bad, j)
+        self._judge(lo, x1, x2, got, want, bad, j)
 
     def judge(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
         """One block's verdicts, by the one judge, on the elements that are not the correctly
@@ -377,8 +342,8 @@ class Tally:
                 self.reject_worst[rid] = _pick(self.reject_worst.get(rid), worst(bad), _worse)
         far = j.beyond_budget
         if far.any():
-            self.excepted += int(far.sum())
-            self.excepted_worst = _pick(self.excepted_worst, worst(far), _worse)
+            self.beyond_budget += int(far.sum())
+            self.beyond_budget_worst = _pick(self.beyond_budget_worst, worst(far), _worse)
         for name, hit in j.alt.items():
             n = int((hit & ~j.exact & ~j.within).sum())
             if n:
@@ -460,8 +425,9 @@ class Tally:
         return {"elements": self.elements, "failed_elements": self.failed, "first_failure": self.failure,
                 "rows": rows, "rejected_elements": self.rejected_elements, "rejected": {rid: {"elements": n, "worst": self.reject_worst[rid]}
                                            for rid, n in sorted(self.rejected.items())},
-                "excepted": {"elements": self.excepted, "worst": self.excepted_worst},
-                "open_answers": dict(sorted(self.open.items())), "rounding_bias_counts": self.bias}
+                "beyond_budget": {"elements": self.beyond_budget, "worst": self.beyond_budget_worst},
+                "open_answers": dict(sorted(self.open.items())), "statistics": self.statistics,
+                "call_failures": dict(sorted(self.call_failures.items()))}
 
     @classmethod
     def from_json(cls, data: dict) -> "Tally":
@@ -475,10 +441,12 @@ class Tally:
             t.worst[r], t.first_nan[r], t.first_zsign[r] = row["worst"], row["first_nan"], row["first_zero_sign"]
         for rid, entry in data["rejected"].items():
             t.rejected[rid], t.reject_worst[rid] = entry["elements"], entry["worst"]
-        t.excepted, t.excepted_worst = data["excepted"]["elements"], data["excepted"]["worst"]
+        t.beyond_budget, t.beyond_budget_worst = data["beyond_budget"]["elements"], data["beyond_budget"]["worst"]
         t.rejected_elements = data["rejected_elements"]
         t.open = dict(data["open_answers"])
-        t.bias = {who: dict(c) for who, c in data.get("rounding_bias_counts", {}).items()}
+        t.statistics = {name: {run: {who: dict(c) for who, c in counts.items()} for run, counts in runs.items()}
+                        for name, runs in data["statistics"].items()}
+        t.call_failures = {rid: dict(c) for rid, c in data["call_failures"].items()}
         return t
 
 
@@ -498,14 +466,19 @@ def verdict(tally: Tally, profile, beta: "int | None" = None) -> dict:
         question = openbehaviour.QUESTION_OF.get(name) or openbehaviour.open_input(FP16, beta, "p")
         open_by_question.setdefault(question, {})[name] = n
     checked = tally.elements - tally.failed - tally.open.get("rejected", 0)
-    bias = rounding_bias(tally.bias)
-    leans = bias_findings(bias)
+    judged = {}  # each statistic over the sampled blocks (one dtype and variant: its counts summed)
+    for s in requirements.STATISTICS:
+        total: dict = {}
+        for counts in tally.statistics.get(s.name, {}).values():
+            s.add(total, counts)
+        judged[s.name] = s.judge(total)
+    calls = {rid: {"title": by_id(rid).title, **c} for rid, c in tally.call_failures.items()}
     return {"platform": profile.name, "budget_ulp": profile.max_ulp["fp16"], "rejected": rejected,
-            "requirements": by_req, "failed_elements": tally.failed, "example": example,
-            "excepted": {"elements": tally.excepted, "worst": tally.excepted_worst},
-            "open_answers": open_by_question, "checked_elements": checked,
-            "rounding_bias": {"test": bias, "findings": leans},
-            "pass": rejected == 0 and tally.failed == 0 and checked > 0 and not leans}
+            "requirements": by_req, "failed_elements": tally.failed, "call_failures": calls, "example": example,
+            "beyond_budget": {"elements": tally.beyond_budget, "worst": tally.beyond_budget_worst},
+            "open_answers": open_by_question, "checked_elements": checked, **judged,
+            "pass": rejected == 0 and tally.failed == 0 and not calls and checked > 0
+                    and not any(j["findings"] for j in judged.values())}
 
 
 # --------------------------------------------------------------------------------------
@@ -586,20 +559,21 @@ class _Block:
         tally = Tally()
         call = Case("fp16", dy, x1, x2, c.beta, variant=c.variant, core_mask=self.profile.core_mask, id=f"block {k}",
                     guard=("end", "start")[k % 2])  # reads and writes before the start fault in odd blocks
-        moved = moved_calls(call) if k % POSITION_EVERY == 0 else []  # R18 on a sample of blocks
-        outcome, *again = self.adapter.run([call] + [m for m, _ in moved])
+        sampled = k % SAMPLE_EVERY == 0
+        probed = run_probed(self.adapter, self.profile, [call], ask_late=False, sampled=sampled, statistics=sampled)
+        outcome = probed.outcomes[0]
         if outcome.status == "rejected" and openbehaviour.open_input(FP16, c.beta, c.variant, call.core_mask):
-            tally.elements += hi - lo  # refused for a beta the manual leaves open: R16's answer, nothing checked
+            tally.elements += hi - lo  # refused for a beta the manual leaves open: an answer, nothing checked
             tally.open["rejected"] = tally.open.get("rejected", 0) + hi - lo
             return tally
         if outcome.status != "ok":
             tally.fail(k, hi - lo, outcome.status, outcome.detail)
             return tally
         got, want = outcome.out[:hi - lo], self.oracle(dy, x1, x2)
-        # R01's rounding bias on the same sample of blocks (as if judged whole, models on every element)
-        tally.block(lo, dy, x1, x2, c.beta, got, want, self.profile, lean=k % POSITION_EVERY == 0)
-        changes = position_changes(call, outcome.out, [(o, offset, m) for o, (m, offset) in zip(again, moved)])
-        tally.position(lo, x1, x2, want, changes)
+        tally.block(lo, dy, x1, x2, c.beta, got, want, self.profile)
+        for s in probed.seen:
+            tally.seen(k, lo, x1, x2, want, s)
+        add_statistics(tally.statistics, probed.counts)
         return tally
 
 
@@ -668,6 +642,9 @@ def load_state(folder) -> "dict | None":
     except RecursionError:  # json's decoder recurses once per level of nesting
         raise SweepError(f"{path} is not a readable sweep state (nested too deeply)") from None
     found = state.get("format") if isinstance(state, dict) else None
+    if found == "sl1conf-sweep/2":
+        state = _upgraded_from_2(state)
+        found = state["format"]
     if found != STATE_FORMAT:
         older = isinstance(found, str) and found.startswith("sl1conf-sweep/")
         raise SweepError(f"{path} is not a readable sweep state (format is {found!r}, not {STATE_FORMAT}"
@@ -680,6 +657,26 @@ def load_state(folder) -> "dict | None":
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SweepError(f"{path} is not a readable sweep state ({type(exc).__name__}: {exc})") from None
     return state
+
+
+def _upgraded_from_2(state: dict) -> dict:
+    """A format 2 state as format 3 (judged by the same rules: only names moved): ``excepted`` is
+    ``beyond_budget``, the rounding-bias counts are the statistic's, no probe found a failed call
+    (format 2 had no probes that could)."""
+    try:
+        tally = state["tally"]
+        tally["beyond_budget"] = tally.pop("excepted")
+        counts = tally.pop("rounding_bias_counts", {})
+        run = f"fp16/{state['config']['variant']}"
+        tally["statistics"] = {"rounding_bias": {run: counts}} if counts else {}
+        tally["call_failures"] = {}
+        verdict = state.get("summary", {}).get("verdict")
+        if verdict is not None:
+            verdict["beyond_budget"] = verdict.pop("excepted")
+            verdict["call_failures"] = {}
+    except (KeyError, TypeError, AttributeError):
+        return state  # the schema check names what is wrong with it
+    return {**state, "format": STATE_FORMAT}
 
 
 def save_state(folder, state: dict) -> None:
