@@ -10,6 +10,7 @@
 ``ctypes:<path to .so>``               a host build of the C API, in a guarded worker
 ``sim:<command template>``             a simulator or board, through case files
 ``torch`` / ``torch:cpu|cuda``         PyTorch's smooth_l1_loss_backward
+``torch:inductor|compile``             the same op through torch.compile (inductor, CPU)
 ``mindspore`` / ``mindspore:cpu``      MindSpore's SmoothL1LossGrad (CPU)
 ====================================  ==============================================
 
@@ -39,6 +40,10 @@ def _sim(rest):
 
 
 def _torch(rest):
+    kind, _, option = rest.partition(":")
+    if kind in ("inductor", "compile"):  # the op through torch.compile, on the CPU
+        from .torch_compile import InductorAdapter
+        return InductorAdapter(option)
     from .torch_adapter import TorchAdapter
     return TorchAdapter(rest or "cpu")
 
