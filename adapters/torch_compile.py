@@ -74,7 +74,7 @@ from __future__ import annotations
 import types
 
 from .base import AdapterError, one_line
-from .torch_adapter import _REDUCTION_NONE, TorchAdapter
+from .torch_adapter import REDUCTION_NONE, TorchAdapter
 
 __all__ = ["InductorAdapter", "RECOMPILE_LIMIT", "NotCompiled"]
 
@@ -123,7 +123,7 @@ class InductorAdapter(TorchAdapter):
                 return run
 
             def kernel(dy, x1, x2, beta):
-                return op(dy, x1, x2, _REDUCTION_NONE, beta)
+                return op(dy, x1, x2, REDUCTION_NONE, beta)
             # A code object of its own per dtype: dynamo keeps graphs and counts recompilations per code object.
             code = kernel.__code__.replace(co_name=f"smooth_l1_loss_backward_{name}",
                                            co_qualname=f"smooth_l1_loss_backward_{name}")
