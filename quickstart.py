@@ -3,10 +3,10 @@
 
     python3 quickstart.py demo [ARGS]   set up (with PyTorch; --no-torch skips it), run `sl1conf demo ARGS`,
                                         then certify the Cython kernel, the bundled sample C library and
-                                        PyTorch's CPU kernel (eager, and through torch.compile: its
-                                        first platform compiles about 120 graphs, 2 to 3 minutes)
-                                        on every platform profile: reports in
-                                        reports/NAME-PLATFORM/ and their index reports/README.md
+                                        PyTorch's CPU kernel (eager, and through torch.compile: the
+                                        first platform compiles 124 graphs, about 4 minutes on 2 cores,
+                                        the others reuse them, about 70 s) on every platform profile:
+                                        reports in reports/NAME-PLATFORM/ and their index reports/README.md
     python3 quickstart.py test [ARGS]   set up (with PyTorch, for its adapter's tests; --no-torch
                                         skips it and those tests), then run the tests in parallel
                                         (pytest -n auto ARGS)

@@ -70,7 +70,7 @@ def _import_module(name: str):
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as exc:
-        if exc.name and name.startswith(exc.name):
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):  # the module named, not one it imports
             raise AdapterError(f"no module named {exc.name!r} (looked in the current directory and sys.path; "
                                f"a file is named by its path, e.g. {name.replace('.', '/')}.py)") from None
         raise AdapterError(f"importing {name} failed: {one_line(exc)}") from None
