@@ -10,13 +10,15 @@
 ``ctypes:<path to .so>``               a host build of the C API, in a guarded worker
 ``sim:<command template>``             a simulator or board, through case files
 ``torch`` / ``torch:cpu|cuda``         PyTorch's smooth_l1_loss_backward
+``torch:inductor|compile``             the same op through torch.compile (inductor, CPU)
 ``mindspore`` / ``mindspore:cpu``      MindSpore's SmoothL1LossGrad (CPU)
+``python:<module or file.py>:<fn>``    a Python function fn(dy, x1, x2, beta) of arrays
 ====================================  ==============================================
 
 Third parties add prefixes through the ``sl1conf.adapters`` entry point group: the
 entry point's name is the prefix, its object a callable taking the rest of the
 string (empty for a bare prefix: the plugin chooses its default) and returning an
-:class:`~sl1conf.adapters.base.Adapter`. ``builtin``, ``ctypes`` and ``sim`` need a rest.
+:class:`~sl1conf.adapters.base.Adapter`. ``builtin``, ``ctypes``, ``sim`` and ``python`` need a rest.
 """
 
 from __future__ import annotations
@@ -39,6 +41,10 @@ def _sim(rest):
 
 
 def _torch(rest):
+    kind, _, option = rest.partition(":")
+    if kind in ("inductor", "compile"):  # the op through torch.compile, on the CPU
+        from .torch_compile import InductorAdapter
+        return InductorAdapter(option)
     from .torch_adapter import TorchAdapter
     return TorchAdapter(rest or "cpu")
 
@@ -48,13 +54,19 @@ def _mindspore(rest):
     return MindSporeAdapter(rest or "cpu")
 
 
+def _python(rest):
+    from .python_adapter import PythonFunction
+    return PythonFunction(rest)
+
+
 def _builtin(rest):
     from .builtin import builtin
     return builtin(rest)
 
 
-_BUILTIN_PREFIXES = {"builtin": _builtin, "ctypes": _ctypes, "sim": _sim, "torch": _torch, "mindspore": _mindspore}
-_NEEDS_REST = ("builtin", "ctypes", "sim")  # a bare prefix names nothing; torch, mindspore and plugins default
+_BUILTIN_PREFIXES = {"builtin": _builtin, "ctypes": _ctypes, "sim": _sim, "torch": _torch, "mindspore": _mindspore,
+                     "python": _python}
+_NEEDS_REST = ("builtin", "ctypes", "sim", "python")  # a bare prefix names nothing; torch, mindspore, plugins default
 
 
 def prefixes() -> dict:

@@ -10,7 +10,8 @@ inputs changed. Judging those is the conformance engine's job, not the adapter's
 Implementations are named by one string (see :func:`sl1conf.adapters.load`):
 ``builtin:oracle``, ``builtin:fast-oracle``, ``builtin:kernel``,
 ``builtin:model:<name>``, ``ctypes:<path.so>``, ``sim:<command template>``,
-``torch``, ``torch:cpu``, ``torch:cuda``, ``mindspore``, ``mindspore:cpu``; third parties add prefixes through the
+``torch``, ``torch:cpu``, ``torch:cuda``, ``torch:inductor``, ``mindspore``, ``mindspore:cpu``,
+``python:<file.py or module>:<function>``; third parties add prefixes through the
 ``sl1conf.adapters`` entry point group.
 """
 

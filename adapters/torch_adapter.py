@@ -102,11 +102,11 @@ import numpy as np
 
 from .base import AdapterError, ArrayFunction, Capabilities
 
-__all__ = ["TorchAdapter", "MISSING_TORCH"]
+__all__ = ["TorchAdapter", "MISSING_TORCH", "REDUCTION_NONE"]
 
 MISSING_TORCH = "torch is not installed: pip install torch (the optional extra 'torch')"
 _DEVICE = re.compile(r"^(?:cpu|(cuda)(?::(\d+))?)$")
-_REDUCTION_NONE = 0
+REDUCTION_NONE = 0  # torch.nn._reduction: none (one gradient per element)
 
 
 def _import_torch():
@@ -155,7 +155,7 @@ class TorchAdapter(ArrayFunction):
         for dtype, tdtype in self._tdtype.items():
             try:
                 one = torch.ones(1, dtype=tdtype, device=device)
-                self._op(one, one, one, _REDUCTION_NONE, 1.0)
+                self._op(one, one, one, REDUCTION_NONE, 1.0)
                 offered.append(dtype)
             except Exception as exc:  # RuntimeError "not implemented for 'Half'", ...
                 self._missing[dtype] = f"{type(exc).__name__}: {exc}".splitlines()[0]
@@ -164,11 +164,7 @@ class TorchAdapter(ArrayFunction):
     def compute(self, dy, x1, x2, beta, out_alias=None):
         torch = self._torch
         tensors = {name: torch.from_numpy(a).to(self.device) for name, a in (("dy", dy), ("x1", x1), ("x2", x2))}
-        if out_alias:  # torch's own in-place form: the grad_input= overload writing over that input
-            result = self._op.grad_input(tensors["dy"], tensors["x1"], tensors["x2"], _REDUCTION_NONE, float(beta),
-                                         grad_input=tensors[out_alias])
-        else:
-            result = self._op(tensors["dy"], tensors["x1"], tensors["x2"], _REDUCTION_NONE, float(beta))
+        result = self._call(tensors, float(beta), out_alias)
         if result.is_cuda:
             torch.cuda.synchronize(result.device)
         want = self._tdtype[{np.dtype(np.float16): "fp16", np.dtype(np.float32): "fp32"}[dy.dtype]]
@@ -179,6 +175,14 @@ class TorchAdapter(ArrayFunction):
                 if name != out_alias:
                     a[...] = tensors[name].cpu().numpy()
         return result.cpu().numpy()
+
+    def _call(self, tensors: dict, beta: float, out_alias):
+        """The op on the tensors ``dy``, ``x1``, ``x2`` (on the device): the one place the kernel
+        is called, which :mod:`~sl1conf.adapters.torch_compile` replaces by its compiled form."""
+        if out_alias:  # torch's own in-place form: the grad_input= overload writing over that input
+            return self._op.grad_input(tensors["dy"], tensors["x1"], tensors["x2"], REDUCTION_NONE, beta,
+                                       grad_input=tensors[out_alias])
+        return self._op(tensors["dy"], tensors["x1"], tensors["x2"], REDUCTION_NONE, beta)
 
     def describe(self) -> dict:
         torch = self._torch
