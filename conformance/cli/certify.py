@@ -17,6 +17,9 @@ EPILOG = ("exit status: 0 every required requirement holds; 1 one fails, or the 
           "bad input, said in one line (nothing is run and no report is written)")
 
 
+DEFAULT_OUT = "sl1conf-report"
+"""Where certify writes without --out: one folder in the current one, the last report."""
+
 def _vector_sets(paths, dtypes, profile) -> dict:
     """dtype -> VectorSet of the --vectors folders (one per dtype); each --dtype asked for must have one."""
     from sl1conf.conformance.vectors.store import VectorSetError, load_per_dtype
@@ -121,7 +124,8 @@ def register(sub) -> None:
                                    "bar shows each run's calls, elements per second, the time left and the "
                                    "failures so far.", epilog=EPILOG)
     p.add_argument("--impl", metavar="SPEC",
-                   help="builtin:kernel, ctypes:lib.so, sim:'cmd {case} {result}', torch:cpu, ...")
+                   help="builtin:kernel, ctypes:lib.so, python:file.py:function, sim:'cmd {case} {result}', "
+                        "torch:cpu, torch:inductor, mindspore:cpu, ... (docs/adapters.md)")
     p.add_argument("--results", type=out_arg, metavar="FILE",
                    help="instead of --impl: judge what the exported self-test (built with -DSL1_DUMP) printed on "
                         "the board, against the one --vectors set it was exported from")
@@ -143,6 +147,7 @@ def register(sub) -> None:
                         "report those requirements (the reports' reproduction commands use it)")
     p.add_argument("--format", choices=("md", "html", "junit"), action="append",
                    help="formats beside report.json (repeatable; default md, html and junit)")
-    p.add_argument("--out", type=out_arg, required=True, metavar="DIR",
-                   help="folder for report.json, report.md, report.html, junit.xml")
+    p.add_argument("--out", type=out_arg, default=DEFAULT_OUT, metavar="DIR",
+                   help=f"folder for report.json, report.md, report.html, junit.xml (default: {DEFAULT_OUT}, in the "
+                        "current folder; a report already there is replaced)")
     p.set_defaults(run=_run)
