@@ -135,36 +135,27 @@ class _RequirementFailed(Exception):
 
 class _Conformance:
     def __init__(self, config):
-        from sl1conf.adapters import AdapterError, load
-
         from sl1conf.conformance.vectors import families as FAM
-        from sl1conf.conformance.certify.engine import default_families, dtypes_to_run, quick_families
-        from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+        from sl1conf.conformance.certify.engine import default_families, quick_families
+        from sl1conf.conformance.certify.session import (
+            InputError, checked_inputs, loaded_implementation, plugin_option, selected_runs,
+        )
         from sl1conf.conformance.requirements import CATALOG
 
         opt = config.option
         self.config = config
         self.spec, self.quick = opt.sl1_impl, bool(opt.sl1_quick)
-        if bool(opt.sl1_platform) == bool(opt.sl1_profile):
-            raise pytest.UsageError("give exactly one of --sl1-platform NAME and --sl1-profile FILE "
-                                    "with --sl1-impl")
-        where = "--sl1-platform" if opt.sl1_platform else "--sl1-profile"
         self.profile_arg = opt.sl1_platform or opt.sl1_profile
-        try:
-            self.profile = load_profile(self.profile_arg)
-            for d in opt.sl1_dtype or []:
-                self.profile.require_dtype(d)
-        except ProfileError as exc:
-            raise pytest.UsageError(f"{where} {self.profile_arg}: {exc}") from None
-        self.waivers = None
-        if opt.sl1_waivers:
-            from sl1conf.conformance.certify.waivers import WaiverError, load_waivers
-
-            try:
-                self.waivers = load_waivers(opt.sl1_waivers)
-            except WaiverError as exc:
-                raise pytest.UsageError(f"--sl1-waivers: {exc}") from None
-        self.vectors = self._vector_sets(opt.sl1_vectors or [])
+        try:  # the inputs, checked as the command line checks them (certify.session)
+            inputs = checked_inputs(platform=opt.sl1_platform, profile_file=opt.sl1_profile, dtypes=opt.sl1_dtype,
+                                    vector_dirs=opt.sl1_vectors or (), waivers_file=opt.sl1_waivers,
+                                    option=plugin_option)
+        except InputError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.profile, self.waivers = inputs.profile, inputs.waivers
+        # dtype -> (folder, family names): what an xdist worker loads again and collects
+        self.vectors = None if inputs.vectors is None else {
+            d: (str(vs.path), [f["name"] for f in vs.manifest["families"]]) for d, vs in inputs.vectors.items()}
         self.worker = hasattr(config, "workerinput")
         self.report_dir = None  # where --sl1-report writes: never in an xdist worker
         if opt.sl1_report and not self.worker:
@@ -182,23 +173,14 @@ class _Conformance:
 
         self.adapter = None
         try:
-            self.adapter = load(self.spec)
-        except AdapterError as exc:
-            raise pytest.UsageError(f"--sl1-impl {self.spec}: {exc}") from None
-        except Exception as exc:  # a third-party adapter's own failure: still one line
-            raise pytest.UsageError(f"--sl1-impl {self.spec}: {type(exc).__name__}: {exc}") from None
+            self.adapter = loaded_implementation(self.spec, plugin_option)
+        except InputError as exc:
+            raise pytest.UsageError(str(exc)) from None
         try:
             self.implementation = self.adapter.describe()  # the report's, should no run be certified
-            asked = list(dict.fromkeys(opt.sl1_dtype)) if opt.sl1_dtype else None  # None: the profile's
-            if self.vectors is not None:
-                missing = [d for d in opt.sl1_dtype or [] if d not in self.vectors]
-                if missing:
-                    raise pytest.UsageError(f"--sl1-dtype {missing[0]}: no --sl1-vectors set holds {missing[0]} "
-                                            f"vectors (given: {', '.join(self.vectors) or 'none'})")
-                asked = dtypes_to_run(self.profile, asked, self.vectors)
             try:
-                dtypes, variants = self.profile.select(self.adapter, asked, opt.sl1_variant)
-            except ProfileError as exc:
+                dtypes, variants = selected_runs(inputs, self.adapter, opt.sl1_variant)
+            except InputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         except BaseException:
             self.close()
@@ -236,18 +218,6 @@ class _Conformance:
                     f"sl1conf: --dist {opt.dist} spreads one certification over several workers, each "
                     "computing it again; pass --dist loadgroup"), stacklevel=2)
             self.close()
-
-    def _vector_sets(self, dirs):
-        """dtype -> (folder, family names) for --sl1-vectors, checked now (schema, checksums)."""
-        if not dirs:
-            return None
-        from sl1conf.conformance.vectors.store import VectorSetError, load_per_dtype
-
-        try:
-            sets = load_per_dtype(dirs)
-        except VectorSetError as exc:
-            raise pytest.UsageError(f"--sl1-vectors: {exc}") from None
-        return {dtype: (str(vs.path), [f["name"] for f in vs.manifest["families"]]) for dtype, vs in sets.items()}
 
     def close(self):
         if self.adapter is not None:

@@ -8,7 +8,7 @@ does not have, corrupt vectors).
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, load_adapter, names_arg, out_arg
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, names_arg, out_arg
 
 __all__ = ["register"]
 
@@ -19,25 +19,6 @@ EPILOG = ("exit status: 0 every required requirement holds; 1 one fails, or the 
 
 DEFAULT_OUT = "sl1conf-report"
 """Where certify writes without --out: one folder in the current one, the last report."""
-
-def _vector_sets(paths, dtypes, profile) -> dict:
-    """dtype -> VectorSet of the --vectors folders (one per dtype); each --dtype asked for must have one."""
-    from sl1conf.conformance.vectors.store import VectorSetError, load_per_dtype
-
-    try:
-        sets = load_per_dtype(paths)
-    except VectorSetError as exc:
-        raise UsageError(f"--vectors: {exc}") from None
-    for d, vs in sets.items():
-        if d not in profile.dtypes:
-            raise UsageError(f"--vectors {vs.path}: holds {d} vectors, and profile {profile.name} has no {d} "
-                             f"(it documents {', '.join(profile.dtypes)})")
-    for d in dtypes or []:
-        if d not in sets:
-            raise UsageError(f"--dtype {d}: no --vectors set holds {d} vectors (given: "
-                             + ", ".join(f"{k} in {vs.path}" for k, vs in sets.items()) + ")")
-    return sets
-
 
 def _recorded(args, sets):
     """The adapter replaying a board self-test's results file (``--results``), read against the
@@ -56,30 +37,22 @@ def _recorded(args, sets):
 def _run(args) -> int:
     from pathlib import Path
 
-    from sl1conf.conformance.certify.engine import certify, dtypes_to_run
-    from sl1conf.conformance.common.progress import Progress
-    from sl1conf.conformance.rules.profiles import load_profile
-
-    if bool(args.platform) == bool(args.profile):
-        raise UsageError("give exactly one of --platform NAME and --profile FILE")
-    profile = load_profile(args.platform or args.profile)
-    dtypes = list(dict.fromkeys(d.name for d in args.dtype)) if args.dtype else None
-    for d in dtypes or []:
-        profile.require_dtype(d)
-    sets = _vector_sets(args.vectors, dtypes, profile) if args.vectors else None
-    from sl1conf.conformance.certify.waivers import apply_waivers, load_waivers
+    from sl1conf.conformance.certify.engine import certify
+    from sl1conf.conformance.certify.session import checked_inputs, loaded_implementation, selected_runs
+    from sl1conf.conformance.certify.waivers import apply_waivers
     from sl1conf.conformance.common.files import writable_folder
+    from sl1conf.conformance.common.progress import Progress
 
-    waivers = load_waivers(args.waivers) if args.waivers else None
+    inputs = checked_inputs(platform=args.platform, profile_file=args.profile,
+                            dtypes=[d.name for d in args.dtype] if args.dtype else None,
+                            vector_dirs=args.vectors or (), waivers_file=args.waivers)
+    profile, dtypes, sets, waivers = inputs.profile, inputs.dtypes, inputs.vectors, inputs.waivers
     if bool(args.impl) == bool(args.results):
         raise UsageError("give exactly one of --impl SPEC (run an implementation) and --results FILE (judge a board "
                          "self-test's output)")
-    if args.results:
-        impl = _recorded(args, sets)
-    else:
-        impl = load_adapter(args.impl)
+    impl = _recorded(args, sets) if args.results else loaded_implementation(args.impl)
     with impl:
-        profile.select(impl, dtypes_to_run(profile, dtypes, sets), args.variant)  # before the run: nothing to certify is bad usage
+        selected_runs(inputs, impl, args.variant)  # before the run: nothing to certify is bad usage
         if sets is not None and dtypes is None:
             print("vectors: " + "; ".join(f"{d} from {vs.path}" for d, vs in sets.items())
                   + (f" (no --vectors set holds {', '.join(d for d in profile.dtypes if d not in sets)}: "
