@@ -209,6 +209,7 @@ class _Conformance:
             raise pytest.UsageError("--sl1-fuzz-examples and --sl1-hypothesis-db go with --sl1-fuzz")
         self.hypothesis_db = opt.sl1_hypothesis_db
         self.results = {}  # (dtype, variant) -> run dict or _CertifyError
+        self.reports = {}  # (dtype, variant) -> the one-run report certify gave
 
         controller = getattr(opt, "dist", "no") != "no" and not self.worker
         if controller:
@@ -302,9 +303,29 @@ class _Conformance:
 
             apply_waivers(report, self.waivers)
         [run] = report["runs"]
+        self.reports[(dtype, variant)] = report
         if self.config.option.sl1_report:
             self.parts[(dtype, variant)] = report
         return run
+
+    def failure(self, dtype, variant, rid):
+        """The report's Failure of requirement ``rid`` in this run (reports.view), None if it holds."""
+        from sl1conf.conformance.reports.view import view
+
+        report = self.reports.get((dtype, variant))
+        return next((f for f in view(report).failures if f.id == rid and variant in f.variants), None) if report else None
+
+    def failure_lines(self, dtype, variant, rid) -> list:
+        """The failure in the report's words (reports.view.failure_text: cause, statement, the
+        commonest error, the patterns, the worst input), reproduced by this session's command;
+        its heading left to the item, which says where."""
+        from sl1conf.conformance.reports.view import failure_text
+
+        f = self.failure(dtype, variant, rid)
+        if f is None:
+            return []
+        text = failure_text(f, commands=[self.certify_command(dtype, variant), *f.commands[1:]])
+        return ["  " + line for line in text.splitlines()[1:]]
 
     # --- --sl1-report: one report folder for the whole session ---------------------------
 
@@ -517,10 +538,10 @@ class OverTheRunItem(_ReadsLikeAReport, pytest.Item):
             print(f"{self.requirement.id} over the run waived: {entry.get('waiver', '')}")
         if status == "fail":
             req = self.requirement
-            raise _RequirementFailed(
+            raise _RequirementFailed("\n".join([
                 f"{req.id} {req.title}, over the run, failed for {self.plugin.spec} ({self.dtype} variant "
-                f"{self.variant} on {self.plugin.profile.name})\n  {entry.get('statement', req.statement)}\n"
-                f"  {found}\n  reproduce: {self.plugin.certify_command(self.dtype, self.variant)}")
+                f"{self.variant} on {self.plugin.profile.name})", f"  {found}",
+                *self.plugin.failure_lines(self.dtype, self.variant, req.id)]))
 
 
 class RequirementItem(_ReadsLikeAReport, pytest.Item):
@@ -575,13 +596,11 @@ class RequirementItem(_ReadsLikeAReport, pytest.Item):
         where = f"{dtype} variant {self.variant} on {self.plugin.profile.name}"
         what = f"{req.id} {req.title}" + (f", family {self.family}" if self.family else "")
         lines = [f"{what} failed for {self.plugin.spec} ({where})",
-                 f"  {entry.get('statement', req.statement)}",
                  f"  {target.get('failed', '?')} of {target.get('checked', '?')} checked failed"]
-        worst = target.get("worst")
-        if worst:
-            lines.append("  worst: " + _example(worst))
-            if "dy" in worst:
-                lines.append("    " + _explain(dtype, worst))
+        shared = self.plugin.failure_lines(dtype, self.variant, req.id)
+        if self.family is not None and target.get("worst"):  # the family's own worst; the report's is the requirement's
+            lines.append("  worst in this family: " + _example(target["worst"]))
+        lines += shared or [f"  {entry.get('statement', req.statement)}"]
         examples = target.get("examples", [])
         if examples:
             lines.append(f"  examples (first {min(len(examples), 5)} of {target.get('failed', len(examples))}):")
@@ -589,7 +608,8 @@ class RequirementItem(_ReadsLikeAReport, pytest.Item):
                 lines.append("    " + _example(ex))
                 if "dy" in ex:
                     lines.append("      " + _explain(dtype, ex))
-        lines.append(f"  reproduce: {self.plugin.certify_command(dtype, self.variant)}")
+        if not shared:
+            lines.append(f"  reproduce: {self.plugin.certify_command(dtype, self.variant)}")
         return "\n".join(lines)
 
 

@@ -77,10 +77,12 @@ def _run(args) -> int:
         print(f"{run['dtype']} {run['variant']}: {run['verdict'].upper()} ({run['cases']} cases, "
               f"{run['elements']} elements)" + (f"; failed: {', '.join(failed)}" if failed else "")
               + (f"; waived: {', '.join(waived)}" if waived else ""))
-    from sl1conf.conformance.reports.view import run_causes
+    from sl1conf.conformance.reports.view import failure_text, run_causes, view
 
     for line in run_causes(report):
         print(f"cause: {line}")
+    for f in view(report).failures:  # each in the report's words, briefly: the report has the rest
+        print(failure_text(f, brief=True))
     for w in report.get("waivers", []):
         if not w["matched"]:
             print(f"waiver {w['id']} matched nothing: {w['reason']}")
