@@ -135,7 +135,7 @@ class _RequirementFailed(Exception):
 
 class _Conformance:
     def __init__(self, config):
-        from sl1conf.conformance.vectors import families as FAM
+        from sl1conf.conformance.vectors.families import family_by_name
         from sl1conf.conformance.certify.engine import default_families, quick_families
         from sl1conf.conformance.certify.session import (
             InputError, checked_inputs, loaded_implementation, plugin_option, selected_runs,
@@ -195,8 +195,8 @@ class _Conformance:
             if self.vectors is not None:
                 return list(self.vectors[dtype][1])
             if self.quick:
-                return [n for n in quick_families() if dtype in FAM.family_by_name(n).dtypes]
-            return [n for n in default_families() if dtype in FAM.family_by_name(n).dtypes]
+                return [n for n in quick_families() if dtype in family_by_name(n).dtypes]
+            return [n for n in default_families() if dtype in family_by_name(n).dtypes]
 
         self.families = {d: family_names(d) for d in dtypes}
         self.fuzz = bool(opt.sl1_fuzz)

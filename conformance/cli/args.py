@@ -15,7 +15,7 @@ from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.reference import formats
 
 __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values",
-           "out_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU", "add_action"]
+           "path_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU", "add_action"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -64,8 +64,9 @@ def dtype_arg(text: str) -> formats.Format:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def out_arg(text: str) -> str:
-    """argparse type: a path that is not empty (``--out ""`` would mean the current folder)."""
+def path_arg(text: str) -> str:
+    """argparse type: a path, to read or to write, that is not empty (``--out ""`` would mean the
+    current folder, ``--vectors ""`` the same)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("an empty path: name a folder or file")
     return text

@@ -8,7 +8,7 @@ does not have, corrupt vectors).
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, names_arg, out_arg
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, names_arg, path_arg
 
 __all__ = ["register"]
 
@@ -101,28 +101,28 @@ def register(sub) -> None:
     p.add_argument("--impl", metavar="SPEC",
                    help="builtin:kernel, ctypes:lib.so, python:file.py:function, sim:'cmd {case} {result}', "
                         "torch:cpu, torch:inductor, mindspore:cpu, ... (docs/adapters.md)")
-    p.add_argument("--results", type=out_arg, metavar="FILE",
+    p.add_argument("--results", type=path_arg, metavar="FILE",
                    help="instead of --impl: judge what the exported self-test (built with -DSL1_DUMP) printed on "
                         "the board, against the one --vectors set it was exported from")
     p.add_argument("--platform", metavar="NAME", help="ieee, ft78ne or mt7004")
-    p.add_argument("--profile", type=out_arg, metavar="FILE", help="a profile TOML file instead of a built-in platform")
+    p.add_argument("--profile", type=path_arg, metavar="FILE", help="a profile TOML file instead of a built-in platform")
     p.add_argument("--dtype", type=dtype_arg, action="append",
                    help="fp16 or fp32; repeatable (default: every dtype the profile lists; one the "
                         "implementation lacks is an error when asked for)")
     p.add_argument("--variant", choices=("s", "p"), action="append",
                    help="s or p; repeatable (default: every variant the profile lists; one the "
                         "implementation lacks is an error when asked for)")
-    p.add_argument("--vectors", type=out_arg, action="append", metavar="DIR",
+    p.add_argument("--vectors", type=path_arg, action="append", metavar="DIR",
                    help="a vector set folder, repeatable, one per dtype: the dtypes certified are those of the "
                         "sets unless --dtype says (default: the canonical families, generated)")
     p.add_argument("--quick", action="store_true", help="edge families only, no random ones")
-    p.add_argument("--waivers", type=out_arg, metavar="FILE", help="known failures to waive, with reasons (TOML)")
+    p.add_argument("--waivers", type=path_arg, metavar="FILE", help="known failures to waive, with reasons (TOML)")
     p.add_argument("--only", type=names_arg, action="append", metavar="IDS",
                    help="requirement ids (Rnn, docs/requirements.md) and vector case ids (4.9), comma-separated: run those cases, "
                         "report those requirements (the reports' reproduction commands use it)")
     p.add_argument("--format", choices=("md", "html", "junit"), action="append",
                    help="formats beside report.json (repeatable; default md, html and junit)")
-    p.add_argument("--out", type=out_arg, default=DEFAULT_OUT, metavar="DIR",
+    p.add_argument("--out", type=path_arg, default=DEFAULT_OUT, metavar="DIR",
                    help=f"folder for report.json, report.md, report.html, junit.xml (default: {DEFAULT_OUT}, in the "
                         "current folder; a report already there is replaced)")
     p.set_defaults(run=_run)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sl1conf.conformance.cli import summaries
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
-                                          count_arg, dtype_arg, out_arg, seed_arg, workers_arg)
+                                          count_arg, dtype_arg, path_arg, seed_arg, workers_arg)
 from sl1conf.conformance.common.commands import certify_command
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import fuzz, fuzz_campaign, shards
@@ -59,7 +59,7 @@ def register(sub) -> None:
     p.add_argument("--max-cases", type=int, default=MAX_CASES, metavar="N",
                    help=f"most failures minimized and saved (default {MAX_CASES})")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run the batches on this Dask scheduler")
-    p.add_argument("--out", type=out_arg, metavar="DIR", help="output folder")
+    p.add_argument("--out", type=path_arg, metavar="DIR", help="output folder")
     p.add_argument("--force", action="store_true", help="write into a non-empty folder that is not this campaign's")
     actions = p.add_subparsers(dest="action", parser_class=Parser, title="actions (default: a campaign)",
                                metavar="{merge,replay}")
@@ -68,7 +68,7 @@ def register(sub) -> None:
                    "Merge the output folders of a campaign's shards (sl1conf fuzz --shard I/N) into one: batches, "
                    "elements, failures and saved vectors united, shards missing named. See docs/fuzzing.md.",
                    "fuzz output folders of one campaign's shards")
-    m.add_argument("--out", dest="merge_out", type=out_arg, metavar="DIR", help="folder for the merged output")
+    m.add_argument("--out", dest="merge_out", type=path_arg, metavar="DIR", help="folder for the merged output")
     m.add_argument("--force", dest="merge_force", action="store_true",
                    help="write into a non-empty folder that is not this campaign's")
     r = add_action(actions, "replay", "run one recorded batch again", "sl1conf fuzz replay DIR --batch K [--impl SPEC]",

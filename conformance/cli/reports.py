@@ -7,7 +7,7 @@ import io
 import sys
 from pathlib import Path
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, out_arg
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, path_arg
 
 __all__ = ["register"]
 
@@ -113,7 +113,7 @@ def register(sub) -> None:
     p.add_argument("dir", help="a report folder (or its report.json)")
     p.add_argument("--format", choices=("html", "md", "junit"), action="append",
                    help="html, md or junit (repeatable; default all three)")
-    p.add_argument("--out", type=out_arg, help="folder to write into (default: the report's own folder)")
+    p.add_argument("--out", type=path_arg, help="folder to write into (default: the report's own folder)")
     p.add_argument("--force", action="store_true",
                    help="replace renderings already in the --out folder (never beside another report's report.json)")
     p.set_defaults(run=_cmd_report)
@@ -126,6 +126,6 @@ def register(sub) -> None:
     p = sub.add_parser("compare", help="one table of several reports side by side")
     p.add_argument("reports", nargs="+", metavar="REPORT", help="report.json files (or their folders)")
     p.add_argument("--format", choices=("md", "html", "csv"), default="md", help="md (default), html or csv")
-    p.add_argument("--out", type=out_arg, help="file to write (default: standard output); an existing one only with --force")
+    p.add_argument("--out", type=path_arg, help="file to write (default: standard output); an existing one only with --force")
     p.add_argument("--force", action="store_true", help="replace the --out file if it exists")
     p.set_defaults(run=_cmd_compare)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sl1conf.conformance.cli import summaries
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
-                                          dtype_arg, out_arg, workers_arg)
+                                          dtype_arg, path_arg, workers_arg)
 from sl1conf.reference import formats
 
 from sl1conf.conformance.common.progress import Progress
@@ -45,7 +45,7 @@ def register(sub) -> None:
     p.add_argument("--platform", default="ieee", metavar="NAME",
                    help="profile that judges, as certify does (default ieee; kept in the checkpoint)")
     p.add_argument("--max-blocks", type=int, metavar="N", help="stop after N blocks (run again to continue)")
-    p.add_argument("--out", type=out_arg, metavar="DIR", help="folder for sweep.json (the checkpoint and the result)")
+    p.add_argument("--out", type=path_arg, metavar="DIR", help="folder for sweep.json (the checkpoint and the result)")
     actions = p.add_subparsers(dest="action", parser_class=Parser, title="actions (default: a sweep)",
                                metavar="{merge}")
     m = add_action(actions, "merge", "combine the sweep.json of shards into one",
@@ -53,7 +53,7 @@ def register(sub) -> None:
                    "Combine the sweep.json of a sweep's shards (sl1conf sweep --shard I/N) into one, judged under "
                    "the platform the shards recorded. See docs/sweeps.md.", "folders holding a shard's sweep.json",
                    nargs="+")
-    m.add_argument("--out", dest="merge_out", type=out_arg, required=True, metavar="DIR",
+    m.add_argument("--out", dest="merge_out", type=path_arg, required=True, metavar="DIR",
                    help="folder for the merged sweep.json")
     p.set_defaults(run=lambda args: _merge(args) if args.action == "merge" else _sweep(args))
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import Parser, UsageError, dtype_arg, names_arg, out_arg, seed_arg
+from sl1conf.conformance.cli.args import Parser, UsageError, dtype_arg, names_arg, path_arg, seed_arg
 from sl1conf.reference import formats
 
 from sl1conf.conformance.vectors import store
@@ -136,7 +136,7 @@ def register(sub) -> None:
                         description="Write a vector set folder: the families' cases, the exact oracle's results "
                                     "and every accepted alternative (docs/vector-format.md).")
     g.add_argument("--dtype", type=dtype_arg, required=True, help="fp16 or fp32")
-    g.add_argument("--out", type=out_arg, required=True, metavar="DIR", help="folder to create")
+    g.add_argument("--out", type=path_arg, required=True, metavar="DIR", help="folder to create")
     g.add_argument("--seed", type=seed_arg, default=2026, help="random seed (default 2026)")
     g.add_argument("--families", type=names_arg, action="append", metavar="NAMES",
                    help="comma-separated family names (repeatable; default: all; `sl1conf vectors list` "
@@ -161,11 +161,11 @@ def register(sub) -> None:
     v.add_argument("--format", choices=("c-header", "hex"), required=True,
                    help="c-header: a folder with a C header of the vectors and a self-test program; "
                         "hex: one TestFloat-style text file, one element per line")
-    v.add_argument("--out", type=out_arg, metavar="PATH",
+    v.add_argument("--out", type=path_arg, metavar="PATH",
                    help="output folder (c-header; default sl1_vectors_c) or file (hex; default sl1_vectors.txt)")
     v.add_argument("--force", action="store_true", help="replace output this command wrote before")
     v.add_argument("--platform", metavar="NAME",
                    help="c-header: the built-in profile (ieee, ft78ne or mt7004) whose budget the self-test applies "
                         "(max_ulp for the set's dtype, zero sign, flushing); default: ieee's")
-    v.add_argument("--profile", type=out_arg, metavar="FILE", help="c-header: a profile TOML file instead of --platform")
+    v.add_argument("--profile", type=path_arg, metavar="FILE", help="c-header: a profile TOML file instead of --platform")
     p.set_defaults(run=_run)

@@ -36,7 +36,7 @@ from sl1conf.conformance.rules import openbehaviour
 from sl1conf.reference import exact as exact_math  # 'exact' is a Judgement's mask here
 from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats
-from sl1conf.reference import reachable as RE
+from sl1conf.reference import reachable
 from sl1conf.reference.models import accepted_models
 
 __all__ = ["Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
@@ -167,7 +167,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     dist: np.ndarray
     within: np.ndarray
     ftz: np.ndarray
-    reach: RE.Reach
+    reach: reachable.Reach
     models: dict
     alt: dict
     boundary: np.ndarray
@@ -194,7 +194,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         s = slice(lo, hi)
         cut = lambda d: {k: v[s] for k, v in d.items()}  # noqa: E731
         return Judgement(self.fmt, self.got[s], self.expected.at(s), self.exact[s], self.dist[s], self.within[s],
-                         self.ftz[s], RE.Reach(self.reach.stage[s], self.reach.how[s]), cut(self.models), cut(self.alt),
+                         self.ftz[s], reachable.Reach(self.reach.stage[s], self.reach.how[s]), cut(self.models), cut(self.alt),
                          self.boundary[s],
                          self.subnormal_inputs[s], self.overflow_prone[s], self.open_q[s], self.bounded[s],
                          tuple(a if np.ndim(a) == 0 else a[s] for a in self.inputs), self.ok[s], cut(self.rejected),
@@ -369,10 +369,10 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
     stage, how = np.zeros(got.shape, np.int8), np.full(got.shape, "", object)
     if idx.size:
         pick = lambda a: np.broadcast_to(np.asarray(a, fmt.uint), got.shape)[idx]  # noqa: E731
-        r = RE.reach(fmt, profile.error_model, got[idx], pick(dy), pick(x1), pick(x2), pick(beta), oracle[idx],
+        r = reachable.reach(fmt, profile.error_model, got[idx], pick(dy), pick(x1), pick(x2), pick(beta), oracle[idx],
                      strict_zero_sign=profile.strict_zero_sign)
         stage[idx], how[idx] = r.stage, r.how
-    j = Judgement(fmt, got, expected, exact, dist, within, formats.same_result(fmt, got, expected.oracle_ftz), RE.Reach(stage, how),
+    j = Judgement(fmt, got, expected, exact, dist, within, formats.same_result(fmt, got, expected.oracle_ftz), reachable.Reach(stage, how),
                   {name: formats.same_result(fmt, got, bits) for name, bits in expected.models.items()}, alt,
                   boundary, sub, prone, open_q, bounded,
                   tuple(np.asarray(a, fmt.uint) for a in (dy, x1, x2)) + (beta if np.ndim(beta) == 0 else np.asarray(beta, fmt.uint),))
