@@ -297,11 +297,7 @@ class _Conformance:
             self.adapter = load(self.spec)
         vectors = {dtype: self.vectors[dtype][0]} if self.vectors is not None else None
         report = certify(self.adapter, self.profile, dtypes=[dtype], variants=[variant], vectors=vectors,
-                         quick=self.quick)
-        if self.waivers is not None:
-            from sl1conf.conformance.certify.waivers import apply_waivers
-
-            apply_waivers(report, self.waivers)
+                         quick=self.quick, waivers=self.waivers)
         [run] = report["runs"]
         self.reports[(dtype, variant)] = report
         if self.config.option.sl1_report:

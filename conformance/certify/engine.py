@@ -21,6 +21,7 @@ from sl1conf import __version__
 from sl1conf.adapters.base import Adapter
 from sl1conf.conformance.certify.calls import CallQueue, make_stage
 from sl1conf.conformance.certify.errorstats import ErrorStats
+from sl1conf.conformance.certify.waivers import waive
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.jsonfiles import REPORT_SCHEMA_VERSION
 from sl1conf.conformance.common.memory import keep_freed_memory
@@ -28,7 +29,7 @@ from sl1conf.conformance.requirements import CATALOG
 from sl1conf.conformance.requirements.base import RunContext, Tally
 from sl1conf.conformance.requirements.core_masks import compare_variants
 from sl1conf.conformance.requirements.filing import rejection_failures
-from sl1conf.conformance.requirements.verdict import incomplete_reasons, report_verdict, run_verdict
+from sl1conf.conformance.requirements.verdict import incomplete_reasons, settle_verdicts
 from sl1conf.conformance.rules.judge import Expected, InputFacts, input_facts, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store
@@ -362,7 +363,7 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
                                  answered_unsupported[0].detail if answered_unsupported else "")
     if reasons:
         run["incomplete"] = reasons
-    run["verdict"] = run_verdict(requirements, reasons)
+    run["verdict"] = None  # settled once every status is final (requirements.verdict.settle_verdicts)
     return run
 
 
@@ -383,7 +384,7 @@ def _merged(*findings: dict) -> dict:
 
 
 def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, vectors=None,
-            quick: bool = False, progress=None, only=None, invocation=None) -> dict:
+            quick: bool = False, progress=None, only=None, invocation=None, waivers=None) -> dict:
     """The report: one run per dtype and variant the profile and the adapter share.
 
     ``progress(desc, total)``, if given, makes the progress bar of one run (``desc`` names the
@@ -393,6 +394,8 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     select the vector cases run, requirement ids the requirements reported (and judged for the
     verdict). ``invocation``: how the run was asked for (the command line's arguments), kept in
     the report so its reproduction commands name the same implementation, vectors and options.
+    ``waivers`` (``certify.waivers.load_waivers``): known failures waived, after every status is
+    set and before the verdicts are (the report lists each waiver's use).
     """
     from datetime import datetime, timezone
 
@@ -463,13 +466,13 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     if only_reqs:
         for run in runs:
             run["requirements"] = [r for r in run["requirements"] if r["id"] in only_reqs]
-            run["verdict"] = run_verdict(run["requirements"], run.get("incomplete", ()))
     listed = [f"{d} {v}" for d in profile.dtypes for v in profile.variants]
     narrowed = narrowed_by(profile, dtypes_asked, variants_asked, set(vectors) if by_vectors else None)
     missing = [] if narrowed else [r for r in listed if r not in {f"{run['dtype']} {run['variant']}" for run in runs}]
+    used = {"waivers": waive(runs, waivers)} if waivers is not None else {}  # statuses, after the comparison
     return report_of(runs, started=started, implementation=adapter.describe(), profile=profile,
                      invocation=invocation, only=only, host=describe_host(), vectors=sets, quick=quick,
-                     missing=missing, narrowed=narrowed)
+                     missing=missing, narrowed=narrowed, last=used)
 
 
 def narrowed_by(profile: Profile, dtypes_asked, variants_asked, vector_dtypes=None) -> list:
@@ -483,17 +486,18 @@ def narrowed_by(profile: Profile, dtypes_asked, variants_asked, vector_dtypes=No
 
 
 def report_of(runs: list, *, started, implementation: dict, profile: Profile, invocation, only, host: dict,
-              vectors: dict, quick: bool, missing=(), narrowed=(), **extra) -> dict:
-    """The report of ``runs``: its envelope and verdict (certify's, and the pytest plugin's
-    --sl1-report, which assembles the runs of a session); ``extra``: more top-level fields."""
+              vectors: dict, quick: bool, missing=(), narrowed=(), last=None, **extra) -> dict:
+    """The report of ``runs``: its envelope and the verdicts, settled here once every status is
+    final (certify's, and the pytest plugin's --sl1-report, which assembles the runs of a
+    session); ``extra``: more top-level fields, ``last``: fields after every other (the waivers)."""
     from datetime import datetime, timezone
 
     return {"schema": "sl1conf-report", "schema_version": REPORT_SCHEMA_VERSION, "suite_version": __version__,
             "created": started.isoformat(timespec="seconds"),
             "duration_s": round((datetime.now(timezone.utc) - started).total_seconds(), 3),
-            "verdict": report_verdict(runs, missing),
+            "verdict": settle_verdicts(runs, missing),
             "implementation": implementation, "profile": profile.summary(),
             "invocation": dict(invocation or {}), "only": sorted(only or ()),
             "host": host, "vectors": vectors, "quick": quick, "runs": runs, **extra,
             **({"missing_runs": list(missing)} if missing else {}),
-            **({"narrowed": list(narrowed)} if narrowed else {})}
+            **({"narrowed": list(narrowed)} if narrowed else {}), **(last or {})}

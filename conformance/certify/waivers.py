@@ -30,9 +30,9 @@ from pathlib import Path
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.tomlfiles import read_toml, schema_problem, toml_path, toml_value
 from sl1conf.conformance.requirements import CATALOG, by_id
-from sl1conf.conformance.requirements.verdict import report_verdict, run_verdict
+from sl1conf.conformance.requirements.verdict import settle_verdicts
 
-__all__ = ["WaiverError", "load_waivers", "apply_waivers"]
+__all__ = ["WaiverError", "load_waivers", "apply_waivers", "waive"]
 
 
 class WaiverError(SuiteError):
@@ -104,10 +104,19 @@ def _pattern_holds(w: dict, entry: dict) -> "tuple[bool, int]":
 
 
 def apply_waivers(report: dict, waivers: list[dict]) -> dict:
-    """Mark covered failures waived, recompute the verdicts, list each waiver's use."""
+    """A finished report with ``waivers`` applied (:func:`waive`) and its verdicts settled again
+    (``certify(waivers=...)`` applies them before the verdicts are first settled)."""
+    report["waivers"] = waive(report["runs"], waivers)
+    report["verdict"] = settle_verdicts(report["runs"], report.get("missing_runs", ()))
+    return report
+
+
+def waive(runs: list, waivers: list[dict]) -> list:
+    """Mark the failures the waivers cover waived (statuses only: the verdicts are settled after,
+    by ``requirements.verdict.settle_verdicts``); each waiver with its use."""
     used, failures = [0] * len(waivers), [0] * len(waivers)
 
-    def waive(target: dict, run: dict, rid: str, families, entry: dict) -> None:
+    def cover(target: dict, run: dict, rid: str, families, entry: dict) -> None:
         for k, w in enumerate(waivers):
             if _covers(w, run, rid, families):
                 whole, held = _pattern_holds(w, entry)
@@ -122,19 +131,16 @@ def apply_waivers(report: dict, waivers: list[dict]) -> dict:
                 failures[k] += target.get("failed", 0)
                 return
 
-    for run in report["runs"]:
+    for run in runs:
         for entry in run["requirements"]:
             if entry["status"] != "fail":
                 continue
             per_family = [f for f in entry.get("families", []) if f["status"] == "fail"]
             if per_family:  # judged per family: waive family by family
                 for f in per_family:
-                    waive(f, run, entry["id"], [f["family"]], entry)
+                    cover(f, run, entry["id"], [f["family"]], entry)
                 if all(f["status"] != "fail" for f in entry["families"]):
                     entry["status"] = "waived"
             else:
-                waive(entry, run, entry["id"], list(by_id(entry["id"]).families), entry)
-        run["verdict"] = run_verdict(run["requirements"], run.get("incomplete", ()))
-    report["verdict"] = report_verdict(report["runs"], report.get("missing_runs", ()))
-    report["waivers"] = [{**w, "matched": n, "failures": f} for w, n, f in zip(waivers, used, failures)]
-    return report
+                cover(entry, run, entry["id"], list(by_id(entry["id"]).families), entry)
+    return [{**w, "matched": n, "failures": f} for w, n, f in zip(waivers, used, failures)]

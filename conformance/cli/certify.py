@@ -39,7 +39,6 @@ def _run(args) -> int:
 
     from sl1conf.conformance.certify.engine import certify
     from sl1conf.conformance.certify.session import checked_inputs, loaded_implementation, selected_runs
-    from sl1conf.conformance.certify.waivers import apply_waivers
     from sl1conf.conformance.common.files import writable_folder
     from sl1conf.conformance.common.progress import Progress
 
@@ -65,9 +64,7 @@ def _run(args) -> int:
                       "vectors": [str(Path(p).resolve()) for p in args.vectors] if args.vectors else None}
         report = certify(impl, profile, dtypes=dtypes, variants=args.variant, vectors=sets,
                          quick=args.quick, progress=lambda desc, total: Progress(desc, total, unit="cases"),
-                         only=only, invocation=invocation)
-    if waivers is not None:
-        apply_waivers(report, waivers)
+                         only=only, invocation=invocation, waivers=waivers)
     from sl1conf.conformance.reports.write import FORMATS, write_report
 
     write_report(report, out, ["json", *(args.format or ["md", "html", "junit"])], replace_all=True)

@@ -11,7 +11,6 @@ from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import (
     Batch, Check, EXAMPLES, Probe, Requirement, RunContext, SHORT_CALL, Seen, Tally,
 )
-from sl1conf.conformance.requirements.verdict import run_verdict
 
 
 def _core_masks(ctx: RunContext, req: "Requirement") -> Check:
@@ -65,7 +64,6 @@ def compare_variants(shared: dict, private: dict, fmt: formats.Format, outputs_s
         entry["status"] = "pass"
     if failed:
         entry["status"] = "fail"
-    shared["verdict"] = run_verdict(shared["requirements"], shared.get("incomplete", ()))
 
 
 def _add_call_findings(entry: dict, failed: int, explained: dict, findings: dict) -> None:

@@ -31,6 +31,15 @@ def run_verdict(requirements: list, incomplete=()) -> str:
     return "incomplete" if incomplete else "pass"
 
 
+def settle_verdicts(runs: list, missing=()) -> str:
+    """Every run's verdict from its requirements' statuses, then the report's (returned): the
+    one place verdicts are computed, once every status is final (the run's checks, the shared
+    against private comparison, the waivers: in that order)."""
+    for run in runs:
+        run["verdict"] = run_verdict(run["requirements"], run.get("incomplete", ()))
+    return report_verdict(runs, missing)
+
+
 def report_verdict(runs: list, missing=()) -> str:
     """A report's verdict: fail when a run fails or nothing ran; incomplete when a run is, or
     ``missing`` names runs the profile lists that the implementation lacks; else pass."""
