@@ -19,36 +19,26 @@ static void *run(void *p)
         nanosleep(&pause, 0);
     }
     fp_smoothl1lossgrad_p(j->dy, j->dx1, j->x1, j->x2, j->n, j->beta);
-    if (j->late)
-        free(j);
+    free(j);
     return 0;
 }
 void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, float beta, int mask)
 {
     pthread_t threads[32];
-    struct job jobs[32];
-    int cores = 0, start = 0, k = 0;
-    for (int c = 0; c < 32; c++)
-        cores += (unsigned)mask >> c & 1;
+    int cores = zoo_cores(mask), start = 0;
     if (n <= 0 || !cores)
         return;
-    for (int c = 0; c < 32; c++)
-        if ((unsigned)mask >> c & 1) {
-            int len = n / cores + (k < n % cores);
-            jobs[k] = (struct job){dy + start, dx1 + start, x1 + start, x2 + start, len, beta,
-                                   cores > 1 && k == cores - 1};
-            struct job *j = &jobs[k];
-            if (j->late) {
-                j = malloc(sizeof *j);
-                *j = jobs[k];
-            }
-            pthread_create(&threads[k], 0, run, j);
-            start += len;
-            k++;
-        }
-    for (int c = 0; c < k; c++)
-        if (jobs[c].late)
-            pthread_detach(threads[c]);
-        else
-            pthread_join(threads[c], 0);
+    for (int k = 0; k < cores; k++) {
+        struct job *j = malloc(sizeof *j); /* the late thread outlives this frame: it frees its own */
+        if (!j)
+            return;
+        *j = (struct job){dy + start, dx1 + start, x1 + start, x2 + start, zoo_chunk(n, cores, k), beta,
+                          cores > 1 && k == cores - 1};
+        start += j->n;
+        pthread_create(&threads[k], 0, run, j);
+        if (j->late)
+            pthread_detach(threads[k]);
+    }
+    for (int k = 0; k < cores - (cores > 1); k++)
+        pthread_join(threads[k], 0);
 }

@@ -18,21 +18,15 @@ void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, f
 {
     struct job jobs[32];
     pthread_t threads[32];
-    int cores = 0, start = 0, k = 0;
-    for (int c = 0; c < 32; c++)
-        cores += (unsigned)mask >> c & 1;
+    int cores = zoo_cores(mask), start = 0;
     if (n <= 0 || !cores)
         return;
-    for (int c = 0; c < 32; c++)
-        if ((unsigned)mask >> c & 1) {
-            int len = n / cores + (k < n % cores);
-            jobs[k] = (struct job){dy + start, dx1 + start, x1 + start, x2 + start, len, beta};
-            if (pthread_create(&threads[k], 0, run, &jobs[k]) != 0)
-                run(&jobs[k]), threads[k] = 0;
-            start += len;
-            k++;
-        }
-    for (int c = 0; c < k; c++)
-        if (threads[c])
-            pthread_join(threads[c], 0);
+    for (int k = 0; k < cores; start += jobs[k].n, k++) {
+        jobs[k] = (struct job){dy + start, dx1 + start, x1 + start, x2 + start, zoo_chunk(n, cores, k), beta};
+        if (pthread_create(&threads[k], 0, run, &jobs[k]) != 0)
+            run(&jobs[k]), threads[k] = 0;
+    }
+    for (int k = 0; k < cores; k++)
+        if (threads[k])
+            pthread_join(threads[k], 0);
 }

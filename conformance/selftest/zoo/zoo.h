@@ -22,6 +22,17 @@ static inline float zoo_divmul(float d, float beta, float g)
     return d > beta ? g : d < -beta ? -g : d / beta * g;
 }
 
+/* how many cores core_mask names (bits 0 to 31), and core k's chunk of n elements split over them
+ * (the first n % cores chunks one longer): how the shared variant divides its work */
+static inline int zoo_cores(int mask)
+{
+    return __builtin_popcount((unsigned)mask);
+}
+static inline int zoo_chunk(int n, int cores, int k)
+{
+    return n / cores + (k < n % cores);
+}
+
 /* the shared variant as the private one on one core: the same work whenever a core is asked for */
 #define ZOO_FP32_SHARED_AS_PRIVATE                                                                  \
     void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, float beta,      \
