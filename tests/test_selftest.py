@@ -231,3 +231,17 @@ def test_the_zoo_cross_built_runs_under_qemu_aarch64(tmp_path, capsys, build_dir
     assert rows["read-past-end"]["status"] == "skipped" and rows["read-past-end"]["verdict"] is None
     assert rows["fpu-flush"]["verdict"] == "pass" and "aarch64" in doc["target"]["compiler"]
     assert re.search(r"^read-past-end .* host only", out, re.M), out
+
+
+@pytest.mark.skipif(not (shutil.which("aarch64-linux-gnu-gcc") and shutil.which("qemu-aarch64")),
+                    reason="aarch64-linux-gnu-gcc or qemu-aarch64 not installed")
+def test_the_fpu_flush_member_really_flushes_under_qemu(tmp_path, capsys, build_dir):
+    """fpu-flush passes its DSP profile because it flushes as allowed, not because FPCR.FZ did
+    nothing: on the strict profile, which forbids flushing, the same build fails the subnormals."""
+    member = next(m for m in zoo.members() if m.name == "fpu-flush")
+    harness = zoo.build_harness(member, build_dir, cc="aarch64-linux-gnu-gcc", cflags=["-static"])
+    code = main(["certify", "--impl", f"sim:qemu-aarch64 {harness} {{case}} {{result}}", "--platform", "ieee",
+                 "--dtype", "fp32", "--variant", "p", "--quick", "--out", str(tmp_path / "ieee")])
+    report = json.loads((tmp_path / "ieee" / "report.json").read_text())
+    failed = {r["id"] for r in report["runs"][0]["requirements"] if r["status"] == "fail"}
+    assert code == 1 and "R06" in failed, failed
