@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sl1conf.conformance.common.errors import SuiteError
-from sl1conf.conformance.selftest.zoo import Member, members
+from sl1conf.conformance.selftest.zoo import Member, build_harness, build_library, members
 
 __all__ = ["Target", "SelftestError", "SCHEMA_VERSION", "PLACEHOLDERS", "select", "check_target", "run_selftest",
            "judge_member", "broken_lines"]
@@ -62,14 +62,14 @@ class Target:
 
 def select(only=None, path=None) -> list:
     """The zoo's members, or those named in ``only`` (every name must exist)."""
-    zoo = members(path)
+    table = members(path)
     if not only:
-        return zoo
-    names = {m.name for m in zoo}
+        return table
+    names = {m.name for m in table}
     unknown = [n for n in only if n not in names]
     if unknown:
         raise SelftestError(f"--only: no member {', '.join(unknown)} in the zoo (members: {', '.join(sorted(names))})")
-    return [m for m in zoo if m.name in set(only)]
+    return [m for m in table if m.name in set(only)]
 
 
 def check_target(target: Target, build_dir: Path, zoo: list) -> None:
@@ -92,9 +92,8 @@ def check_target(target: Target, build_dir: Path, zoo: list) -> None:
 
 
 def _build(member: Member, target: Target, build_dir: Path) -> Path:
-    from sl1conf.conformance.selftest import zoo
-
-    build = zoo.build_harness if target.sim else zoo.build_library
+    """The member built for the target: the harness linked with it for sim:, else a shared library."""
+    build = build_harness if target.sim else build_library
     return build(member, build_dir, cc=target.cc, cflags=target.cflags)
 
 
