@@ -197,6 +197,28 @@ def test_a_script_that_only_exits_0_hides_no_crash(tmp_path, capsys, build_dir):
     assert code == 0 and doc["members"][0]["failed"] == ["R13"], out
 
 
+def test_the_bundled_board_script_carries_the_selftest(tmp_path, capsys, build_dir, monkeypatch):
+    """docs/selftest.md's board command, with a local folder as the board: a wrapper puts each
+    member's harness where board-run.sh's SL1_BOARD_HARNESS names it, and the crash on the "board"
+    comes back as an exit status that is still blamed on its call."""
+    from sl1conf.adapters import sample
+
+    board = tmp_path / "board"
+    board.mkdir()
+    monkeypatch.setenv("SL1_BOARD_DIR", str(board))
+    monkeypatch.setenv("SL1_BOARD_COPY_TO", 'exec cp "$1" "$2"')
+    monkeypatch.setenv("SL1_BOARD_RUN", 'exec sh -c "$1"')
+    monkeypatch.setenv("SL1_BOARD_COPY_FROM", 'exec cp "$1" "$2"')
+    script = sample.harness_source().with_name("board-run.sh")
+    template = (f"[timeout=60] sh -c 'cp \"$0\" {board}/harness && SL1_BOARD_HARNESS={board}/harness "
+                f"exec {script} \"$1\" \"$2\"' {{harness}} {{case}} {{result}}")
+    code, out, _, doc = _selftest(tmp_path, capsys, "--quick", "--only", "segv,clobber-input,correct",
+                                  "--workers", "1", "--sim", template, "--build-dir", str(build_dir))
+    assert code == 0, out
+    assert [r["status"] for r in doc["members"]] == ["ok", "ok", "ok"] and doc["workers"] == 1
+    assert "with 1 worker\n" in out
+
+
 @pytest.mark.parametrize("args, words", [
     (["--cc", "no-such-cc-27"], "no-such-cc-27"),
     (["--sim", "qemu-aarch64 ./harness {case} {result}"], "{harness}"),

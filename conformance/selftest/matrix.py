@@ -47,7 +47,7 @@ def summary_line(doc: dict) -> str:
             f"{sum(r['status'] == 'ok' for r in honest)} of {len(honest)} honest libraries passed"
             + (f", {skipped} host only (not run here)" if skipped else "")
             + f"; built by {t['compiler']}, run through {where}; {'--quick, ' if doc['quick'] else ''}"
-            f"{doc['seconds']:.0f} s with {doc['workers']} workers")
+            f"{doc['seconds']:.0f} s with {doc['workers']} worker{'s' if doc['workers'] > 1 else ''}")
 
 
 def render_text(doc: dict) -> str:
