@@ -135,36 +135,27 @@ class _RequirementFailed(Exception):
 
 class _Conformance:
     def __init__(self, config):
-        from sl1conf.adapters import AdapterError, load
-
         from sl1conf.conformance.vectors import families as FAM
-        from sl1conf.conformance.certify.engine import default_families, dtypes_to_run, quick_families
-        from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+        from sl1conf.conformance.certify.engine import default_families, quick_families
+        from sl1conf.conformance.certify.session import (
+            InputError, checked_inputs, loaded_implementation, plugin_option, selected_runs,
+        )
         from sl1conf.conformance.requirements import CATALOG
 
         opt = config.option
         self.config = config
         self.spec, self.quick = opt.sl1_impl, bool(opt.sl1_quick)
-        if bool(opt.sl1_platform) == bool(opt.sl1_profile):
-            raise pytest.UsageError("give exactly one of --sl1-platform NAME and --sl1-profile FILE "
-                                    "with --sl1-impl")
-        where = "--sl1-platform" if opt.sl1_platform else "--sl1-profile"
         self.profile_arg = opt.sl1_platform or opt.sl1_profile
-        try:
-            self.profile = load_profile(self.profile_arg)
-            for d in opt.sl1_dtype or []:
-                self.profile.require_dtype(d)
-        except ProfileError as exc:
-            raise pytest.UsageError(f"{where} {self.profile_arg}: {exc}") from None
-        self.waivers = None
-        if opt.sl1_waivers:
-            from sl1conf.conformance.certify.waivers import WaiverError, load_waivers
-
-            try:
-                self.waivers = load_waivers(opt.sl1_waivers)
-            except WaiverError as exc:
-                raise pytest.UsageError(f"--sl1-waivers: {exc}") from None
-        self.vectors = self._vector_sets(opt.sl1_vectors or [])
+        try:  # the inputs, checked as the command line checks them (certify.session)
+            inputs = checked_inputs(platform=opt.sl1_platform, profile_file=opt.sl1_profile, dtypes=opt.sl1_dtype,
+                                    vector_dirs=opt.sl1_vectors or (), waivers_file=opt.sl1_waivers,
+                                    option=plugin_option)
+        except InputError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        self.profile, self.waivers = inputs.profile, inputs.waivers
+        # dtype -> (folder, family names): what an xdist worker loads again and collects
+        self.vectors = None if inputs.vectors is None else {
+            d: (str(vs.path), [f["name"] for f in vs.manifest["families"]]) for d, vs in inputs.vectors.items()}
         self.worker = hasattr(config, "workerinput")
         self.report_dir = None  # where --sl1-report writes: never in an xdist worker
         if opt.sl1_report and not self.worker:
@@ -182,23 +173,14 @@ class _Conformance:
 
         self.adapter = None
         try:
-            self.adapter = load(self.spec)
-        except AdapterError as exc:
-            raise pytest.UsageError(f"--sl1-impl {self.spec}: {exc}") from None
-        except Exception as exc:  # a third-party adapter's own failure: still one line
-            raise pytest.UsageError(f"--sl1-impl {self.spec}: {type(exc).__name__}: {exc}") from None
+            self.adapter = loaded_implementation(self.spec, plugin_option)
+        except InputError as exc:
+            raise pytest.UsageError(str(exc)) from None
         try:
             self.implementation = self.adapter.describe()  # the report's, should no run be certified
-            asked = list(dict.fromkeys(opt.sl1_dtype)) if opt.sl1_dtype else None  # None: the profile's
-            if self.vectors is not None:
-                missing = [d for d in opt.sl1_dtype or [] if d not in self.vectors]
-                if missing:
-                    raise pytest.UsageError(f"--sl1-dtype {missing[0]}: no --sl1-vectors set holds {missing[0]} "
-                                            f"vectors (given: {', '.join(self.vectors) or 'none'})")
-                asked = dtypes_to_run(self.profile, asked, self.vectors)
             try:
-                dtypes, variants = self.profile.select(self.adapter, asked, opt.sl1_variant)
-            except ProfileError as exc:
+                dtypes, variants = selected_runs(inputs, self.adapter, opt.sl1_variant)
+            except InputError as exc:
                 raise pytest.UsageError(str(exc)) from None
         except BaseException:
             self.close()
@@ -227,6 +209,7 @@ class _Conformance:
             raise pytest.UsageError("--sl1-fuzz-examples and --sl1-hypothesis-db go with --sl1-fuzz")
         self.hypothesis_db = opt.sl1_hypothesis_db
         self.results = {}  # (dtype, variant) -> run dict or _CertifyError
+        self.reports = {}  # (dtype, variant) -> the one-run report certify gave
 
         controller = getattr(opt, "dist", "no") != "no" and not self.worker
         if controller:
@@ -236,18 +219,6 @@ class _Conformance:
                     f"sl1conf: --dist {opt.dist} spreads one certification over several workers, each "
                     "computing it again; pass --dist loadgroup"), stacklevel=2)
             self.close()
-
-    def _vector_sets(self, dirs):
-        """dtype -> (folder, family names) for --sl1-vectors, checked now (schema, checksums)."""
-        if not dirs:
-            return None
-        from sl1conf.conformance.vectors.store import VectorSetError, load_per_dtype
-
-        try:
-            sets = load_per_dtype(dirs)
-        except VectorSetError as exc:
-            raise pytest.UsageError(f"--sl1-vectors: {exc}") from None
-        return {dtype: (str(vs.path), [f["name"] for f in vs.manifest["families"]]) for dtype, vs in sets.items()}
 
     def close(self):
         if self.adapter is not None:
@@ -332,9 +303,29 @@ class _Conformance:
 
             apply_waivers(report, self.waivers)
         [run] = report["runs"]
+        self.reports[(dtype, variant)] = report
         if self.config.option.sl1_report:
             self.parts[(dtype, variant)] = report
         return run
+
+    def failure(self, dtype, variant, rid):
+        """The report's Failure of requirement ``rid`` in this run (reports.view), None if it holds."""
+        from sl1conf.conformance.reports.view import view
+
+        report = self.reports.get((dtype, variant))
+        return next((f for f in view(report).failures if f.id == rid and variant in f.variants), None) if report else None
+
+    def failure_lines(self, dtype, variant, rid) -> list:
+        """The failure in the report's words (reports.view.failure_text: cause, statement, the
+        commonest error, the patterns, the worst input), reproduced by this session's command;
+        its heading left to the item, which says where."""
+        from sl1conf.conformance.reports.view import failure_text
+
+        f = self.failure(dtype, variant, rid)
+        if f is None:
+            return []
+        text = failure_text(f, commands=[self.certify_command(dtype, variant), *f.commands[1:]])
+        return ["  " + line for line in text.splitlines()[1:]]
 
     # --- --sl1-report: one report folder for the whole session ---------------------------
 
@@ -547,10 +538,10 @@ class OverTheRunItem(_ReadsLikeAReport, pytest.Item):
             print(f"{self.requirement.id} over the run waived: {entry.get('waiver', '')}")
         if status == "fail":
             req = self.requirement
-            raise _RequirementFailed(
+            raise _RequirementFailed("\n".join([
                 f"{req.id} {req.title}, over the run, failed for {self.plugin.spec} ({self.dtype} variant "
-                f"{self.variant} on {self.plugin.profile.name})\n  {entry.get('statement', req.statement)}\n"
-                f"  {found}\n  reproduce: {self.plugin.certify_command(self.dtype, self.variant)}")
+                f"{self.variant} on {self.plugin.profile.name})", f"  {found}",
+                *self.plugin.failure_lines(self.dtype, self.variant, req.id)]))
 
 
 class RequirementItem(_ReadsLikeAReport, pytest.Item):
@@ -605,13 +596,11 @@ class RequirementItem(_ReadsLikeAReport, pytest.Item):
         where = f"{dtype} variant {self.variant} on {self.plugin.profile.name}"
         what = f"{req.id} {req.title}" + (f", family {self.family}" if self.family else "")
         lines = [f"{what} failed for {self.plugin.spec} ({where})",
-                 f"  {entry.get('statement', req.statement)}",
                  f"  {target.get('failed', '?')} of {target.get('checked', '?')} checked failed"]
-        worst = target.get("worst")
-        if worst:
-            lines.append("  worst: " + _example(worst))
-            if "dy" in worst:
-                lines.append("    " + _explain(dtype, worst))
+        shared = self.plugin.failure_lines(dtype, self.variant, req.id)
+        if self.family is not None and target.get("worst"):  # the family's own worst; the report's is the requirement's
+            lines.append("  worst in this family: " + _example(target["worst"]))
+        lines += shared or [f"  {entry.get('statement', req.statement)}"]
         examples = target.get("examples", [])
         if examples:
             lines.append(f"  examples (first {min(len(examples), 5)} of {target.get('failed', len(examples))}):")
@@ -619,7 +608,8 @@ class RequirementItem(_ReadsLikeAReport, pytest.Item):
                 lines.append("    " + _example(ex))
                 if "dy" in ex:
                     lines.append("      " + _explain(dtype, ex))
-        lines.append(f"  reproduce: {self.plugin.certify_command(dtype, self.variant)}")
+        if not shared:
+            lines.append(f"  reproduce: {self.plugin.certify_command(dtype, self.variant)}")
         return "\n".join(lines)
 
 

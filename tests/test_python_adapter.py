@@ -181,3 +181,19 @@ def test_the_command_prints_one_line_for_a_missing_file(tmp_path):
     assert done.stderr.splitlines() == [f"sl1conf: error: --impl python:nope.py:grad: no such file 'nope.py' "
                                         f"(a path is relative to the current directory, {tmp_path})"]
     assert not (tmp_path / "r").exists()
+
+
+def test_the_issues_command_works_as_written_from_a_fresh_shell(tmp_path):
+    """`sl1conf certify --impl python:tests/data/my_kernel.py:grad --platform ieee --variant p`,
+    typed as it stands (no --out: the report goes to ./sl1conf-report), in a copy of the file's
+    folder, by the installed command in a process of its own (here --quick: the full run is
+    test_file_form_certifies_the_example_kernel's)."""
+    (tmp_path / "tests" / "data").mkdir(parents=True)
+    (tmp_path / "tests" / "data" / "my_kernel.py").write_text((DATA / "my_kernel.py").read_text())
+    sl1conf = Path(sys.executable).with_name("sl1conf")
+    done = subprocess.run([str(sl1conf), "certify", "--impl", "python:tests/data/my_kernel.py:grad", "--platform",
+                           "ieee", "--variant", "p", "--quick"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "sl1conf-report" / "report.json").read_text())
+    assert report["verdict"] == "pass" and {r["variant"] for r in report["runs"]} == {"p"}

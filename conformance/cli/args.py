@@ -15,8 +15,7 @@ from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.reference import formats
 
 __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values",
-           "out_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU", "add_action",
-           "load_adapter"]
+           "out_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU", "add_action"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -134,11 +133,3 @@ def add_action(actions, name: str, help_text: str, usage: str, description: str,
     return parser
 
 
-def load_adapter(spec: str):
-    """The adapter ``--impl SPEC`` names; one that cannot be loaded is one line naming ``--impl``."""
-    from sl1conf.adapters import AdapterError, load
-
-    try:
-        return load(spec)
-    except AdapterError as exc:
-        raise UsageError(f"--impl {spec}: {exc}") from None

@@ -8,7 +8,7 @@ does not have, corrupt vectors).
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, load_adapter, names_arg, out_arg
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, names_arg, out_arg
 
 __all__ = ["register"]
 
@@ -17,24 +17,8 @@ EPILOG = ("exit status: 0 every required requirement holds; 1 one fails, or the 
           "bad input, said in one line (nothing is run and no report is written)")
 
 
-def _vector_sets(paths, dtypes, profile) -> dict:
-    """dtype -> VectorSet of the --vectors folders (one per dtype); each --dtype asked for must have one."""
-    from sl1conf.conformance.vectors.store import VectorSetError, load_per_dtype
-
-    try:
-        sets = load_per_dtype(paths)
-    except VectorSetError as exc:
-        raise UsageError(f"--vectors: {exc}") from None
-    for d, vs in sets.items():
-        if d not in profile.dtypes:
-            raise UsageError(f"--vectors {vs.path}: holds {d} vectors, and profile {profile.name} has no {d} "
-                             f"(it documents {', '.join(profile.dtypes)})")
-    for d in dtypes or []:
-        if d not in sets:
-            raise UsageError(f"--dtype {d}: no --vectors set holds {d} vectors (given: "
-                             + ", ".join(f"{k} in {vs.path}" for k, vs in sets.items()) + ")")
-    return sets
-
+DEFAULT_OUT = "sl1conf-report"
+"""Where certify writes without --out: one folder in the current one, the last report."""
 
 def _recorded(args, sets):
     """The adapter replaying a board self-test's results file (``--results``), read against the
@@ -53,30 +37,22 @@ def _recorded(args, sets):
 def _run(args) -> int:
     from pathlib import Path
 
-    from sl1conf.conformance.certify.engine import certify, dtypes_to_run
-    from sl1conf.conformance.common.progress import Progress
-    from sl1conf.conformance.rules.profiles import load_profile
-
-    if bool(args.platform) == bool(args.profile):
-        raise UsageError("give exactly one of --platform NAME and --profile FILE")
-    profile = load_profile(args.platform or args.profile)
-    dtypes = list(dict.fromkeys(d.name for d in args.dtype)) if args.dtype else None
-    for d in dtypes or []:
-        profile.require_dtype(d)
-    sets = _vector_sets(args.vectors, dtypes, profile) if args.vectors else None
-    from sl1conf.conformance.certify.waivers import apply_waivers, load_waivers
+    from sl1conf.conformance.certify.engine import certify
+    from sl1conf.conformance.certify.session import checked_inputs, loaded_implementation, selected_runs
+    from sl1conf.conformance.certify.waivers import apply_waivers
     from sl1conf.conformance.common.files import writable_folder
+    from sl1conf.conformance.common.progress import Progress
 
-    waivers = load_waivers(args.waivers) if args.waivers else None
+    inputs = checked_inputs(platform=args.platform, profile_file=args.profile,
+                            dtypes=[d.name for d in args.dtype] if args.dtype else None,
+                            vector_dirs=args.vectors or (), waivers_file=args.waivers)
+    profile, dtypes, sets, waivers = inputs.profile, inputs.dtypes, inputs.vectors, inputs.waivers
     if bool(args.impl) == bool(args.results):
         raise UsageError("give exactly one of --impl SPEC (run an implementation) and --results FILE (judge a board "
                          "self-test's output)")
-    if args.results:
-        impl = _recorded(args, sets)
-    else:
-        impl = load_adapter(args.impl)
+    impl = _recorded(args, sets) if args.results else loaded_implementation(args.impl)
     with impl:
-        profile.select(impl, dtypes_to_run(profile, dtypes, sets), args.variant)  # before the run: nothing to certify is bad usage
+        selected_runs(inputs, impl, args.variant)  # before the run: nothing to certify is bad usage
         if sets is not None and dtypes is None:
             print("vectors: " + "; ".join(f"{d} from {vs.path}" for d, vs in sets.items())
                   + (f" (no --vectors set holds {', '.join(d for d in profile.dtypes if d not in sets)}: "
@@ -101,10 +77,12 @@ def _run(args) -> int:
         print(f"{run['dtype']} {run['variant']}: {run['verdict'].upper()} ({run['cases']} cases, "
               f"{run['elements']} elements)" + (f"; failed: {', '.join(failed)}" if failed else "")
               + (f"; waived: {', '.join(waived)}" if waived else ""))
-    from sl1conf.conformance.reports.view import run_causes
+    from sl1conf.conformance.reports.view import failure_text, run_causes, view
 
     for line in run_causes(report):
         print(f"cause: {line}")
+    for f in view(report).failures:  # each in the report's words, briefly: the report has the rest
+        print(failure_text(f, brief=True))
     for w in report.get("waivers", []):
         if not w["matched"]:
             print(f"waiver {w['id']} matched nothing: {w['reason']}")
@@ -121,7 +99,8 @@ def register(sub) -> None:
                                    "bar shows each run's calls, elements per second, the time left and the "
                                    "failures so far.", epilog=EPILOG)
     p.add_argument("--impl", metavar="SPEC",
-                   help="builtin:kernel, ctypes:lib.so, sim:'cmd {case} {result}', torch:cpu, ...")
+                   help="builtin:kernel, ctypes:lib.so, python:file.py:function, sim:'cmd {case} {result}', "
+                        "torch:cpu, torch:inductor, mindspore:cpu, ... (docs/adapters.md)")
     p.add_argument("--results", type=out_arg, metavar="FILE",
                    help="instead of --impl: judge what the exported self-test (built with -DSL1_DUMP) printed on "
                         "the board, against the one --vectors set it was exported from")
@@ -143,6 +122,7 @@ def register(sub) -> None:
                         "report those requirements (the reports' reproduction commands use it)")
     p.add_argument("--format", choices=("md", "html", "junit"), action="append",
                    help="formats beside report.json (repeatable; default md, html and junit)")
-    p.add_argument("--out", type=out_arg, required=True, metavar="DIR",
-                   help="folder for report.json, report.md, report.html, junit.xml")
+    p.add_argument("--out", type=out_arg, default=DEFAULT_OUT, metavar="DIR",
+                   help=f"folder for report.json, report.md, report.html, junit.xml (default: {DEFAULT_OUT}, in the "
+                        "current folder; a report already there is replaced)")
     p.set_defaults(run=_run)

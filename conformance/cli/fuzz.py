@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sl1conf.conformance.cli import summaries
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
-                                          count_arg, dtype_arg, load_adapter, out_arg, seed_arg, workers_arg)
+                                          count_arg, dtype_arg, out_arg, seed_arg, workers_arg)
 from sl1conf.conformance.common.commands import certify_command
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import fuzz, fuzz_campaign, shards
@@ -133,10 +133,11 @@ def _campaign_from(args, adapter, profile) -> fuzz.Campaign:
 
 
 def _load(impl: str, platform: str):
+    from sl1conf.conformance.certify.session import loaded_implementation
     from sl1conf.conformance.rules.profiles import load_profile
 
     profile = load_profile(platform)  # its errors name the file or the unknown platform
-    return load_adapter(impl), profile
+    return loaded_implementation(impl), profile
 
 
 # ------------------------------------------------------------------ the commands

@@ -11,7 +11,7 @@ from html import escape
 
 from sl1conf.conformance.reports.plots import all_plots
 from sl1conf.conformance.reports.view import (
-    ACCEPTED_FAR, View, all_held, distance_text, incompleteness, sections, view, where_text,
+    ACCEPTED_FAR, View, all_held, distance_text, failure_said, incompleteness, sections, view, where_text,
 )
 
 __all__ = ["render_html", "render_table_page"]
@@ -52,14 +52,14 @@ def _table(header: list, rows: list, raw_cols=()) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _element(e: dict) -> str:
+def _element(label: str, e: dict) -> str:
     unwritten = bool(e.get("not_written"))
     distance = "not written: dx1 still holds the fill pattern" if unwritten else distance_text(e)
     names = ("dy", "x1", "x2", "beta", "expected", "got")
     rows = [["decimal", *(escape("not written" if unwritten and n == "got" else e[f"{n}_decimal"]) for n in names)],
             ["bits", *(f"<code>{escape(e[n])}</code>" + (" (the fill pattern)" if unwritten and n == "got" else "")
                        for n in names)]]
-    return (f"<p>Worst input (the largest error, not a pattern): {escape(where_text(e))}: "
+    return (f"<p>{escape(label)}: {escape(where_text(e))}: "
             f"<b>{escape(distance)}</b></p>" + _table(["", *names], rows, raw_cols=range(1, 7)))
 
 
@@ -87,24 +87,22 @@ def render_html(report: dict) -> str:
     if v.failures:
         parts.append(f"<h2>Failures ({len(v.failures)})</h2>")
         for f in v.failures:
-            parts.append('<div class="failure">'
-                         f"<h3>{escape(f.id)} {escape(f.title)}: {escape(f.where)}, {escape(f.how_many)}</h3>"
-                         f'<p class="statement">{escape(f.statement)}</p>')
-            if f.over_the_run:
-                parts.append(f"<p>Over the run: {escape(f.over_the_run)}</p>")
-            if f.cause:
-                parts.append(f'<p class="cause">Cause (shared): {escape(f.cause)}</p>')
-            if f.bulk:
-                parts.append(f'<p class="bulk">Most failures: {escape(f.bulk)}</p>')
-            if f.diagnosis:
-                parts.append("<p>Diagnosis (patterns the failures share):</p><ul class=\"diagnosis\">"
-                             + "".join(f"<li>{escape(line)}</li>" for line in f.diagnosis) + "</ul>")
-            if f.worst:
-                parts.append(_element(f.worst))
-            elif f.detail:
-                parts.append(f"<p>First failure: {escape(f.detail)}</p>")
-            parts.append("<p>Reproduce" + (f" ({escape(f.reproduction)})" if f.reproduction else "") + ":</p><pre>"
-                         + escape("\n".join(f.commands)) + "</pre></div>")
+            parts.append('<div class="failure">')
+            for s in failure_said(f):
+                if s.kind == "heading":
+                    parts.append(f"<h3>{escape(s.text)}</h3>")
+                elif s.kind == "statement":
+                    parts.append(f'<p class="statement">{escape(s.text)}</p>')
+                elif s.kind == "diagnosis":
+                    parts.append(f'<p>{escape(s.label)}:</p><ul class="diagnosis">'
+                                 + "".join(f"<li>{escape(line)}</li>" for line in s.lines) + "</ul>")
+                elif s.kind == "worst":
+                    parts.append(_element(s.label, s.element))
+                elif s.kind == "reproduce":
+                    parts.append(f"<p>{escape(s.label)}:</p><pre>" + escape("\n".join(s.lines)) + "</pre>")
+                else:
+                    parts.append(f'<p class="{s.kind}">{escape(s.label)}: {escape(s.text)}</p>')
+            parts.append("</div>")
     else:
         parts.append(f"<p>{escape(all_held(v))}</p>")
     rest = [p for p in plots if not p[0].startswith("Pass/fail matrix")]

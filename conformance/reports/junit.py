@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sl1conf.conformance.reports.view import element_text, over_the_run, view
+from sl1conf.conformance.reports.view import element_text, failure_text, over_the_run, view
 from sl1conf.conformance.requirements import CATALOG_BY_ID
 
 __all__ = ["render_junit", "case_names"]
@@ -61,13 +61,6 @@ def _time(element, seconds: float) -> None:
 
 def _worst(w: dict) -> str:
     return f"worst: {element_text(w)}"
-
-
-def _failure_text(f) -> str:
-    return ((f"Cause (shared): {f.cause}\n\n" if f.cause else "") + f.statement
-            + (f"\n\nMost failures: {f.bulk}" if f.bulk else "")
-            + "".join(f"\n\nDiagnosis: {line}" for line in f.diagnosis) + "\n\nReproduce"
-            + (f" ({f.reproduction})" if f.reproduction else "") + ":\n" + "\n".join(f.commands))
 
 
 def _families(report: dict, run: dict, r: dict) -> list:
@@ -111,7 +104,7 @@ def render_junit(report: dict) -> str:
                     if f.over_the_run:
                         message = (f"{message}; over the run: {f.over_the_run}" if f.worst or f.detail
                                    else f"{counts}; {f.over_the_run}")
-                    text = _failure_text(f)
+                    text = failure_text(f)
                 statuses.append(_case(suite, classname, r["id"], r["status"], message, text, out))
                 continue
             # judged per family: one case per family, as the plugin's items
@@ -128,11 +121,11 @@ def render_junit(report: dict) -> str:
                 msg = (f"{r['id']} {r['title']}, family {name}: {fam['failed']} of {fam['checked']} failed"
                        + (f"; {_worst(w)}" if w else ""))
                 statuses.append(_case(suite, f"{classname}.{r['id']}", name, fam["status"], msg,
-                                      f"{msg}\n\n{_failure_text(f)}" if f and fam["status"] == "fail" else msg,
+                                      f"{msg}\n\n{failure_text(f)}" if f and fam["status"] == "fail" else msg,
                                       f"waived: {fam['waiver']}" if fam.get("waiver") else ""))
             status, found = over_the_run(r)  # a finding about the whole run, in no family: always a case
             statuses.append(_case(suite, f"{classname}.{r['id']}", "over-the-run", status,
-                                  f"over the run: {found}", _failure_text(f) if f and status == "fail" else found,
+                                  f"over the run: {found}", failure_text(f) if f and status == "fail" else found,
                                   f"waived: {r['waiver']}" if status == "waived" and r.get("waiver") else ""))
         incomplete = run["verdict"] == "incomplete"  # failed nothing, checked too little: not a pass in CI either
         why = "; ".join(run.get("incomplete", []))

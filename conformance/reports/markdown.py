@@ -9,7 +9,7 @@ the identity of what was tested.
 from __future__ import annotations
 
 from sl1conf.conformance.reports.view import (
-    View, all_held, distance_text, incompleteness, matrix, sections, view, where_text,
+    View, all_held, distance_text, failure_said, incompleteness, matrix, sections, view, where_text,
 )
 
 __all__ = ["render_markdown", "markdown_table"]
@@ -57,22 +57,19 @@ def render_markdown(report: dict) -> str:
     if v.failures:
         out += [f"## Failures ({len(v.failures)})", ""]
         for f in v.failures:
-            out += [f"### {f.id} {f.title}: {f.where}, {f.how_many}", "",
-                    f"> {f.statement}", ""]
-            if f.over_the_run:
-                out += [f"Over the run: {f.over_the_run}", ""]
-            if f.cause:
-                out += [f"Cause (shared): {f.cause}", ""]
-            if f.bulk:
-                out += [f"Most failures: {f.bulk}", ""]
-            if f.diagnosis:
-                out += ["Diagnosis (patterns the failures share):", ""] + [f"- {line}" for line in f.diagnosis] + [""]
-            if f.worst:
-                out += ["Worst input (the largest error, not a pattern):", *_element(f.worst), ""]
-            elif f.detail:
-                out += [f"First failure: {f.detail}", ""]
-            out += ["Reproduce" + (f" ({f.reproduction})" if f.reproduction else "") + ":", "", "```sh", *f.commands,
-                    "```", ""]
+            for s in failure_said(f):
+                if s.kind == "heading":
+                    out += [f"### {s.text}", ""]
+                elif s.kind == "statement":
+                    out += [f"> {s.text}", ""]
+                elif s.kind == "diagnosis":
+                    out += [f"{s.label}:", ""] + [f"- {line}" for line in s.lines] + [""]
+                elif s.kind == "worst":
+                    out += [f"{s.label}:", *_element(s.element), ""]
+                elif s.kind == "reproduce":
+                    out += [f"{s.label}:", "", "```sh", *s.lines, "```", ""]
+                else:
+                    out += [f"{s.label}: {s.text}", ""]
     else:
         out += [all_held(v), ""]
     out += ["## Requirements", "",

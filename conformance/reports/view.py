@@ -18,7 +18,7 @@ from sl1conf.reference import formats
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.requirements import CATALOG_BY_ID
 
-__all__ = ["distance_text", "inputs_text", "element_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Row", "View", "view", "sections", "all_held", "decimal",
+__all__ = ["distance_text", "inputs_text", "element_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Said", "failure_said", "failure_text", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER", "ACCEPTED_FAR"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
@@ -224,6 +224,61 @@ class Failure:
             failed, checked = self.counts[0]
             return f"{failed} of {checked} failed" + (" in each" if len(self.counts) > 1 else "")
         return "; ".join(f"{v}: {f} of {c} failed" for v, (f, c) in zip(self.variants, self.counts))
+
+
+@dataclass(frozen=True)
+class Said:
+    """One thing a failure says: its ``kind`` (heading, cause, statement, over-the-run, bulk,
+    diagnosis, worst, first, reproduce), the ``label`` a format puts before it, and its ``text``,
+    ``lines`` (diagnosis patterns, commands) or ``element`` (the worst input)."""
+
+    kind: str
+    label: str = ""
+    text: str = ""
+    lines: tuple = ()
+    element: "dict | None" = None
+
+
+def failure_said(f: Failure, commands: "list | None" = None) -> list:
+    """What a failing requirement says, in the one order every format says it, cause first:
+    the heading (where, how many), the cause it shares with others, the statement, what was
+    found over the run, the commonest kind of error, the patterns the failures share, the worst
+    input (or the first failure of a requirement about calls), and how to reproduce it
+    (``commands``: other commands than the report's, as the pytest plugin's)."""
+    said = [Said("heading", text=f"{f.id} {f.title}: {f.where}, {f.how_many}")]
+    if f.cause:
+        said.append(Said("cause", "Cause (shared)", f.cause))
+    said.append(Said("statement", text=f.statement))
+    if f.over_the_run:
+        said.append(Said("over-the-run", "Over the run", f.over_the_run))
+    if f.bulk:
+        said.append(Said("bulk", "Most failures", f.bulk))
+    if f.diagnosis:
+        said.append(Said("diagnosis", "Diagnosis (patterns the failures share)", lines=tuple(f.diagnosis)))
+    if f.worst:
+        said.append(Said("worst", "Worst input (the largest error, not a pattern)", element_text(f.worst),
+                         element=f.worst))
+    elif f.detail:
+        said.append(Said("first", "First failure", f.detail))
+    said.append(Said("reproduce", "Reproduce" + (f" ({f.reproduction})" if f.reproduction else ""),
+                     lines=tuple(f.commands if commands is None else commands)))
+    return said
+
+
+def failure_text(f: Failure, commands: "list | None" = None, brief: bool = False) -> str:
+    """:func:`failure_said` as plain text (JUnit's failure, the pytest plugin's, the command
+    line's); ``brief``: the heading, the cause, the commonest error and the worst input only."""
+    out = []
+    for s in failure_said(f, commands):
+        if brief and s.kind not in ("heading", "cause", "bulk", "worst", "first"):
+            continue
+        if s.kind in ("heading", "statement"):
+            out.append(("  " if brief and s.kind != "heading" else "") + s.text)
+        elif s.lines:
+            out += [f"{s.label}:"] + [f"  {line}" for line in s.lines]
+        elif s.kind != "reproduce":
+            out.append(("  " if brief else "") + f"{s.label}: {s.text}")
+    return "\n".join(out)
 
 
 @dataclass
