@@ -6,7 +6,9 @@
                                         PyTorch's CPU kernel (eager, and through torch.compile: the
                                         first platform compiles 124 graphs, about 4 minutes on 2 cores,
                                         the others reuse them, about 70 s) on every platform profile:
-                                        reports in reports/NAME-PLATFORM/ and their index reports/README.md
+                                        reports in reports/NAME-PLATFORM/ and their index reports/README.md;
+                                        then `sl1conf selftest --quick` on the host and for aarch64 under
+                                        qemu-user: their matrices in docs/selftest.md
     python3 quickstart.py test [ARGS]   set up (with PyTorch, for its adapter's tests; --no-torch
                                         skips it and those tests), then run the tests in parallel
                                         (pytest -n auto ARGS)
@@ -146,6 +148,46 @@ def write_reports(with_torch: bool, with_mindspore: bool = False) -> int:
     return code
 
 
+SELFTEST_DOC = ROOT / "docs" / "selftest.md"
+SELFTESTS = (
+    # (the marker's name in docs/selftest.md, the tools it needs, sl1conf selftest's arguments)
+    ("host", (), ()),
+    ("qemu-aarch64", ("aarch64-linux-gnu-gcc", "qemu-aarch64"),
+     ("--cc", "aarch64-linux-gnu-gcc", "--sim", "qemu-aarch64 -L /usr/aarch64-linux-gnu {harness} {case} {result}")),
+)
+
+
+def write_selftests() -> int:
+    """Run `sl1conf selftest --quick` on the host and for aarch64 under qemu-user, and put each
+    matrix (its selftest.md less the title and the members' descriptions) into docs/selftest.md between the lines
+    `<!-- selftest:NAME -->` and `<!-- /selftest:NAME -->`. A run whose tools are missing keeps
+    the matrix there; a broken self-test (exit 1) is written too, and fails the demo."""
+    import shutil
+    import tempfile
+
+    code, text = 0, SELFTEST_DOC.read_text()
+    for name, tools, args in SELFTESTS:
+        if not all(shutil.which(t) for t in tools):
+            print(f"quickstart: {', '.join(tools)} not installed: the {name} matrix in {SELFTEST_DOC} is kept")
+            continue
+        with tempfile.TemporaryDirectory() as out:
+            rc = _run([BIN / "sl1conf", "selftest", "--quick", "--no-progress", *args, "--out", out], _env())
+            if rc not in (0, 1):
+                code = 1
+                continue
+            code |= rc
+            # the matrix and what broke, less the title and the members' descriptions (the page has them)
+            matrix = Path(out, "selftest.md").read_text().split("\n", 2)[2].split("What each member is:")[0].strip()
+        start, end = f"<!-- selftest:{name} -->", f"<!-- /selftest:{name} -->"
+        head, rest = text.split(start, 1)
+        text = head + start + "\n" + matrix + "\n" + end + rest.split(end, 1)[1]
+    tmp = SELFTEST_DOC.with_name(".selftest.md.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, SELFTEST_DOC)
+    print(f"quickstart: wrote the self-test matrices into {SELFTEST_DOC}", flush=True)
+    return code
+
+
 def main(argv) -> int:
     if not argv or argv[0] not in ("demo", "test", "bench"):
         print("usage: python3 quickstart.py demo|test|bench [ARGS]",
@@ -157,7 +199,7 @@ def main(argv) -> int:
     setup(with_torch, with_mindspore)
     if argv[0] == "demo":
         code = _run([BIN / "sl1conf", "demo", *argv[1:]], _env())
-        return code | write_reports(with_torch, with_mindspore)
+        return code | write_reports(with_torch, with_mindspore) | write_selftests()
     if argv[0] == "bench":
         return _run([BIN / "python", "bench/run.py", *argv[1:]], _env())
     return _run([BIN / "python", "-m", "pytest", "-n", "auto", *argv[1:]], _env())

@@ -1,4 +1,6 @@
-"""Small C libraries, written and built here, each faulty in one way or honest but unusual.
+"""Small C libraries, each faulty in one way or honest but unusual: the long-call faults written
+here, the truncation and the honest ones taken from the self-test's zoo (conformance/selftest/zoo/,
+the sources ``sl1conf selftest`` builds with a user's toolchain).
 
 Every faulty one must fail the requirement named beside it, and every honest one must pass:
 a verdict is true of the implementation only if both hold. The faults are the ones real
@@ -16,6 +18,7 @@ import pytest
 
 from sl1conf.adapters.cbuild import build_shared
 from sl1conf.conformance.cli import main
+from sl1conf.conformance.selftest import zoo
 from conftest import certify_library as certify, requirement_entry as entry
 
 HEADER = """
@@ -72,19 +75,11 @@ def test_a_defect_only_long_calls_show_fails_the_default_run(defect, tmp_path):
 
 # ------------------------------------------------------------------ faulty: rounding
 
-TRUNCATING_FP16 = HEADER + """
-/* fp16 results computed in float, then truncated (not rounded) to half where the result is normal */
-static _Float16 trunc16(float f)
-{ uint32_t u; memcpy(&u, &f, 4); uint32_t a = u & 0x7fffffffu;
-  if (a < 0x38800000u || a >= 0x477fe000u) return (_Float16)f;
-  uint16_t h = (uint16_t)(((u >> 16) & 0x8000u) | (((a >> 23) - 112u) << 10) | ((a >> 13) & 0x3ffu));
-  _Float16 r; memcpy(&r, &h, 2); return r; }
-void hp_smoothl1lossgrad_p(_Float16 *dy, _Float16 *dx1, _Float16 *x1, _Float16 *x2, int n, _Float16 beta)
-{ float b = beta; for (int i = 0; i < n; i++) { float d = (float)x1[i] - (float)x2[i];
-    dx1[i] = d > b ? dy[i] : d < -b ? -dy[i] : trunc16(d / b * (float)dy[i]); } }
-void hp_smoothl1lossgrad_s(_Float16 *dy, _Float16 *dx1, _Float16 *x1, _Float16 *x2, int n, _Float16 beta, int mask)
-{ if (mask) hp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta); }
-"""
+def zoo_library(name: str, build_dir) -> str:
+    """A member of the self-test's zoo (conformance/selftest/zoo/NAME.c), built as sl1conf selftest
+    builds it: one copy of each library serves both."""
+    member = next(m for m in zoo.members() if m.name == name)
+    return str(zoo.build_library(member, build_dir))
 
 
 @pytest.mark.parametrize("platform", ["mt7004", "ieee"])
@@ -93,9 +88,7 @@ def test_truncated_fp16_results_fail_accuracy_on_their_lean(platform, tmp_path):
     only the lean of its errors gives it away: every inexact result lies toward zero. On every
     profile: mt7004's approximate division in fp32 cannot explain a lean of the last rounding
     to half (the conversion rounds to nearest in every evaluation)."""
-    src = tmp_path / "trunc16.c"
-    src.write_text(TRUNCATING_FP16)
-    lib = build_shared("lib-trunc16", [src], flags=["-fexcess-precision=standard"])
+    lib = zoo_library("truncating-fp16", tmp_path)
     code, failed, report = certify(tmp_path, lib, platform, "--variant", "p", "--quick", "--dtype", "fp16")
     assert code == 1 and failed == {"R01"}, failed
     r01 = entry(report, "R01")
@@ -109,47 +102,20 @@ def test_truncated_fp16_results_fail_accuracy_on_their_lean(platform, tmp_path):
 # ------------------------------------------------------------------ honest but unusual: must pass
 
 HONEST = {
-    # DAZ and FTZ, consistently: every input read as zero where subnormal, every result flushed
-    "flushes-consistently": ("float bb = fz(beta); for (int i = 0; i < n; i++)"
-                             " dx1[i] = fz(divmul(fz(x1[i]) - fz(x2[i]), bb, fz(dy[i])));",
-                             PLAIN_SHARED, "", ("ft78ne", "mt7004")),
-    # the whole formula in double, rounded once
-    "double-then-round": ("for (int i = 0; i < n; i++) { double d = (double)x1[i] - (double)x2[i], b = beta;"
-                          " dx1[i] = (float)(d > b ? (double)dy[i] : d < -b ? -(double)dy[i] : d / b * dy[i]); }",
-                          PLAIN_SHARED, "", ("ieee", "ft78ne")),
-    # the shared version's cores as real threads, each over its own chunk
-    "threaded-cores": ("for (int i = 0; i < n; i++) dx1[i] = divmul(x1[i] - x2[i], beta, dy[i]);",
-                       "struct job j[32]; pthread_t t[32]; int cores = 0;"
-                       " for (int c = 0; c < 32; c++) if (mask >> c & 1) cores++;"
-                       " if (n <= 0 || !cores) return; int start = 0, k = 0;"
-                       " for (int c = 0; c < 32; c++) if (mask >> c & 1) { int len = n / cores + (k < n % cores);"
-                       " j[k] = (struct job){dy + start, dx1 + start, x1 + start, x2 + start, len, beta};"
-                       " pthread_create(&t[k], 0, run, &j[k]); start += len; k++; }"
-                       " for (int c = 0; c < k; c++) pthread_join(t[c], 0);",
-                       "#include <pthread.h>\n"
-                       "struct job { float *dy, *dx1, *x1, *x2; int n; float beta; };\n"
-                       "void fp_smoothl1lossgrad_p(float *, float *, float *, float *, int, float);\n"
-                       "static void *run(void *p) { struct job *j = p;"
-                       " fp_smoothl1lossgrad_p(j->dy, j->dx1, j->x1, j->x2, j->n, j->beta); return 0; }\n",
-                       ("ft78ne",)),
-    # 10 ms a call
-    "slow": ("struct timespec ts = {0, 10000000}; nanosleep(&ts, 0);"
-             " for (int i = 0; i < n; i++) dx1[i] = divmul(x1[i] - x2[i], beta, dy[i]);",
-             PLAIN_SHARED, "#define _POSIX_C_SOURCE 199309L\n#include <time.h>\n", ("ft78ne",)),
-    # talks on every call
-    "chatty": ('printf("smoothl1: %d elements\\n", n); fprintf(stderr, "smoothl1: beta %g\\n", beta); fflush(0);'
-               " for (int i = 0; i < n; i++) dx1[i] = divmul(x1[i] - x2[i], beta, dy[i]);",
-               PLAIN_SHARED, "", ("ft78ne",)),
+    # name in the self-test's zoo: the profiles it must pass
+    "flushes-consistently": ("ft78ne", "mt7004"),  # DAZ and FTZ in software, consistently
+    "double-then-round": ("ieee", "ft78ne"),  # the whole formula in double, rounded once
+    "threaded-cores": ("ft78ne",),  # the shared version's cores as real threads, each over its own chunk
+    "slow": ("ft78ne",),  # 2 ms a call
+    "chatty": ("ft78ne",),  # talks on every call
 }
 
 
 @pytest.mark.parametrize("name", list(HONEST))
 def test_an_honest_but_unusual_library_passes(name, tmp_path):
-    body, shared, prelude, platforms = HONEST[name]
-    flags = ["-pthread"] if "pthread" in prelude else []
-    lib = build(tmp_path, name, body, shared, prelude, flags)
-    variant = ["--variant", "p"] if name == "slow" else []  # 10 ms a call: one run is enough to show it
-    for platform in platforms:
+    lib = zoo_library(name, tmp_path)
+    variant = ["--variant", "p"] if name == "slow" else []  # a pause every call: one run is enough to show it
+    for platform in HONEST[name]:
         code, failed, report = certify(tmp_path / platform, lib, platform, "--dtype", "fp32", "--quick", *variant)
         assert code == 0 and not failed, (platform, failed)
         if name == "flushes-consistently":
@@ -159,9 +125,7 @@ def test_an_honest_but_unusual_library_passes(name, tmp_path):
 def test_fuzz_and_sweep_find_the_truncation_too(tmp_path, capsys):
     """The same test, over a campaign: fuzz sums the lean of every batch's longest calls and
     sweep of the blocks it samples; each fails on it (exit 1) and names the direction."""
-    src = tmp_path / "trunc16.c"
-    src.write_text(TRUNCATING_FP16)
-    lib = build_shared("lib-trunc16", [src], flags=["-fexcess-precision=standard"])
+    lib = zoo_library("truncating-fp16", tmp_path)
     code = main(["fuzz", "--impl", f"ctypes:{lib}", "--platform", "mt7004", "--elements", "400000", "--workers", "1",
                  "--seed", "5", "--out", str(tmp_path / "fuzz")])
     summary = json.loads((tmp_path / "fuzz" / "summary.json").read_text())

@@ -1,7 +1,7 @@
 """The error model (issue 23): honest DSP arithmetic passes its DSP profile, defects still fail.
 
-Small C libraries written the way DSP libraries and framework kernels compute, built here and
-certified through ctypes on full default runs (the long calls included): the FPU's DAZ and
+Small C libraries written the way DSP libraries and framework kernels compute, built here (most
+of them members of the self-test's zoo, conformance/selftest/zoo/) and certified through ctypes on full default runs (the long calls included): the FPU's DAZ and
 FTZ for the whole call, half precision flushed at every step, a Newton-Raphson reciprocal,
 Ascend's clamp-times-reciprocal order. Each must pass the profiles whose error model allows
 its arithmetic, and the flushing ones must fail ``ieee``. The defects beside them (an epsilon
@@ -13,8 +13,6 @@ models and against hand derivations.
 
 from __future__ import annotations
 
-import platform
-
 import numpy as np
 import pytest
 
@@ -25,16 +23,11 @@ from sl1conf.reference import formats as F
 from sl1conf.reference import models as M
 from sl1conf.reference import reachable as R
 
-X86 = platform.machine() in ("x86_64", "AMD64")
-
 PRELUDE = """
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include <fenv.h>
-#if defined(__x86_64__)
-#include <xmmintrin.h>
-#endif
 static float fz(float v) { return fabsf(v) < 1.17549435e-38f ? copysignf(0.0f, v) : v; }
 """
 FP32 = """
@@ -44,64 +37,33 @@ void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, f
 """
 
 LIBS = {
-    # The FPU's DAZ and FTZ bits (MXCSR) set for the whole call, as a DSP runs: every subnormal
-    # operand is read as zero and every subnormal arithmetic result is flushed; the outer lines
-    # copy dy (a move: nothing flushes it).
-    "daz-ftz": ("unsigned csr = _mm_getcsr(); _mm_setcsr(csr | 0x8040);"
-                " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
-                "   dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; }"
-                " _mm_setcsr(csr);"),
     # Inputs and results flushed in software, the arithmetic exact IEEE in between: at the
     # normal/subnormal border its own result (one ULP under FLT_MIN) is flushed, where the
     # correctly rounded one is FLT_MIN.
     "flush-inputs-and-results": ("float bb = fz(beta); for (int i = 0; i < n; i++) { float d = fz(x1[i]) - fz(x2[i]);"
                                  " float g = fz(dy[i]); dx1[i] = fz(d > bb ? g : d < -bb ? -g : d / bb * g); }"),
-    # No divider: 1/beta by Newton-Raphson from a bit-trick seed, four iterations in float (within
-    # an ULP, not always correctly rounded, from below), then diff * r * dy. Outside the seed's
-    # range the division is used.
-    "newton-raphson": ("float r; uint32_t u; memcpy(&u, &beta, 4); float ab = fabsf(beta);"
-                       " if (ab > 1e-37f && ab < 1e37f) { uint32_t s = 0x7EF311C7u - (u & 0x7fffffffu); memcpy(&r, &s, 4);"
-                       "   for (int k = 0; k < 4; k++) { float e = 2.0f - ab * r; r = r * e; } r = copysignf(r, beta); }"
-                       " else r = 1.0f / beta;"
-                       " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
-                       "   dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d * r * dy[i]; }"),
-    # Ascend CANN's order, in the data type: clamp(diff, -beta, beta) * (1 / beta) * dy (its outer
-    # region is beta * fl(1/beta) * dy, not exactly dy).
-    # The open inputs (beta <= 0, infinite or NaN: the manual's lines overlap or divide by zero)
-    # are answered by the manual's lines, as the oracle does: other answers there are the
-    # open-behaviour alternatives' business, not the error model's.
-    "ascend-clamp": ("float r = 1.0f / beta; int open = !(beta > 0) || isinf(beta);"
-                     " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
-                     "   if (open) { dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; continue; }"
-                     "   float t = d > beta ? beta : d < -beta ? -beta : d; float p = t * r; dx1[i] = p * dy[i]; }"),
-    # defects
-    "epsilon-beta": ("float b = beta + 1e-6f; for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
-                     " dx1[i] = d > b ? dy[i] : d < -b ? -dy[i] : d / b * dy[i]; }"),
-    "reciprocal-12-bits": ("float r = 1.0f / beta; uint32_t u; memcpy(&u, &r, 4); u &= ~0x7ffu; memcpy(&r, &u, 4);"
-                           " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
-                           "   dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d * r * dy[i]; }"),
+    # a defect: the division and the product rounded toward zero
     "toward-zero": ("int mode = fegetround(); fesetround(FE_TOWARDZERO);"
                     " for (int i = 0; i < n; i++) { float d = x1[i] - x2[i];"
                     "   dx1[i] = d > beta ? dy[i] : d < -beta ? -dy[i] : d / beta * dy[i]; } fesetround(mode);"),
 }
 
-HALF_FLUSHING = PRELUDE + """
-/* fp16 computed natively in half, every step rounded to half (standard excess precision) and
-   flushed where subnormal, inputs read as zero where subnormal: a half FPU with DAZ and FTZ */
-static _Float16 fz16(_Float16 v)
-{ float f = v; return fabsf(f) < 6.103515625e-05f ? (_Float16)copysignf(0.0f, f) : v; }
-void hp_smoothl1lossgrad_p(_Float16 *dy, _Float16 *dx1, _Float16 *x1, _Float16 *x2, int n, _Float16 beta)
-{ _Float16 b = fz16(beta);
-  for (int i = 0; i < n; i++) { _Float16 a = fz16(x1[i]), c = fz16(x2[i]), g = fz16(dy[i]);
-    _Float16 d = fz16(a - c);
-    if (d > b) dx1[i] = g; else if (d < -b) dx1[i] = -g;
-    else { _Float16 q = fz16(d / b); _Float16 r = fz16(q * g); dx1[i] = r; } } }
-void hp_smoothl1lossgrad_s(_Float16 *dy, _Float16 *dx1, _Float16 *x1, _Float16 *x2, int n, _Float16 beta, int mask)
-{ if (mask) hp_smoothl1lossgrad_p(dy, dx1, x1, x2, n, beta); }
-"""
+ZOO_MEMBERS = ("fpu-flush", "newton-raphson", "clamp-reciprocal", "half-flushing", "epsilon-beta", "reciprocal-12-bits")
+"""Members of the self-test's zoo (conformance/selftest/zoo/, one copy for both): the FPU's flush mode
+set for the whole call, as a DSP runs (x86: MXCSR's DAZ and FTZ bits, aarch64: FPCR.FZ; every
+subnormal operand read as zero, every subnormal result flushed, the outer lines copy dy), a Newton-Raphson
+reciprocal (no divider: four iterations in float from a bit-trick seed, within an ULP, not always
+correctly rounded), Ascend CANN's clamp(diff, -beta, beta) * (1 / beta) * dy in the data type (the
+open inputs by the manual's lines), fp16 in half with every step rounded to half and flushed where
+subnormal and the inputs read as zero there (a half FPU with DAZ and FTZ), and two defects: beta
+nudged by 1e-6, a 12-bit reciprocal."""
 
 
 def _lib(tmp_path, name: str) -> str:
+    if name in ZOO_MEMBERS:
+        from sl1conf.conformance.selftest import zoo
+
+        return str(zoo.build_library(next(m for m in zoo.members() if m.name == name), tmp_path))
     src = tmp_path / f"{name}.c"
     src.write_text(PRELUDE + FP32.replace("BODY", LIBS[name]))
     return str(build_shared(f"errmodel-{name}", [src], flags=["-lm", "-frounding-math"]))
@@ -111,9 +73,8 @@ def certify(tmp_path, lib: str, platform_: str, *extra) -> tuple:
     return certify_library(tmp_path, lib, platform_, *extra, out=f"report-{platform_}")
 
 
-@pytest.mark.skipif(not X86, reason="the MXCSR's DAZ and FTZ bits are x86's")
 def test_daz_and_ftz_on_every_operation_pass_the_dsp_profiles_and_fail_ieee(tmp_path):
-    lib = _lib(tmp_path, "daz-ftz")
+    lib = _lib(tmp_path, "fpu-flush")
     for p in ("ft78ne", "mt7004"):
         code, failed, report = certify(tmp_path, lib, p, "--dtype", "fp32", "--variant", "p")
         assert code == 0 and not failed, (p, failed)
@@ -125,9 +86,7 @@ def test_daz_and_ftz_on_every_operation_pass_the_dsp_profiles_and_fail_ieee(tmp_
 
 
 def test_fp16_in_half_flushing_every_step_passes_mt7004(tmp_path):
-    src = tmp_path / "half.c"
-    src.write_text(HALF_FLUSHING)
-    lib = str(build_shared("errmodel-half-flush", [src], flags=["-lm"]))
+    lib = _lib(tmp_path, "half-flushing")
     code, failed, report = certify(tmp_path, lib, "mt7004", "--dtype", "fp16", "--variant", "p")
     assert code == 0 and not failed, failed
     code, failed, _ = certify(tmp_path, lib, "ieee", "--dtype", "fp16", "--variant", "p", "--quick")
@@ -150,7 +109,7 @@ def test_a_newton_raphson_reciprocal_passes_the_dsp_profiles(p, tmp_path):
 
 
 def test_the_ascend_clamp_times_reciprocal_order_passes(tmp_path):
-    lib = _lib(tmp_path, "ascend-clamp")
+    lib = _lib(tmp_path, "clamp-reciprocal")
     for p in ("ieee", "mt7004"):
         code, failed, report = certify(tmp_path, lib, p, "--dtype", "fp32", "--variant", "p", "--quick")
         assert code == 0 and not failed, (p, failed)

@@ -12,47 +12,17 @@ from __future__ import annotations
 import pytest
 
 from sl1conf.adapters.base import Case
-from sl1conf.adapters.cbuild import build_shared
 from sl1conf.adapters.ctypes_lib import CtypesAdapter
 from sl1conf.conformance.reports.causes import causes
+from sl1conf.conformance.selftest import zoo
 from conftest import certify_library as certify, requirement_entry as entry
-
-LATE = r"""
-#define _POSIX_C_SOURCE 199309L
-#include <pthread.h>
-#include <stdlib.h>
-#include <time.h>
-struct job { float *dy, *dx1, *x1, *x2; int n; float beta; int late; };
-static float divmul(float d, float beta, float g) { return d > beta ? g : d < -beta ? -g : d / beta * g; }
-void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta)
-{ for (int i = 0; i < n; i++) dx1[i] = divmul(x1[i] - x2[i], beta, dy[i]); }
-static void *run(void *p)
-{ struct job *j = p;
-  if (j->late) { struct timespec ts = {0, 20000000}; nanosleep(&ts, 0); }  /* 20 ms after the return */
-  fp_smoothl1lossgrad_p(j->dy, j->dx1, j->x1, j->x2, j->n, j->beta);
-  if (j->late) free(j);
-  return 0; }
-/* one thread per core of the mask, each over its chunk; the last core's thread is never joined */
-void fp_smoothl1lossgrad_s(float *dy, float *dx1, float *x1, float *x2, int n, float beta, int mask)
-{ pthread_t t[32]; struct job jobs[32]; int cores = 0, start = 0, k = 0;
-  for (int c = 0; c < 32; c++) if (mask >> c & 1) cores++;
-  if (n <= 0 || !cores) return;
-  for (int c = 0; c < 32; c++) if (mask >> c & 1) {
-    int len = n / cores + (k < n % cores);
-    jobs[k] = (struct job){dy + start, dx1 + start, x1 + start, x2 + start, len, beta, cores > 1 && k == cores - 1};
-    struct job *j = &jobs[k];
-    if (j->late) { j = malloc(sizeof *j); *j = jobs[k]; }
-    pthread_create(&t[k], 0, run, j); start += len; k++; }
-  for (int c = 0; c < k; c++) if (jobs[c].late) pthread_detach(t[c]); else pthread_join(t[c], 0);
-}
-"""
-
 
 @pytest.fixture(scope="module")
 def late_lib(tmp_path_factory):
-    src = tmp_path_factory.mktemp("late") / "late.c"
-    src.write_text(LATE)
-    return str(build_shared("lib-late-core", [src], flags=["-pthread"]))
+    """The self-test zoo's late-write member: one thread per core of the mask, each over its chunk;
+    with two cores or more the last core's thread writes 20 ms after the return and is never joined."""
+    member = next(m for m in zoo.members() if m.name == "late-write")
+    return str(zoo.build_library(member, tmp_path_factory.mktemp("late")))
 
 
 def _case(n: int, mask: int, cid: str) -> Case:

@@ -39,7 +39,7 @@ FOLDERS = {
 LAYERS = (
     # (layer, members, whether the members of this layer may import each other)
     ("entry points", ("sl1conf.conformance.cli", "sl1conf.conformance.pytest_plugin",
-                      "sl1conf.conformance.__main__", "sl1conf.conformance"), True),
+                      "sl1conf.conformance.__main__", "sl1conf.conformance", "sl1conf.conformance.selftest"), True),
     ("engines", ("sl1conf.conformance.certify", "sl1conf.conformance.search",
                  "sl1conf.conformance.reports"), False),
     ("vectors", ("sl1conf.conformance.vectors",), True),
@@ -611,7 +611,8 @@ def test_no_module_level_alias_of_a_function_or_class():
 
 # --------------------------------------------------------------- requirement ids stay in requirements/
 
-DRIVERS = ("sl1conf.conformance.certify", "sl1conf.conformance.search", "sl1conf.conformance.cli")
+DRIVERS = ("sl1conf.conformance.certify", "sl1conf.conformance.search", "sl1conf.conformance.cli",
+           "sl1conf.conformance.selftest")
 """The drivers: they run what the requirements ask and print it; a requirement's id (and so its
 logic) lives in its module of ``conformance/requirements/`` (issue 26)."""
 _RID = __import__("re").compile(r"\bR\d\d\b")
@@ -650,7 +651,7 @@ def test_no_requirement_id_in_a_driver():
 # --------------------------------------------------------------- drivers use each other's public names only
 
 DRIVER_UNITS = ("sl1conf.conformance.certify", "sl1conf.conformance.search", "sl1conf.conformance.cli",
-                "sl1conf.conformance.pytest_plugin")
+                "sl1conf.conformance.pytest_plugin", "sl1conf.conformance.selftest")
 """The drivers and the entry points: one of them uses another's modules only through the names
 those modules list in ``__all__`` (their public face), never a helper the module keeps to itself
 (issue 26: a driver that reaches into another's internals is two drivers welded together)."""

@@ -25,13 +25,13 @@ EPILOG = ("exit status: 0 success (a pass); 1 a failure or an incomplete certifi
 
 def build_parser() -> Parser:
     from sl1conf import __version__
-    from sl1conf.conformance.cli import certify, demo, explain, fuzz, reports, sweep, vectors
+    from sl1conf.conformance.cli import certify, demo, explain, fuzz, reports, selftest, sweep, vectors
 
     parser = Parser(prog="sl1conf", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"sl1conf {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND",
                                 title="commands (sl1conf COMMAND --help for each)")
-    for module in (explain, demo, certify, vectors, reports, fuzz, sweep):
+    for module in (explain, demo, certify, vectors, reports, fuzz, sweep, selftest):
         module.register(sub)
     return parser
 

@@ -1,0 +1,9 @@
+/* defect on a strict IEEE profile: flushes subnormals to zero (honest on DSP profiles, not here) */
+#include "zoo.h"
+void fp_smoothl1lossgrad_p(float *dy, float *dx1, float *x1, float *x2, int n, float beta)
+{
+    float b = zoo_fz(beta);
+    for (int i = 0; i < n; i++)
+        dx1[i] = zoo_fz(zoo_divmul(zoo_fz(x1[i]) - zoo_fz(x2[i]), b, zoo_fz(dy[i])));
+}
+ZOO_FP32_SHARED_AS_PRIVATE
