@@ -13,7 +13,7 @@ import argparse
 import shlex
 import sys
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, names_arg, out_arg, workers_arg
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, names_arg, path_arg, workers_arg
 
 __all__ = ["register"]
 
@@ -88,9 +88,9 @@ def register(sub) -> None:
                    help="members certified at once (default: the CPUs; 1 for a board that takes one session)")
     p.add_argument("--timeout", type=_seconds, default=5.0, metavar="S",
                    help="seconds a call may take before it is a hang (default 5; a template's own [timeout=S] wins)")
-    p.add_argument("--build-dir", type=out_arg, metavar="DIR",
+    p.add_argument("--build-dir", type=path_arg, metavar="DIR",
                    help="where the members are built (default: the build cache, selftest/)")
     p.add_argument("--no-progress", action="store_true", help="no line on stderr as each member finishes")
-    p.add_argument("--out", type=out_arg, required=True, metavar="DIR",
+    p.add_argument("--out", type=path_arg, required=True, metavar="DIR",
                    help="folder for selftest.json, selftest.md and selftest.html")
     p.set_defaults(run=_run)
