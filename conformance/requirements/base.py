@@ -341,6 +341,7 @@ class Probe:
     check: Callable[[Batch], list]
     calls: Callable[[list, object], list] = _no_calls
     sampled: bool = False
+    last: bool = False  # checked after the others and the driver's judging (it may wait for the adapter)
 
 
 @dataclass(frozen=True)

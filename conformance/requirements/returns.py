@@ -51,7 +51,7 @@ def _failed_calls(batch: Batch) -> list:
     return out
 
 
-FAILED_CALLS = Probe("failed-calls", _failed_calls)
+FAILED_CALLS = Probe("failed-calls", _failed_calls, last=True)
 
 
 ID = "R13"

@@ -395,13 +395,13 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], statistic
     False: no probe waits for the adapter's watch of writes after the return (the shrinker's
     checks). ``statistics``, if given (statistic name -> "dtype/variant" -> counts), gets the
     batch's counts added (their first STATISTIC_SAMPLE elements of a call)."""
+    def elements(outcomes):
+        return [f for i, (c, o) in enumerate(zip(cases, outcomes)) if o.status == "ok"
+                for f in _element_findings(profile, i, c, o)]
+
     probed = run_probed(adapter, profile, cases, ask_late=late, statistics=statistics is not None,
-                        sample=STATISTIC_SAMPLE)
-    findings = []
-    for i, (c, o) in enumerate(zip(cases, probed.outcomes)):
-        if o.status == "ok":
-            findings += _element_findings(profile, i, c, o)
-    findings += [_probe_finding(s, cases[s.case]) for s in probed.seen]
+                        sample=STATISTIC_SAMPLE, first=elements)
+    findings = probed.first + [_probe_finding(s, cases[s.case]) for s in probed.seen]
     if statistics is not None:
         add_statistics(statistics, probed.counts)
     return findings

@@ -19,21 +19,26 @@ __all__ = ["Probed", "run_probed"]
 
 @dataclass
 class Probed:
-    """The campaign's own calls' ``outcomes``, what the probes ``seen`` (requirements.base.Seen)
-    and the statistics' ``counts`` (statistic name -> "dtype/variant" -> counts)."""
+    """The campaign's own calls' ``outcomes``, what the probes ``seen`` (requirements.base.Seen),
+    the statistics' ``counts`` (statistic name -> "dtype/variant" -> counts) and what the
+    driver's own judging gave (``first``)."""
 
     outcomes: list
     seen: list = field(default_factory=list)
     counts: dict = field(default_factory=dict)
+    first: object = None  # what the driver's ``first`` gave
 
 
 def run_probed(adapter, profile, cases: list, *, ask_late: bool = True, sampled: bool = True,
-               statistics: bool = True, sample: "int | None" = None) -> Probed:
-    """``cases`` and every probe's calls for them in one adapter run, then every probe's check
-    and (``statistics``) every statistic's counts. ``sampled`` False: the probes marked
-    ``sampled`` make no calls (a sweep's block outside its sample); ``ask_late`` False: no
-    probe waits for the adapter's watch of writes after the return; ``sample``: elements of a
-    call a statistic reads (None: all)."""
+               statistics: bool = True, sample: "int | None" = None, first=None) -> Probed:
+    """``cases`` and every probe's calls for them in one adapter run, then ``first(outcomes)``
+    (the driver's own judging: its result is ``Probed.first``), every probe's check (those
+    marked ``last`` after the others) and (``statistics``) every statistic's counts.
+    ``sampled`` False: the probes marked ``sampled`` make no calls (a sweep's block outside its
+    sample); ``ask_late`` False: no probe waits for the adapter's watch of writes after the
+    return; ``sample``: elements of a call a statistic reads (None: all). Why the driver's work
+    comes first: a probe marked last may wait for the adapter (the watch of dx1 after the last
+    calls returned), and that wait has passed by the time the elements are judged."""
     planned, extra = [], []
     for probe in requirements.PROBES:
         calls = probe.calls(cases, profile) if sampled or not probe.sampled else []
@@ -41,11 +46,14 @@ def run_probed(adapter, profile, cases: list, *, ask_late: bool = True, sampled:
         extra += [call for _, call in calls]
     outcomes = adapter.run([*cases, *extra])
     own, answers = outcomes[:len(cases)], outcomes[len(cases):]
-    probed, at = Probed(own), 0
+    probed, at, batches = Probed(own), 0, []
     for probe, calls in planned:
-        probed.seen += probe.check(Batch(cases, own, profile, adapter, calls, answers[at:at + len(calls)], ask_late,
-                                         sample))
+        batches.append((probe, Batch(cases, own, profile, adapter, calls, answers[at:at + len(calls)], ask_late, sample)))
         at += len(calls)
+    if first is not None:
+        probed.first = first(own)
+    for probe, batch in sorted(batches, key=lambda pb: pb[0].last):
+        probed.seen += probe.check(batch)
     if statistics:
         batch = Batch(cases, own, profile, adapter, ask_late=ask_late, sample=sample)
         probed.counts = {s.name: s.counts(batch) for s in requirements.STATISTICS}
