@@ -76,7 +76,7 @@ def _run(args) -> int:
               + (f"; waived: {', '.join(waived)}" if waived else ""))
     from sl1conf.conformance.reports.view import failure_text, run_causes, view
 
-    for line in run_causes(report):
+    for line in run_causes(report, shared=True):  # one cause behind several requirements' failures
         print(f"cause: {line}")
     for f in view(report).failures:  # each in the report's words, briefly: the report has the rest
         print(failure_text(f, brief=True))

@@ -458,14 +458,16 @@ def view(report: dict) -> View:
                 run_causes(report))
 
 
-def run_causes(report: dict) -> list:
-    """The causes of every run's failures (reports.causes), a line each, runs failing alike once."""
+def run_causes(report: dict, shared: bool = False) -> list:
+    """The causes of every run's failures (reports.causes), a line each, runs failing alike once;
+    ``shared``: only the causes of more than one requirement (each failure says its own)."""
     from sl1conf.conformance.reports.causes import cause_line, causes
 
     out: dict = {}
     for run in report["runs"]:
         for c in causes(run):
-            out.setdefault(cause_line(c), []).append(f"{run['dtype']} {run['variant']}")
+            if not shared or len(c["requirements"]) > 1:
+                out.setdefault(cause_line(c), []).append(f"{run['dtype']} {run['variant']}")
     return [f"{' and '.join(where)}: {line}" for line, where in out.items()]
 
 
