@@ -83,7 +83,7 @@ body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24
 color:#1b1b1b;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #ddd}
 .verdict{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;font-weight:700}
-.ok{background:#2e7d32} .broken{background:#c62828} .skipped{background:#9e9e9e}
+span.ok{background:#2e7d32} span.broken{background:#c62828} span.skipped{background:#9e9e9e}
 table{border-collapse:collapse;font-size:13px;margin:6px 0} th,td{border:1px solid #ddd;padding:3px 8px;
 text-align:left;vertical-align:top} th{background:#f4f4f4} tr.broken td{background:#fff0f0}
 td.result span{padding:0 6px;border-radius:3px;color:#fff} .what{color:#555}
