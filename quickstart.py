@@ -141,11 +141,17 @@ def write_reports(with_torch: bool, with_mindspore: bool = False) -> int:
              "| implementation | `--impl` | platform | verdict | failed requirements | largest error (ULP) | report |",
              "|---|---|---|---|---|---|---|", *rows, "",
              "## Side by side", "", "`sl1conf compare reports/*/`:", "", compare.stdout.rstrip(), ""]
-    tmp = REPORTS / ".README.md.tmp"  # (this script runs before sl1conf is installed: its own atomic write)
-    tmp.write_text("\n".join(index))
-    os.replace(tmp, REPORTS / "README.md")
+    _write_atomic(REPORTS / "README.md", "\n".join(index))
     print(f"quickstart: wrote {REPORTS / 'README.md'}", flush=True)
     return code
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """``text`` into ``path`` whole or not at all (this script runs before sl1conf, and its
+    common.files.write_atomic, is installed)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 SELFTEST_DOC = ROOT / "docs" / "selftest.md"
@@ -181,9 +187,7 @@ def write_selftests() -> int:
         start, end = f"<!-- selftest:{name} -->", f"<!-- /selftest:{name} -->"
         head, rest = text.split(start, 1)
         text = head + start + "\n" + matrix + "\n" + end + rest.split(end, 1)[1]
-    tmp = SELFTEST_DOC.with_name(".selftest.md.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, SELFTEST_DOC)
+    _write_atomic(SELFTEST_DOC, text)
     print(f"quickstart: wrote the self-test matrices into {SELFTEST_DOC}", flush=True)
     return code
 

@@ -210,6 +210,7 @@ class _Conformance:
         self.hypothesis_db = opt.sl1_hypothesis_db
         self.results = {}  # (dtype, variant) -> run dict or _CertifyError
         self.reports = {}  # (dtype, variant) -> the one-run report certify gave
+        self.failures = {}  # (dtype, variant) -> its reports.view Failures, made at the first failing item
 
         controller = getattr(opt, "dist", "no") != "no" and not self.worker
         if controller:
@@ -308,8 +309,10 @@ class _Conformance:
         """The report's Failure of requirement ``rid`` in this run (reports.view), None if it holds."""
         from sl1conf.conformance.reports.view import view
 
-        report = self.reports.get((dtype, variant))
-        return next((f for f in view(report).failures if f.id == rid and variant in f.variants), None) if report else None
+        key = (dtype, variant)
+        if key not in self.failures and key in self.reports:  # the view of a run, once for all its items
+            self.failures[key] = view(self.reports[key]).failures
+        return next((f for f in self.failures.get(key, ()) if f.id == rid and variant in f.variants), None)
 
     def failure_lines(self, dtype, variant, rid) -> list:
         """The failure in the report's words (reports.view.failure_text: cause, statement, the

@@ -209,8 +209,7 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
 
 
 ID = "R01"
-BIAS = Statistic("rounding_bias", ID, _batch_bias, lambda total, more: add_bias_counts(total, more), judge_bias,
-                 bias_failure_keys)
+BIAS = Statistic("rounding_bias", ID, _batch_bias, add_bias_counts, judge_bias, bias_failure_keys)
 """The rounding-bias counts fuzz and sweep sum over a campaign and judge once."""
 ROWS = (
     Requirement(ID, "accuracy",

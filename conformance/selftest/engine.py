@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,9 +163,9 @@ def run_selftest(target: Target, zoo: list, build_dir: Path, *, quick: bool = Fa
             if progress:
                 progress(rows[m.name], len(rows), len(zoo))
     else:
-        import multiprocessing
+        from sl1conf.conformance.search.campaign import process_pool
 
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with process_pool(workers) as pool:  # Ctrl-C ends the workers at once, as fuzz's and sweep's
             futures = [pool.submit(_certify_member, m, target, str(build_dir), quick) for m in zoo]
             for future in as_completed(futures):
                 row = future.result()
