@@ -136,4 +136,4 @@ def test_fuzz_and_sweep_find_the_truncation_too(tmp_path, capsys):
     verdict = json.loads((tmp_path / "sweep" / "sweep.json").read_text())["summary"]["verdict"]
     assert code == 1 and verdict["rejected"] == 0 and not verdict["pass"]  # no element rejected, the lean fails it
     assert any("toward zero" in line for line in verdict["rounding_bias"]["findings"])
-    assert "R01 over the blocks sampled" in capsys.readouterr().out
+    assert "R01 accuracy: fp16 p, over the blocks sampled (every 64th)" in capsys.readouterr().out

@@ -67,7 +67,7 @@ def test_a_library_that_drops_its_tail_is_one_finding_with_one_smallest_reproduc
     assert e["pattern"] == row["pattern"] and (e["distinct"], e["findings"]) == (len(row["keys"]), row["findings"])
     assert e["length"] == 1 and e["element"] == 0 and e["got"] == FILL32  # the smallest: one element, not written
     assert "1 finding(s)" in text and "the last elements of a call left unwritten" in text
-    assert text.count("smallest:") == 1 and f"{len(row['keys'])} distinct failure(s)" in text
+    assert text.count("Smallest reproducer:") == 1 and f"{len(row['keys'])} distinct failure(s)" in text
     jsonschema.validate(s, jsonfiles.schema("fuzz-summary.schema.json"))
     vs = load_vectors(tmp_path / "o" / "vectors-fp32")
     assert len(vs.manifest["cases"]) == 1

@@ -12,8 +12,9 @@ from pathlib import Path
 import numpy as np
 
 from sl1conf.conformance.common.commands import explain_command
-from sl1conf.conformance.reports.view import distance_text, outcome_text
+from sl1conf.conformance.reports.view import Failure, distance_text, failure_text
 from sl1conf.conformance import requirements
+from sl1conf.conformance.requirements import by_id
 from sl1conf.conformance.requirements import open_behaviour
 from sl1conf.conformance.search import fuzz, fuzz_campaign, sweep
 
@@ -36,10 +37,26 @@ def describe_pattern(text: str) -> str:
     return text
 
 
+def _said(f: Failure, first: str, rest: str) -> list:
+    """A failure in the one formatter's words (reports.view.failure_text, brief: heading, cause,
+    commonest error, over the run, the element or the first failure), its first line after
+    ``first`` and the others after ``rest``."""
+    lines = [line.strip() for line in failure_text(f, brief=True).splitlines()]
+    return [first + lines[0]] + [rest + line for line in lines[1:]]
+
+
+def _statistic_failures(entries: dict, s, counted: str) -> list:
+    """The Failures of a statistic's failing runs (``entries``: "dtype/variant" -> its judgement)."""
+    req = by_id(s.requirement)
+    return [Failure(*run.split("/"), req.id, req.title, req.statement, None, "", variants=[run.split("/")[1]],
+                    counted=counted, over_the_run="; ".join(e["findings"]))
+            for run, e in entries.items() if e["findings"]]
+
+
 def fuzz_lines(summary: dict, out: Path) -> list:
     """A fuzz output's summary (a campaign's or a merge's, written into ``out``) in words: the
-    counts, each finding with its smallest reproducer and how to look at it again, the certify
-    commands that run the saved vectors."""
+    counts, each finding in certify's words (reports.view.failure_text) with its smallest
+    reproducer and how to look at it again, the certify commands that run the saved vectors."""
     f = summary["failures"]
     lines = [f"fuzz {summary['implementation']['adapter']} on {summary['profile']['name']}: "
              f"{summary['elements']:,} elements in {summary['batches']['count']} batches "
@@ -52,10 +69,15 @@ def fuzz_lines(summary: dict, out: Path) -> list:
     for i, e in enumerate(summary["saved"], 1):
         where = f"batch {e['found']['batch']}, case {e['found']['case']}" + (
             f", element {e['found']['element']}" if e["found"]["element"] is not None else "")
-        what = f"got {e['got']}, expected {e['expected']}" if "got" in e else e["detail"]
-        lines.append(f"  [{i}] {describe_pattern(e['pattern'])}: {e['distinct']} distinct failure(s), "
-                     f"{e['findings']} in all")
-        lines.append(f"      smallest: {e['kind']} ({e['dtype']} {e['variant']}, length {e['length']}): {what} "
+        shown = "got" in e
+        failure = Failure(e["dtype"], e["variant"], e["requirement"], e["title"], by_id(e["requirement"]).statement,
+                          {k: v for k, v in e.items() if k != "kind"} if shown else None, "" if shown else f"{e['kind']}: {e['detail']}", variants=[e["variant"]],
+                          counted=f"{e['distinct']} distinct failure(s), {e['findings']} in all",
+                          shown_as="Smallest reproducer")
+        lines += _said(failure, f"  [{i}] ", "      ")
+        call = (f"element {e['element']} of a call of {e['length']}" if e["element"] is not None
+                else f"a call of {e['length']}")
+        lines.append(f"      Pattern: {describe_pattern(e['pattern']).split(': ', 1)[-1]}; {call} "
                      f"(found in {where}; vectors-{e['dtype']} case {', '.join(e['cases'])})")
         if "dy" in e:
             lines.append(f"      {explain_command(e['dtype'], e['dy'], e['x1'], e['x2'], e['beta'])}")
@@ -68,8 +90,8 @@ def fuzz_lines(summary: dict, out: Path) -> list:
         lines.append(f"  [-] {describe_pattern(r['pattern'])}: {len(r['keys'])} distinct failure(s), "
                      f"{r['findings']} in all (no reproducer of its own saved: --max-cases, or the same as one above)")
     for s in requirements.STATISTICS:
-        for run, e in summary.get(s.name, {}).items():
-            lines += [f"  {s.requirement} {run.replace('/', ' ')}, over the campaign: {line}" for line in e["findings"]]
+        for failure in _statistic_failures(summary.get(s.name, {}), s, "over the campaign"):
+            lines += _said(failure, "  [-] ", "      ")
     for cmd in summary["certify"]:
         lines.append(f"  certify: {cmd}")
     lines.append(f"summary: {out / 'summary.json'}")
@@ -107,7 +129,11 @@ def sweep_lines(state: dict, note: str = "") -> list:
         lines.append("worst: none: nothing was checked (" + ("no call returned a result" if v["failed_elements"]
                                                             else "every call was refused") + ")")
     elif w is None:
-        lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["beyond_budget"]["elements"]
+        no_distance = sum(n for b, n in s["histogram"].items() if b in ("nan", "zero-sign"))
+        lines.append("worst finite distance: 0 ULP; " + (f"{no_distance:,} results are" if no_distance > 1 else
+                                                          "1 result is") + " no distance (NaN against a number, or "
+                     "a zero of the other sign): below" if no_distance
+                     else "worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["beyond_budget"]["elements"]
                      else "worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
     else:
         lines.append(f"worst: {distance_text(w)} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
@@ -116,14 +142,17 @@ def sweep_lines(state: dict, note: str = "") -> list:
     lines.append(f"judged as certify judges on {v['platform']} (fp16 budget {v['budget_ulp']} ULP): "
                  f"{v['rejected']:,} elements rejected"
                  + (f"; calls without a result: {v['failed_elements']:,} elements" if v["failed_elements"] else ""))
-    for rid, r in v["requirements"].items():
-        e = r["worst"]
-        lines.append(f"  {rid} {r['title']}: {r['elements']:,} elements, worst x1 {e['x1']}, x2 {e['x2']}: "
-                     f"{outcome_text(e)}")
+    for rid, r in v["requirements"].items():  # certify's words (reports.view.failure_text), the sweep's dy and beta
+        failure = Failure("fp16", c["variant"], rid, r["title"], by_id(rid).statement,
+                          {**r["worst"], "dy": c["dy"], "beta": c["beta"]}, "", variants=[c["variant"]],
+                          counted=f"{r['elements']:,} of {v['checked_elements']:,} elements rejected")
+        lines += _said(failure, "  ", "    ")
     for rid, r in v["call_failures"].items():
         f = r["first"]
-        lines.append(f"  {rid} {r['title']}: {r['calls']:,} blocks failing as calls; the first, block {f['block']}: "
-                     f"{f['kind']}: {f['detail']}")
+        failure = Failure("fp16", c["variant"], rid, r["title"], by_id(rid).statement, None,
+                          f"block {f['block']}: {f['kind']}: {f['detail']}", variants=[c["variant"]],
+                          counted=f"{r['calls']:,} blocks failing as calls")
+        lines += _said(failure, "  ", "    ")
     if v["beyond_budget"]["elements"]:
         e = v["beyond_budget"]["worst"]
         lines.append(f"accepted beyond the budget (reachable under the error model, or an alternative's bits): "
@@ -132,8 +161,9 @@ def sweep_lines(state: dict, note: str = "") -> list:
         lines.append(f"open ({question}, {open_behaviour.ID}): "
                      + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))
     for st in requirements.STATISTICS:
-        lines += [f"{st.requirement} over the blocks sampled (every {sweep.SAMPLE_EVERY}th): {line}"
-                  for line in v.get(st.name, {}).get("findings", [])]
+        for failure in _statistic_failures({f"fp16/{c['variant']}": v.get(st.name, {"findings": []})}, st,
+                                           f"over the blocks sampled (every {sweep.SAMPLE_EVERY}th)"):
+            lines += _said(failure, "  ", "    ")
     if note:
         lines.append(note)
     failure = _first_failure(state)

@@ -193,6 +193,9 @@ def _home_expanded(command: str) -> str:
     return re.sub(r"(^|\s)'~/", r"\1~/'", command)
 
 
+WORST_LABEL = "Worst input (the largest error, not a pattern)"
+
+
 @dataclass
 class Failure:
     """One failing requirement of one run, with everything needed to see and reproduce it."""
@@ -212,6 +215,8 @@ class Failure:
     diagnosis: list = field(default_factory=list)  # diagnosis_line per pattern the failures share
     bulk: str = ""  # bulk_line: the commonest kind of error and a typical element (the block leads with it)
     cause: str = ""  # the cause it shares with other failing requirements of the run (reports.causes), if any
+    counted: str = ""  # how many, in words of a driver that counts otherwise (fuzz: distinct failures, findings)
+    shown_as: str = WORST_LABEL  # what the element shown is (fuzz: the smallest reproducer, not the worst)
 
     @property
     def where(self) -> str:
@@ -220,6 +225,8 @@ class Failure:
     @property
     def how_many(self) -> str:
         """``125 of 37269 failed`` (one variant, or the same counts in each), else per variant."""
+        if self.counted:
+            return self.counted
         if len(set(self.counts)) == 1:
             failed, checked = self.counts[0]
             return f"{failed} of {checked} failed" + (" in each" if len(self.counts) > 1 else "")
@@ -256,8 +263,7 @@ def failure_said(f: Failure, commands: "list | None" = None) -> list:
     if f.diagnosis:
         said.append(Said("diagnosis", "Diagnosis (patterns the failures share)", lines=tuple(f.diagnosis)))
     if f.worst:
-        said.append(Said("worst", "Worst input (the largest error, not a pattern)", element_text(f.worst),
-                         element=f.worst))
+        said.append(Said("worst", f.shown_as, element_text(f.worst), element=f.worst))
     elif f.detail:
         said.append(Said("first", "First failure", f.detail))
     said.append(Said("reproduce", "Reproduce" + (f" ({f.reproduction})" if f.reproduction else ""),
@@ -267,10 +273,11 @@ def failure_said(f: Failure, commands: "list | None" = None) -> list:
 
 def failure_text(f: Failure, commands: "list | None" = None, brief: bool = False) -> str:
     """:func:`failure_said` as plain text (JUnit's failure, the pytest plugin's, the command
-    line's); ``brief``: the heading, the cause, the commonest error and the worst input only."""
+    line's); ``brief``: the heading, the cause, what was found over the run, the commonest error and
+    the worst input (or the first failure) only."""
     out = []
     for s in failure_said(f, commands):
-        if brief and s.kind not in ("heading", "cause", "bulk", "worst", "first"):
+        if brief and s.kind not in ("heading", "cause", "over-the-run", "bulk", "worst", "first"):
             continue
         if s.kind in ("heading", "statement"):
             out.append(("  " if brief and s.kind != "heading" else "") + s.text)

@@ -46,6 +46,28 @@ def error_kinds(j, idx: np.ndarray) -> np.ndarray:
     return out
 
 
+def element_record(fmt, dy, x1, x2, beta, expected, got, *, distance: "int | None" = None,
+                   may_be_fill: bool = True) -> dict:
+    """One element as every report, fuzz summary and terminal line says it (reports.view.element_text
+    reads it): the inputs, the correctly rounded result and the implementation's (bit patterns,
+    as hex), and ``ulp``: its distance in ULPs, or the kind of result that is no distance
+    (judge.SPECIALS: an infinity or NaN against a number, the other sign ...). ``ulp_value``: the
+    distance (formats.ulp_distance; NaN as a class), what the worst is chosen by (the writers
+    leave it out); ``distance``: that distance where the judge measured it already.
+    ``not_written``: the result has dx1's fill bits, all but surely never written (``may_be_fill``
+    False: an in-place call, whose dx1 held an input)."""
+    want, bits = np.array([expected], fmt.uint), np.array([got], fmt.uint)
+    if distance is None:
+        distance = 0 if formats.same_result(fmt, bits, want)[0] else int(formats.ulp_distance(fmt, bits, want)[0])
+    cls = int(special_class(fmt, bits, want)[0])
+    out = {"dy": formats.hex_bits(fmt, dy), "x1": formats.hex_bits(fmt, x1), "x2": formats.hex_bits(fmt, x2),
+           "beta": formats.hex_bits(fmt, beta), "expected": formats.hex_bits(fmt, expected),
+           "got": formats.hex_bits(fmt, got), "ulp": SPECIALS[cls] if cls >= 0 else distance, "ulp_value": distance}
+    if may_be_fill and int(got) == fill_bits(fmt):
+        out["not_written"] = True  # dx1's bits from before the call: all but surely never written
+    return out
+
+
 class Tally:
     """Counts and the worst failing element of one requirement (or one family of it)."""
 
@@ -138,22 +160,17 @@ class Tally:
         self.examples += other.examples[: max(0, EXAMPLES - len(self.examples))]
 
     def element(self, j, k: int, got=None) -> dict:
-        """Element ``k`` of judgement ``j`` as a report example; ``got``: another result of it
-        (a rearranged call's) in place of the judged one, its distance measured the same way."""
-        fmt, c = self.fmt, j.case
+        """Element ``k`` of judgement ``j`` as a report example (:func:`element_record`, where it
+        is first); ``got``: another result of it (a rearranged call's) in place of the judged one,
+        its distance measured the same way."""
+        c = j.case
         if got is None:
             got, d = j.got[k], int(j.dist[k])
         else:
-            pair = np.array([got], fmt.uint), j.expected.oracle[k:k + 1]
-            d = 0 if formats.same_result(fmt, *pair)[0] else int(formats.ulp_distance(fmt, *pair)[0])
-        cls = int(special_class(fmt, np.array([got], fmt.uint), j.expected.oracle[k:k + 1])[0])
-        out = {"case": j.row["id"], "element": k, "length": int(c.call_length), "dy": formats.hex_bits(fmt, c.dy[k]), "x1": formats.hex_bits(fmt, c.x1[k]),
-               "x2": formats.hex_bits(fmt, c.x2[k]), "beta": formats.hex_bits(fmt, c.beta),
-               "expected": formats.hex_bits(fmt, j.expected.oracle[k]), "got": formats.hex_bits(fmt, got),
-               "ulp": SPECIALS[cls] if cls >= 0 else d, "ulp_value": d}
-        if c.out_alias is None and int(got) == fill_bits(fmt):
-            out["not_written"] = True  # dx1's bits from before the call: all but surely never written
-        return out
+            d = None
+        return {"case": j.row["id"], "element": k, "length": int(c.call_length),
+                **element_record(self.fmt, c.dy[k], c.x1[k], c.x2[k], c.beta, j.expected.oracle[k], got,
+                                 distance=d, may_be_fill=c.out_alias is None)}
 
     def entry(self, details: bool = True, findings: "dict | None" = None) -> dict:
         """The report's entry; ``details`` False: counts, worst and examples only (no diagnosis,

@@ -20,13 +20,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from sl1conf.reference import fast_oracle
-from sl1conf.reference import formats
 
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id, core_masks
+from sl1conf.conformance.requirements.base import element_record
 from sl1conf.conformance.requirements.elements import BOUNDARY_ID
 from sl1conf.conformance.search import fuzz
 from sl1conf.conformance.search.campaign import process_pool, stop_on_signals
@@ -246,11 +246,12 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
             k = g.element
             o = adapter.run([case])[0]
             want = fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in case.floats()[:3]), case.floats()[3])
-            entry.update({name: formats.hex_bits(fmt, getattr(case, name)[k]) for name in ("dy", "x1", "x2")})
-            entry["beta"] = formats.hex_bits(fmt, case.beta)
-            entry["expected"] = formats.hex_bits(fmt, want.view(fmt.uint)[0])
-            if o.status == "ok":
-                entry["got"] = formats.hex_bits(fmt, o.out[k])
+            element = element_record(fmt, case.dy[k], case.x1[k], case.x2[k], case.beta, want.view(fmt.uint)[0],
+                                     o.out[k] if o.status == "ok" else 0, may_be_fill=case.out_alias is None)
+            del element["ulp_value"]
+            if o.status != "ok":  # no result: the inputs and the expected bits only
+                element = {name: element[name] for name in ("dy", "x1", "x2", "beta", "expected")}
+            entry.update(element)
         family = BOUNDARY_EXACT if g.kind == "element" and g.key[4] == fuzz.BOUNDARY else REGRESSIONS
         items = [(family, _vector_case(case, g.kind))]
         if g.also:  # the calls it is seen in too (a twin under another core_mask)
