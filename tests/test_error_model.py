@@ -111,9 +111,9 @@ def test_a_newton_raphson_reciprocal_passes_the_dsp_profiles(p, tmp_path):
 def test_the_ascend_clamp_times_reciprocal_order_passes(tmp_path):
     """On a full run too: its outer lines give fl(beta * fl(1/beta)) * dy, one ULP toward zero
     wherever 1/beta rounds down, so about three quarters of its deviations lie toward zero, far
-    more than any branched order's. R01's rounding-bias test must take that lean from the
-    clamp order the profile allows (it once took it from four enumerated models only, and
-    failed this library on a full ieee run: 76.0% toward zero against 60.6% allowed)."""
+    more than any branched order's. R01's rounding-bias test must see those deviations as the
+    clamp order's own rounding (it once took the allowed lean from four enumerated models only,
+    and failed this library on a full ieee run: 76.0% toward zero against 60.6% allowed)."""
     lib = _lib(tmp_path, "clamp-reciprocal")
     for p, extra in (("ieee", ()), ("mt7004", ("--quick",))):
         code, failed, report = certify(tmp_path, lib, p, "--dtype", "fp32", "--variant", "p", *extra)

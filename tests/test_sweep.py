@@ -179,8 +179,7 @@ def test_a_worker_gives_the_subset_pairs_and_the_fast_oracle(subset, block):
 def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):
     """Tally.block (one judgement of the wrong elements) gives the tally of add + judge, and the
     accuracy requirement's lean counts (lean_bias_counts: a judgement of the elements where the
-    implementation or a model differs) are call_bias_counts' (every element judged, the models
-    computed on all of them): blocks with many wrong elements, none (the bias counters' keys
+    implementation differs) are call_bias_counts' (every element judged): blocks with many wrong elements, none (the bias counters' keys
     found among the others: x2 = 1, x1 far above), no ordinary element at all (x2 = inf), and
     NaN payloads that differ everywhere (x2 a NaN: not wrong)."""
     from sl1conf.conformance.requirements.accuracy import call_bias_counts, lean_bias_counts
@@ -198,10 +197,12 @@ def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):
         assert one.to_json() == whole.to_json(), (impl, k)
         counts = call_bias_counts(F.FP16, profile, got, dy, x1, x2, BETA)
         assert lean_bias_counts(F.FP16, profile, got, dy, x1, x2, BETA) == counts, (impl, k)
-        seen.add(bool(counts) and any(c["differ"] for c in counts.values()))
-        seen.add("keys only" if counts and not any(c["differ"] for c in counts.values()) else "")
+        deviations = sum(c["differ"] + c.get("explained", 0) for c in counts.values())  # an honest one's: explained
+        seen.add(bool(counts) and deviations > 0)
+        seen.add("keys only" if counts and not deviations else "")
         seen.add("none" if not counts else "")
-    assert {True, "keys only", "none"} <= seen
+    # an evaluation in fp64 rounds once and deviates only at exact ties of the result: none in these blocks
+    assert {True, "keys only", "none"} - ({True} if impl.endswith("fp64") else set()) <= seen
 
 
 # --------------------------------------------------------------------------------------
