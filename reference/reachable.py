@@ -38,7 +38,8 @@ import numpy as np
 
 from .formats import Format
 
-__all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "ErrorModel", "IEEE", "Reach", "reach",
+__all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "ErrorModel", "IEEE", "FLUSHING", "may_flush",
+           "Reach", "reach",
            "evaluations", "point", "plain", "plain_many"]
 
 ORDERS = {
@@ -86,6 +87,26 @@ IEEE = ErrorModel(orders={"divmul": PRECISIONS, "recipmul": ("fp32", "fp64"), "m
                           "clamp-divmul": PRECISIONS})
 """The default (a profile that names no error model): every order in fp32 and fp64, the
 division orders in the data format too, every operation correctly rounded, no flushing."""
+FLUSHING = ErrorModel(orders=IEEE.orders, flush=FLUSH_PLACES)
+"""IEEE's arithmetic with flushing at every place (DAZ and FTZ, as an FPU in flush mode does): the
+hypothesis a diagnosis tests rejected elements against (rules.judge.Judgement.flush_explained)."""
+
+
+def may_flush(fmt: Format, dy, x1, x2, beta) -> np.ndarray:
+    """Elements (bit arrays; ``beta`` one or one per element) where some value of some evaluation is
+    subnormal, or near enough to be before its rounding: an input, ``x1 - x2``, ``diff / beta``,
+    ``diff * dy``, ``1 / beta``, or the result. Elsewhere no flush changes anything, so the
+    flushing stage need not look (float64 with a margin of 2: its own rounding is far smaller)."""
+    v = lambda bits: np.asarray(bits, fmt.uint).view(fmt.dtype).astype(np.float64)  # noqa: E731
+    y, a, c = v(dy), v(x1), v(x2)
+    b = np.broadcast_to(v(np.asarray(beta, fmt.uint)), y.shape)
+    tiny = 2 * float(fmt.min_normal)
+    out = np.zeros(y.shape, bool)
+    with np.errstate(all="ignore"):
+        d = a - c
+        for w in (y, a, c, b, d, d / b, d * y, 1 / b, d / b * y):
+            out |= (np.abs(w) < tiny) & (w != 0)
+    return out
 
 
 def evaluations(fmt: Format, model: ErrorModel) -> list:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from sl1conf.adapters.base import FILL_BYTE
-from sl1conf.conformance.rules.diagnosis import CALL_FINDINGS, NOT_WRITTEN
+from sl1conf.conformance.rules.diagnosis import CALL_FINDINGS, EXPLANATIONS, NOT_WRITTEN
 
 __all__ = ["SHARE", "SPECIFIC", "NOT_WRITTEN", "causes", "cause_line"]
 
@@ -37,10 +37,12 @@ def _cause_of(req: dict) -> str:
     its failures, or of its examples, the fill), else any pattern holding SHARE of them, else the
     requirement itself."""
     failed = req.get("failed") or 0
-    # direct evidence about the calls that failed (a write after the return) outranks every inferred pattern
-    direct = [d for d in req.get("diagnosis") or [] if d.get("key") in CALL_FINDINGS and d["failed"] >= SHARE * failed]
+    # direct evidence about the calls that failed (a write after the return), then a hypothesis that
+    # gives the failing bits themselves (flushing), outrank every inferred pattern
+    direct = [d for key in (*CALL_FINDINGS, *EXPLANATIONS) for d in req.get("diagnosis") or []
+              if d.get("key") == key and d["failed"] >= SHARE * failed]
     if direct:
-        return direct[0]["pattern"]
+        return EXPLANATIONS.get(direct[0]["key"], direct[0]["pattern"])
     # the most specific pattern holding nearly all of them: the smallest share of the elements checked
     diagnosis = sorted((d for d in req.get("diagnosis") or [] if failed and d["failed"] >= SHARE * failed
                         and (d["checked_share"] <= POSITION_SPECIFIC or not d.get("key", "").startswith(POSITIONS))),

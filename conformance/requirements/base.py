@@ -11,7 +11,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from sl1conf.adapters.base import fill_bits
-from sl1conf.conformance.rules.diagnosis import diagnose
+from sl1conf.conformance.rules.diagnosis import FLUSH_VARIES, FLUSH_VARIES_TEXT, diagnose
 from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, SPECIALS, special_class
 from sl1conf.reference import formats
 
@@ -233,6 +233,25 @@ class RunContext:
 
     def of(self, families) -> list:
         return [j for j in self.judged if j.family in families]
+
+    def note_flush_varies(self, case, k: int, first: int, then: int, case_id: str, detail: str) -> bool:
+        """Whether ``first`` and ``then``, two results of element ``k`` of ``case`` that differ
+        (bits), are flushing's doing: one reachable by IEEE arithmetic only with a subnormal
+        flushed (reachable.FLUSHING), the other without. If so the call is a finding about
+        whole calls (``findings``, diagnosis.FLUSH_VARIES): the cause R14 and R18 then name."""
+        from sl1conf.reference import fast_oracle
+        from sl1conf.reference.reachable import FLUSHING, reach
+
+        fmt = self.fmt
+        floats = case.floats()
+        oracle = fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in floats[:3]), floats[3]).view(fmt.uint)
+        r = reach(fmt, FLUSHING, np.array([first, then], fmt.uint), case.dy[k], case.x1[k], case.x2[k], case.beta,
+                  np.repeat(oracle, 2), stages=(1, 3))
+        if sorted(r.stage.tolist()) != [1, 3]:
+            return False
+        text, ids = self.findings.setdefault(FLUSH_VARIES, (FLUSH_VARIES_TEXT, {}))
+        ids.setdefault(case_id, detail)
+        return True
 
     def made_of(self, plan: "Plan") -> "Made":
         """What the driver made of ``plan`` (nothing, where it made none of it)."""

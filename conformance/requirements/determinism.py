@@ -84,9 +84,11 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
             differ = np.flatnonzero(~formats.same_result(fmt, o.out, ref.out))
             if differ.size:
                 k = int(differ[0])
-                changes.append((no, c.id, f"{differ.size} elements differ; element {k}: call #{no0} ({what0}) gave "
-                                f"{formats.hex_bits(fmt, ref.out[k])}, call #{no} ({what}) {formats.hex_bits(fmt, o.out[k])}",
-                                j, k, o.out[k]))
+                detail = (f"{differ.size} elements differ; element {k}: call #{no0} ({what0}) gave "
+                          f"{formats.hex_bits(fmt, ref.out[k])}, call #{no} ({what}) {formats.hex_bits(fmt, o.out[k])}")
+                if k < c.elements_written:
+                    ctx.note_flush_varies(c, k, ref.out[k], o.out[k], c.id, detail)
+                changes.append((no, c.id, detail, j, k, o.out[k]))
     changes.sort(key=lambda x: x[0])
     for change in changes:
         t.count((change[1],))

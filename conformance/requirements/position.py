@@ -137,12 +137,14 @@ def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
             if not formats.same_result(fmt, o.out[i:i + 1], j.outcome.out[k:k + 1])[0]:
                 changed.append((orig, (i, L)))
                 t.count((j.row["id"], calls[first + c].id))
+                detail = (f"element {k} of a call of {j.case.call_length} gave "
+                          f"{formats.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
+                          f"call of {L} ({name}) gives {formats.hex_bits(fmt, o.out[i])}")
+                ctx.note_flush_varies(j.case, k, j.outcome.out[k], o.out[i], j.row["id"], detail)
                 if len(t.examples) < EXAMPLES:
                     ex = t.element(j, k, got=o.out[i])
                     ex.pop("ulp_value")
-                    ex["detail"] = (f"element {k} of a call of {j.case.call_length} gave "
-                                    f"{formats.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
-                                    f"call of {L} ({name}) gives {formats.hex_bits(fmt, o.out[i])}")
+                    ex["detail"] = detail
                     t.examples.append(ex)
     extra = {}
     if changed:

@@ -24,6 +24,17 @@ __all__ = ["diagnose", "WIDTHS", "TILES", "pattern_keys", "beta_classes"]
 NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # the pattern of unwritten elements
 LATE_WRITE = "late-write"  # the key of R13's call finding: calls that wrote dx1 after they returned
 CALL_FINDINGS = (LATE_WRITE,)  # keys that are observations of the failing calls themselves, not correlations
+FLUSHED = "flushed"  # the key of the elements whose result flushing gives (Judgement.flush_explained)
+FLUSHED_TEXT = ("subnormals flushed to zero (DAZ/FTZ): each result is what IEEE arithmetic gives with a subnormal "
+                "input read as zero, or a subnormal intermediate or result flushed, and not without")
+FLUSH_VARIES = "flushed-in-some-calls"  # the key of R14's and R18's calls whose results differ by a flush
+FLUSH_VARIES_TEXT = ("flushing that comes and goes: of the two results that differ, one is what IEEE arithmetic gives "
+                     "only with a subnormal flushed (DAZ/FTZ), the other what it gives without (the flush mode differs "
+                     "between calls, threads or positions)")
+FLUSHING = "subnormals flushed to zero (DAZ/FTZ)"  # the cause both name
+EXPLANATIONS = {FLUSHED: FLUSHING, FLUSH_VARIES: FLUSHING}
+"""Keys whose failures were recomputed under a hypothesis that gives their bits (not correlations),
+with the cause they name (reports.causes)."""
 WIDTHS = (4, 8, 16, 32, 64)  # vector widths (elements) whose tail is tested
 TILES = (256, 1024, 4096)  # tile sizes (elements) whose boundaries are tested
 LENGTHS = ((1, 16, "calls shorter than 16 elements"), (16, 1024, "calls of 16 to 1,023 elements"),
@@ -40,6 +51,7 @@ def _masks(j):
     m = j.exact.size
     k = np.arange(m)
     yield "not-written", NOT_WRITTEN, j.unwritten
+    yield FLUSHED, FLUSHED_TEXT, j.flush_explained
     for width in WIDTHS:
         yield f"tail-{width}", f"in the last n mod {width} elements (the tail after a vector body of {width})", \
             k >= m - m % width
@@ -101,7 +113,7 @@ def _masks(j):
         yield f"family-{j.family}", f"family {j.family}", np.full(m, True)
 
 
-STATIC_KEYS = ("not-written", "first", "last", "chunk", "nan", "inf", "zero", "subnormal", "boundary", "overflow", "gt",
+STATIC_KEYS = ("not-written", FLUSHED, FLUSH_VARIES, "first", "last", "chunk", "nan", "inf", "zero", "subnormal", "boundary", "overflow", "gt",
                "lt", "mid", "diff-subnormal", "diff-overflow", "quotient-underflow", "variant-s", "variant-p",
                "one-core", "mask-holes", "beta-nan", "beta-zero", "beta-negative", "beta-inf", "beta-subnormal",
                "beta-pow2", "beta-not-pow2", "beta-usual", "beta-huge", "beta-tiny", LATE_WRITE)

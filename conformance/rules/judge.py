@@ -223,6 +223,31 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         return self.reach.stage == 3
 
     @functools.cached_property
+    def flush_explained(self) -> np.ndarray:
+        """Rejected elements (written ones) whose result flushing gives: reachable by IEEE arithmetic
+        in an order the default error model lists with a subnormal input read as zero, or an
+        intermediate or the result flushed (reachable.FLUSHING), and not without a flush. Zeros
+        are compared without their sign (DAZ reads -tiny as -0, and -0 - -0 is +0: the sign depends
+        on the path, which the reachable set does not follow), so a zero of the wrong sign where the
+        result is zero is never put down to flushing: arithmetic without a flush reaches a zero too. What
+        a diagnosis names as the cause where it holds a requirement's failures: an FPU in flush
+        mode certified on a profile that forbids flushing fails many requirements for one reason.
+        Computed once per judgement, and only where a subnormal can arise (reachable.may_flush)."""
+        out = np.zeros(self.got.shape, bool)
+        if self.ok is None or not self.inputs:
+            return out
+        n = self.got.size
+        dy, x1, x2, beta = (np.broadcast_to(np.asarray(a, self.fmt.uint), (n,)) for a in self.inputs)
+        idx = np.flatnonzero(~self.ok & ~self.unwritten)
+        if idx.size:
+            idx = idx[reachable.may_flush(self.fmt, dy[idx], x1[idx], x2[idx], beta[idx])]
+        if idx.size:
+            r = reachable.reach(self.fmt, reachable.FLUSHING, self.got[idx], dy[idx], x1[idx], x2[idx], beta[idx],
+                                self.expected.oracle[idx], stages=(1, 3))
+            out[idx[r.stage == 3]] = True
+        return out
+
+    @functools.cached_property
     def beyond_budget(self) -> np.ndarray:
         """Accepted, but beyond the budget: accepted only as reachable under the error model or as
         an alternative's bits (reports show these apart from the largest error, with what it took).
