@@ -85,7 +85,7 @@ CHECKPOINT_SECONDS = 1.0
 """The checkpoint is rewritten at most this often while blocks finish, and once more when the
 run ends however it ends (a write with its schema check costs about 7 ms, half a block: once
 per block it was a quarter of a full sweep's time)."""
-STATE_FORMAT = "sl1conf-sweep/3"
+STATE_FORMAT = "sl1conf-sweep/4"
 """3: ``excepted`` is ``beyond_budget`` (as in reports), the statistics by name, the probes' call failures."""
 
 
@@ -642,14 +642,12 @@ def load_state(folder) -> "dict | None":
     except RecursionError:  # json's decoder recurses once per level of nesting
         raise SweepError(f"{path} is not a readable sweep state (nested too deeply)") from None
     found = state.get("format") if isinstance(state, dict) else None
-    if found == "sl1conf-sweep/2":
-        state = _upgraded_from_2(state)
-        found = state["format"]
     if found != STATE_FORMAT:
         older = isinstance(found, str) and found.startswith("sl1conf-sweep/")
         raise SweepError(f"{path} is not a readable sweep state (format is {found!r}, not {STATE_FORMAT}"
-                         + ("; a checkpoint of an older sl1conf, judged by other rules: sweep again into "
-                            "another folder)" if older else ")"))
+                         + ("; a checkpoint of an older sl1conf, judged by other rules (format 4: R01's rounding-bias "
+                            "counts leave out the deviations an allowed evaluation gives): sweep again into another "
+                            "folder)" if older else ")"))
     jsonfiles.validate(state, "sweep-state.schema.json", SweepError, str(path))
     try:  # the schema admits only what these read; the net catches a gap in it
         state["tally"] = Tally.from_json(state["tally"])
@@ -657,26 +655,6 @@ def load_state(folder) -> "dict | None":
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SweepError(f"{path} is not a readable sweep state ({type(exc).__name__}: {exc})") from None
     return state
-
-
-def _upgraded_from_2(state: dict) -> dict:
-    """A format 2 state as format 3 (judged by the same rules: only names moved): ``excepted`` is
-    ``beyond_budget``, the rounding-bias counts are the statistic's, no probe found a failed call
-    (format 2 had no probes that could)."""
-    try:
-        tally = state["tally"]
-        tally["beyond_budget"] = tally.pop("excepted")
-        counts = tally.pop("rounding_bias_counts", {})
-        run = f"fp16/{state['config']['variant']}"
-        tally["statistics"] = {"rounding_bias": {run: counts}} if counts else {}
-        tally["call_failures"] = {}
-        verdict = state.get("summary", {}).get("verdict")
-        if verdict is not None:
-            verdict["beyond_budget"] = verdict.pop("excepted")
-            verdict["call_failures"] = {}
-    except (KeyError, TypeError, AttributeError):
-        return state  # the schema check names what is wrong with it
-    return {**state, "format": STATE_FORMAT}
 
 
 def save_state(folder, state: dict) -> None:
