@@ -37,9 +37,11 @@ __all__ = ["FuzzError", "SCHEMA", "SCHEMA_VERSION", "read_summary", "claim", "fi
            "write_output", "merge", "replayed_campaign", "statistic_keys"]
 
 SCHEMA = "sl1conf-fuzz"
-SCHEMA_VERSION = 4  # 2: findings keyed by requirement id; saved failures name their requirements;
+SCHEMA_VERSION = 5  # 2: findings keyed by requirement id; saved failures name their requirements;
 # 3: batches of 2^20 elements, long calls drawn by sampling.fast_batch (another batch for the same seed);
-# 4: failures grouped by pattern (failures.patterns), one saved reproducer per pattern with its counts
+# 4: failures grouped by pattern (failures.patterns), one saved reproducer per pattern with its counts;
+# 5: R01's rounding-bias counts leave out, as 'explained', the deviations an allowed evaluation gives (the
+# rule changed: older summaries are not merged with newer ones); saved reproducers carry ulp and not_written
 REGRESSIONS = (100, "fuzz-regressions", "Failures found by sl1conf fuzz, each minimized to the shortest call "
                                         "and the simplest values that still fail.")
 CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data under two core masks gives "
