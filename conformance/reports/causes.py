@@ -31,8 +31,9 @@ def _unwritten(example: dict) -> bool:
     return bool(example.get("not_written")) or bool(_FILL.search(example.get("detail", "")))
 
 
-def _cause_of(req: dict) -> str:
-    """One failing requirement's cause: the most specific pattern of its diagnosis (of those holding
+def _cause_of(req: dict) -> tuple:
+    """One failing requirement's cause and what its evidence adds to it ("in some calls and not in
+    others": a flush seen to come and go): the most specific pattern of its diagnosis (of those holding
     SHARE of its failures, the one covering the fewest of the elements checked, at most SPECIFIC), else elements left unwritten (most of
     its failures, or of its examples, the fill), else any pattern holding SHARE of them, else the
     requirement itself."""
@@ -42,22 +43,22 @@ def _cause_of(req: dict) -> str:
     direct = [d for key in (*CALL_FINDINGS, *EXPLANATIONS) for d in req.get("diagnosis") or []
               if d.get("key") == key and d["failed"] >= SHARE * failed]
     if direct:
-        return EXPLANATIONS.get(direct[0]["key"], direct[0]["pattern"])
+        return EXPLANATIONS.get(direct[0]["key"], (direct[0]["pattern"], ""))
     # the most specific pattern holding nearly all of them: the smallest share of the elements checked
     diagnosis = sorted((d for d in req.get("diagnosis") or [] if failed and d["failed"] >= SHARE * failed
                         and (d["checked_share"] <= POSITION_SPECIFIC or not d.get("key", "").startswith(POSITIONS))),
                        key=lambda d: d["checked_share"])
     if diagnosis and diagnosis[0]["checked_share"] <= SPECIFIC:
-        return diagnosis[0]["pattern"]
+        return diagnosis[0]["pattern"], ""
     bulk = req.get("bulk")
     if bulk and bulk["kind"].startswith("not written") and bulk["failed"] >= SHARE * bulk["of"]:
-        return NOT_WRITTEN
+        return NOT_WRITTEN, ""
     examples = req.get("examples") or []
     if examples and sum(map(_unwritten, examples)) >= SHARE * len(examples):
-        return NOT_WRITTEN
+        return NOT_WRITTEN, ""
     if diagnosis:
-        return diagnosis[0]["pattern"]
-    return f"{req['id']} {req['title']}"
+        return diagnosis[0]["pattern"], ""
+    return f"{req['id']} {req['title']}", ""
 
 
 def causes(run: dict) -> list:
@@ -67,10 +68,13 @@ def causes(run: dict) -> list:
     for req in run["requirements"]:
         if req["status"] != "fail" or req.get("kind") != "required":
             continue
-        g = groups.setdefault(_cause_of(req), {"requirements": [], "failed": 0})
+        cause, adds = _cause_of(req)
+        g = groups.setdefault(cause, {"requirements": [], "failed": 0, "adds": []})
         g["requirements"].append(req["id"])
         g["failed"] += req.get("failed") or 0
-    out = [{"cause": cause, **g} for cause, g in groups.items()]
+        if adds and adds not in g["adds"]:
+            g["adds"].append(adds)
+    out = [{"cause": ", ".join([cause, *g.pop("adds")]), **g} for cause, g in groups.items()]
     return sorted(out, key=lambda c: (-len(c["requirements"]), -c["failed"]))
 
 

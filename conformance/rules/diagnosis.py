@@ -32,9 +32,9 @@ FLUSH_VARIES_TEXT = ("flushing that comes and goes: of the two results that diff
                      "only with a subnormal flushed (DAZ/FTZ), the other what it gives without (the flush mode differs "
                      "between calls, threads or positions)")
 FLUSHING = "subnormals flushed to zero (DAZ/FTZ)"  # the cause both name
-EXPLANATIONS = {FLUSHED: FLUSHING, FLUSH_VARIES: FLUSHING}
+EXPLANATIONS = {FLUSHED: (FLUSHING, ""), FLUSH_VARIES: (FLUSHING, "in some calls and not in others")}
 """Keys whose failures were recomputed under a hypothesis that gives their bits (not correlations),
-with the cause they name (reports.causes)."""
+with the cause they name and what the key adds to it (reports.causes)."""
 WIDTHS = (4, 8, 16, 32, 64)  # vector widths (elements) whose tail is tested
 TILES = (256, 1024, 4096)  # tile sizes (elements) whose boundaries are tested
 LENGTHS = ((1, 16, "calls shorter than 16 elements"), (16, 1024, "calls of 16 to 1,023 elements"),
