@@ -20,15 +20,13 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.conformance.requirements.base import UNWRITTEN
+from sl1conf.conformance.rules.distances import BUCKETS, bucket_of
 from sl1conf.conformance.rules.judge import SPECIALS, special_class
 from sl1conf.reference import formats
 
 __all__ = ["BUCKETS", "RATIO_EDGES", "bucket_of", "ErrorStats"]
 
 
-BUCKETS = ("0", "1", "2", "3", "4", "5-8", "9-64", "65+", "nan")
-"""ULP-distance buckets of the per-family histograms ("nan": one side NaN, the other not)."""
-_UPPER = np.array([0, 1, 2, 3, 4, 8, 64])  # inclusive upper ends of the numeric buckets but the last
 CHUNK = 1 << 16
 """Elements a run's statistics take at once: few enough that the temporaries stay in the cache."""
 RATIO_EDGES = [round(-4 + 0.1 * i, 10) for i in range(81)]
@@ -48,12 +46,6 @@ def _ratio_bins(r: np.ndarray) -> np.ndarray:
     i -= r < _EDGES[i]
     i += r >= _EDGES[i + 1]
     return i
-
-
-def bucket_of(dist: np.ndarray) -> np.ndarray:
-    """Index into BUCKETS for each ULP distance."""
-    idx = np.searchsorted(_UPPER, np.minimum(dist, 1 << 62), side="left")
-    return np.where(dist == formats.NAN_MISMATCH, len(BUCKETS) - 1, idx)
 
 
 class ErrorStats:

@@ -11,6 +11,7 @@ from typing import Callable, Optional
 import numpy as np
 
 from sl1conf.adapters.base import fill_bits
+from sl1conf.conformance.rules import distances
 from sl1conf.conformance.rules.diagnosis import FLUSH_VARIES, FLUSH_VARIES_TEXT, diagnose
 from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, SPECIALS, special_class
 from sl1conf.reference import formats
@@ -23,12 +24,9 @@ EXAMPLES = 5  # failing inputs listed per requirement
 
 
 UNWRITTEN = "not written (dx1 still holds the fill)"  # an element's error kind: no result, no distance
-ERROR_KINDS = (*SPECIALS, UNWRITTEN, "1 ULP from the correctly rounded result",
-               "2 ULP from it", "3 or 4 ULP from it", "5 to 64 ULP from it", "65 ULP or more from it",
-               "a zero of the other sign")
+ERROR_KINDS = (*SPECIALS, UNWRITTEN, *distances.WORDS, "a zero of the other sign")
 """What a failing element's error is, for a block's bulk: a kind that is no distance (judge.SPECIALS),
-an element left unwritten, or a distance class."""
-_KIND_EDGES = np.array([1, 2, 4, 64])  # upper ends of the distance classes but the last
+an element left unwritten, or a distance class (rules.distances, the histograms' classes)."""
 
 
 def error_kinds(j, idx: np.ndarray) -> np.ndarray:
@@ -42,7 +40,7 @@ def error_kinds(j, idx: np.ndarray) -> np.ndarray:
     rest &= ~unwritten
     d = j.dist[idx]
     out[rest] = np.where(d[rest] == 0, len(ERROR_KINDS) - 1,
-                         len(SPECIALS) + 1 + np.searchsorted(_KIND_EDGES, np.minimum(d[rest], 1 << 40), side="left"))
+                         len(SPECIALS) + 1 + distances.distance_class(np.maximum(d[rest], 1)))
     return out
 
 

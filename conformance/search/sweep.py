@@ -50,7 +50,7 @@ from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.memory import keep_freed_memory
 from sl1conf.conformance.common.files import write_atomic
-from sl1conf.conformance.rules import openbehaviour
+from sl1conf.conformance.rules import distances, openbehaviour
 from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id
 from sl1conf.conformance.requirements.base import Seen
@@ -68,11 +68,11 @@ __all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "
 
 FP16 = formats.FP16
 BLOCK = 1 << 20
-LARGE = 16
-BUCKETS = tuple(str(d) for d in range(LARGE)) + (f"{LARGE}+", "nan", "zero-sign")
-"""ULP distance 0..15, 16 and more, NaN against a number, +0 against -0 (0 ULP apart)."""
+BUCKETS = (*distances.BUCKETS, "zero-sign")
+"""The histograms' buckets (rules.distances: 0, the distance classes, NaN against a number) and +0
+against -0 (0 ULP apart, not the same result)."""
 NB = len(BUCKETS)
-B_NAN, B_ZERO = LARGE + 1, LARGE + 2
+B_ZERO = NB - 1
 ROWS = ("unmatched", "ftz", "model", "model+ftz")
 """What else a wrong element equals: nothing, only the flush-to-zero oracle, an accepted model."""
 AROUND_BETA_K = 8
@@ -372,9 +372,8 @@ class Tally:
         dist, model, ftz = (j.dist, np.logical_or.reduce(list(j.models.values())), j.ftz) if hasattr(j, "dist") else j
         g, w = got[bad], want[bad]
         nan = dist == formats.NAN_MISMATCH
-        bucket = np.minimum(dist, LARGE)
+        bucket = distances.bucket_of(dist)
         bucket[dist == 0] = B_ZERO
-        bucket[nan] = B_NAN
         row = 2 * model.astype(np.int64) + ftz
         cells = row * NB + bucket
         counts = np.bincount(cells, minlength=len(ROWS) * NB).reshape(len(ROWS), NB)
@@ -645,9 +644,9 @@ def load_state(folder) -> "dict | None":
     if found != STATE_FORMAT:
         older = isinstance(found, str) and found.startswith("sl1conf-sweep/")
         raise SweepError(f"{path} is not a readable sweep state (format is {found!r}, not {STATE_FORMAT}"
-                         + ("; a checkpoint of an older sl1conf, judged by other rules (format 4: R01's rounding-bias "
-                            "counts leave out the deviations an allowed evaluation gives): sweep again into another "
-                            "folder)" if older else ")"))
+                         + ("; a checkpoint of an older sl1conf, judged by other rules (format 4: the rounding-bias "
+                            "counts leave out the deviations an allowed evaluation gives, and the histogram has the "
+                            "reports' distance classes): sweep again into another folder)" if older else ")"))
     jsonfiles.validate(state, "sweep-state.schema.json", SweepError, str(path))
     try:  # the schema admits only what these read; the net catches a gap in it
         state["tally"] = Tally.from_json(state["tally"])
