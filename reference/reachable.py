@@ -40,7 +40,7 @@ from .formats import Format
 
 __all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "ErrorModel", "IEEE", "FLUSHING", "may_flush",
            "Reach", "reach",
-           "evaluations", "point", "plain", "plain_many"]
+           "evaluations", "point", "plain_many"]
 
 ORDERS = {
     "divmul": "(diff / beta) * dy",
@@ -289,19 +289,14 @@ def point(fmt: Format, order: str, precision, dy, x1, x2, beta) -> np.ndarray:
     return np.asarray(res).astype(fmt.dtype)
 
 
-def plain(fmt: Format, order: str, precision, dy, x1, x2, beta) -> np.ndarray:
-    """:func:`point`'s bits by plain numpy arithmetic in the precision, several times faster (the
-    rounding-bias test evaluates every order on every ordinary element of a run): numpy rounds each
-    float16, float32 and float64 operation correctly, the same rounding the intervals' corners
-    take, then ``astype`` rounds once to the data format. The same bits as :func:`point` wherever
-    that gives a number (tests/test_error_model.py); NaN payloads may differ."""
-    return plain_many(fmt, [(order, precision)], dy, x1, x2, beta)[0]
-
-
 def plain_many(fmt: Format, evaluations: list, dy, x1, x2, beta) -> list:
-    """:func:`plain` of several (order, precision) pairs of the same elements, each operation
-    computed once per precision (``x1 - x2``, ``1 / beta``, ``diff / beta``, ``diff * dy`` serve
-    several orders: the same correctly rounded values)."""
+    """:func:`point`'s bits of several (order, precision) pairs of the same elements by plain numpy
+    arithmetic in the precision, several times faster (the rounding-bias test evaluates every
+    order on an implementation's deviations): numpy rounds each float16, float32 and float64
+    operation correctly, the same rounding the intervals' corners take, then ``astype`` rounds
+    once to the data format. The same bits as :func:`point` wherever that gives a number
+    (tests/test_error_model.py); NaN payloads may differ. Each operation is computed once per
+    precision (``x1 - x2``, ``1 / beta``, ``diff / beta``, ``diff * dy`` serve several orders)."""
     dy = np.asarray(dy, fmt.dtype)
     out, cache = [], {}
     with np.errstate(all="ignore"):

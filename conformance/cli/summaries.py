@@ -47,10 +47,13 @@ def _said(f: Failure, first: str, rest: str) -> list:
 
 def _statistic_failures(entries: dict, s, counted: str) -> list:
     """The Failures of a statistic's failing runs (``entries``: "dtype/variant" -> its judgement)."""
-    req = by_id(s.requirement)
-    return [Failure(*run.split("/"), req.id, req.title, req.statement, None, "", variants=[run.split("/")[1]],
-                    counted=counted, over_the_run="; ".join(e["findings"]))
-            for run, e in entries.items() if e["findings"]]
+    req, out = by_id(s.requirement), []
+    for run, e in entries.items():
+        if e["findings"]:
+            dtype, variant = run.split("/")
+            out.append(Failure(dtype, variant, req.id, req.title, req.statement, None, "", variants=[variant],
+                               counted=counted, over_the_run="; ".join(e["findings"])))
+    return out
 
 
 def fuzz_lines(summary: dict, out: Path) -> list:
@@ -130,11 +133,14 @@ def sweep_lines(state: dict, note: str = "") -> list:
                                                             else "every call was refused") + ")")
     elif w is None:
         no_distance = sum(n for b, n in s["histogram"].items() if b in ("nan", "zero-sign"))
-        lines.append("worst finite distance: 0 ULP; " + (f"{no_distance:,} results are" if no_distance > 1 else
-                                                          "1 result is") + " no distance (NaN against a number, or "
-                     "a zero of the other sign): below" if no_distance
-                     else "worst: 0 ULP (every element correctly rounded, NaN as a class)" if not v["beyond_budget"]["elements"]
-                     else "worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
+        if no_distance:
+            are = f"{no_distance:,} results are" if no_distance > 1 else "1 result is"
+            lines.append(f"worst finite distance: 0 ULP; {are} no distance (NaN against a number, or a zero of "
+                         "the other sign): below")
+        elif v["beyond_budget"]["elements"]:
+            lines.append("worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
+        else:
+            lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)")
     else:
         lines.append(f"worst: {distance_text(w)} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
                      f"{w['expected']}, got {w['got']}")

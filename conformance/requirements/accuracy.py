@@ -20,13 +20,6 @@ BIAS_DIRECTIONS = ("toward zero", "away from zero", "down", "up")
 BALANCED = "a balanced rounding"  # what the deviations no allowed evaluation gives are held to
 
 
-def honest_evaluations(fmt, profile) -> list:
-    """(name, order, precision) of every evaluation the profile's error model allows on data
-    ``fmt`` with every operation correctly rounded and nothing flushed (``reachable.evaluations``):
-    a deviation one of them gives bit for bit is that evaluation's rounding, not a lean."""
-    return reachable_evaluations(fmt, profile.error_model)
-
-
 def bias_counts(judged, profile) -> dict:
     """Over the ordinary elements (normal inputs, a normal correctly rounded result that flushing
     does not change and no open question touches, not on the boundary, no intermediate overflow,
@@ -35,7 +28,8 @@ def bias_counts(judged, profile) -> dict:
     to another question), and of those, per direction, how many lie that way ({"got": counts}).
 
     A deviation that an evaluation the profile's error model allows gives bit for bit
-    (:func:`honest_evaluations`) is that evaluation's rounding: counted apart ("explained"), not
+    (``reachable.evaluations``: each order at each precision it lists, every operation correctly
+    rounded, nothing flushed) is that evaluation's rounding: counted apart ("explained"), not
     in the directions. Each such evaluation leans as its order and precision make it lean (the
     native-half division toward zero in about 60% of its deviations; Ascend's clamp order, whose
     outer lines give ``fl(beta * fl(1/beta)) * dy``, in about 76%; an fp64 evaluation deviates only
@@ -63,7 +57,8 @@ def bias_counts(judged, profile) -> dict:
             picked.append((j, idx))
     if not any_ordinary:
         return {}
-    c = {"differ": 0, **{k: 0 for k in BIAS_DIRECTIONS}, "explained": 0}
+    c = {"differ": 0, **{k: 0 for k in BIAS_DIRECTIONS}, "explained": 0,
+         **({"approximate": 0} if profile.error_model.approximate else {})}
     if picked:
         # every judgement's deviating elements at once (the work is per element, the overhead per array)
         fmt = picked[0][0].fmt
@@ -73,7 +68,7 @@ def bias_counts(judged, profile) -> dict:
                                   for j, k in picked]) for i in range(4)]
         d = formats.ulp_distance(fmt, got, o)
         at = np.flatnonzero((d >= 1) & (d <= profile.max_ulp[fmt.name]))
-        honest = honest_evaluations(fmt, profile)
+        honest = reachable_evaluations(fmt, profile.error_model)
         # the enumerated models' bits are at hand (the kernel's, per judgement): most deviations are
         # one of theirs; only the others are evaluated in every other order the profile allows
         held = [name for name, _, _ in honest if all(name in j.expected.models for j, _ in picked)]
@@ -97,8 +92,6 @@ def bias_counts(judged, profile) -> dict:
         c["differ"] = int(at.size)
         for k, lean in zip(BIAS_DIRECTIONS, (np.abs(v) < np.abs(w), np.abs(v) > np.abs(w), v < w, v > w)):
             c[k] = int(lean.sum())
-    elif profile.error_model.approximate:
-        c["approximate"] = 0
     return {"got": c}
 
 
