@@ -889,6 +889,15 @@ def test_same_result_compares_nan_as_a_class_and_zeros_by_sign():
     assert F.same_result(FP16, a, b).tolist() == [True, True, True, False, False, True, False]
 
 
+def test_same_result_is_the_same_where_few_elements_differ():
+    # the pairs above among many equal elements (same_result then looks at the differing ones only)
+    a = np.array([0x7E00, 0x7D01, 0xFE00, 0x0000, 0x8000, 0x3C00, 0x7C00], np.uint16)
+    b = np.array([0xFD00, 0x7E00, 0x7E00, 0x8000, 0x0000, 0x3C00, 0x7E00], np.uint16)
+    filler = np.arange(1000, dtype=np.uint16)
+    got = F.same_result(FP16, np.concatenate([filler, a, filler]), np.concatenate([filler, b, filler]))
+    assert got.tolist() == [True] * 1000 + [True, True, True, False, False, True, False] + [True] * 1000
+
+
 def test_hex_bits_is_fixed_width():
     assert F.hex_bits(FP16, 0x1) == "0x0001"
     assert F.hex_bits(FP32, 0x3F800000) == "0x3f800000"

@@ -305,7 +305,7 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
         before.result()  # raises what the adapter raised, in the order the calls were made
         first, outcomes = own.result()
         answered_unsupported: list = []
-        ctx.judged, ctx.broken, ctx.rejected, (ctx.whole, bounds) = _judge_outcomes(
+        ctx.judged, ctx.broken, ctx.rejected, (ctx.whole, ctx.bounds) = _judge_outcomes(
             adapter, profile, vs, calls, outcomes, first, answered_unsupported, columns)
         if bar is not None:
             bar.update(0, failures=len(ctx.broken) + sum(not bool(np.all(j.ok)) for j in ctx.judged))
@@ -345,7 +345,7 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
         requirements.append(entry)
 
     stats = ErrorStats()
-    stats.add_run(fmt, ctx.whole, judged, bounds)
+    stats.add_run(fmt, ctx.whole, judged, ctx.bounds)
 
     def describe(i, k):
         element = Tally(fmt).element(judged[i], k)

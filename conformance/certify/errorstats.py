@@ -81,7 +81,8 @@ class ErrorStats:
         n = dist.size
         cut = lambda a: None if a is None else a[:n]  # noqa: E731
         self._add(fmt, [family], np.zeros(n, np.intp), dist, x1[:n], x2[:n], np.full(n, beta, fmt.uint),
-                  lambda k: (where, k), beyond_budget, cut(got), cut(oracle), accepted_by, accepted, unwritten)
+                  lambda k: (where, k), beyond_budget, cut(got), cut(oracle),
+                  None if accepted_by is None else accepted_by.__getitem__, accepted, unwritten)
 
     def add_run(self, fmt: formats.Format, whole, judged: list, bounds) -> None:
         """Every judgement of a run at once, as :meth:`add` one by one would (``where``: its
@@ -94,19 +95,23 @@ class ErrorStats:
         unwritten = np.concatenate([j.unwritten if j.case.out_alias is None else np.zeros(j.got.shape, bool)
                                     for j in judged]) if judged else np.zeros(0, bool)
         x1, x2, beta = whole.inputs[1], whole.inputs[2], np.broadcast_to(whole.inputs[3], whole.dist.shape)
-        columns = (fam, whole.dist, x1, x2, beta, whole.beyond_budget, whole.got, whole.expected.oracle,
-                   whole.accepted_as(), whole.ok, unwritten)
+        columns = (fam, whole.dist, x1, x2, beta, whole.beyond_budget, whole.got, whole.expected.oracle)
+        beyond = np.flatnonzero(whole.beyond_budget)
+        named = whole.accepted_as(beyond)  # what accepted them: named for those few only
         for lo in range(0, whole.dist.size, CHUNK):  # in order, as call after call would come
             def locate(k, lo=lo):
                 i = int(np.searchsorted(bounds, lo + k, side="right")) - 1
                 return i, int(lo + k - bounds[i])
             part = [c[lo:lo + CHUNK] for c in columns]
-            self._add(fmt, names, part[0], *part[1:5], locate, *part[5:])
+            self._add(fmt, names, part[0], *part[1:5], locate, *part[5:],
+                      lambda k, lo=lo: named[np.searchsorted(beyond, lo + k)], whole.ok[lo:lo + CHUNK],
+                      unwritten[lo:lo + CHUNK])
 
     def _add(self, fmt, names, fam, dist, x1, x2, beta, locate, beyond_budget, got, oracle, accepted_by, accepted,
              unwritten) -> None:
         """The elements of calls of ``names`` (``fam``: each element's index into them), with
-        one beta each; ``locate(k)``: (where, index) of element ``k`` of these arrays."""
+        one beta each; ``locate(k)``: (where, index) of element ``k`` of these arrays;
+        ``accepted_by(ks)``: what accepted elements ``ks`` (beyond the budget) there."""
         if not dist.size:
             return
         # Most elements are exact (distance 0, class -1: no special, no worst, no NaN): the work
@@ -155,7 +160,7 @@ class ErrorStats:
                     self.beyond_ulp, self.beyond_at = int(dist[k]), locate(k)
             self.beyond_far += int(far.size)
             if accepted_by is not None:
-                for name in accepted_by[far].tolist():
+                for name in accepted_by(far).tolist():
                     self.beyond_by[name or "?"] = self.beyond_by.get(name or "?", 0) + 1
             real &= ~ex_nz
         if real.any():

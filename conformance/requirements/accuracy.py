@@ -9,7 +9,7 @@ import numpy as np
 from sl1conf.conformance.rules.judge import expected_for, is_special, judge
 from sl1conf.reference import formats
 from sl1conf.reference.reachable import evaluations as reachable_evaluations, plain_many, reach
-from sl1conf.conformance.requirements.base import Batch, Check, Requirement, RunContext, Statistic, Tally
+from sl1conf.conformance.requirements.base import Batch, Check, Requirement, RunContext, Statistic, Tally, calls_to_look_at
 
 
 BIAS_SIGMAS = 6.0
@@ -209,8 +209,18 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
     """The element rule's rejections, family by family (nothing judged: not applicable), and
     the rounding-bias test over the run's ordinary elements."""
     per_family = {}
-    for j in ctx.judged:
-        per_family.setdefault(j.family, Tally(ctx.fmt)).add(j, j.rejected[req.id])
+    if ctx.whole is not None:
+        calls = {}
+        for i, j in enumerate(ctx.judged):
+            calls.setdefault(j.family, []).append(i)
+        bad = ctx.whole.rejected[req.id]
+        looked = calls_to_look_at(ctx, bad)
+        for family, which in calls.items():
+            per_family[family] = Tally(ctx.fmt)
+            per_family[family].add_calls(ctx, which, bad, looked=looked)
+    else:
+        for j in ctx.judged:
+            per_family.setdefault(j.family, Tally(ctx.fmt)).add(j, j.rejected[req.id])
     total = Tally(ctx.fmt)
     for t in per_family.values():
         total.merge(t)

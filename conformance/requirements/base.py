@@ -66,6 +66,20 @@ def element_record(fmt, dy, x1, x2, beta, expected, got, *, distance: "int | Non
     return out
 
 
+def calls_to_look_at(ctx: "RunContext", bad: np.ndarray, among: "np.ndarray | None" = None) -> tuple:
+    """For :meth:`Tally.add_calls`: per judged call, whether it has an element ``bad`` marks or one
+    ``among`` accepted beyond the budget, and how many elements ``among`` marks in it."""
+    bounds = ctx.bounds
+    hot = ctx.whole.beyond_budget & ~bad
+    if among is not None:
+        hot &= among
+    hot |= bad
+    close = np.zeros(len(ctx.judged), bool)
+    close[np.searchsorted(bounds, np.flatnonzero(hot), side="right") - 1] = True
+    counted = np.diff(bounds) if among is None else np.diff(np.concatenate([[0], np.cumsum(among)])[bounds])
+    return close, counted
+
+
 class Tally:
     """Counts and the worst failing element of one requirement (or one family of it)."""
 
@@ -99,6 +113,24 @@ class Tally:
             self.worst = ex
         if len(self.examples) < EXAMPLES:
             self.examples.append(ex)
+
+    def add_calls(self, ctx: "RunContext", which, bad: np.ndarray, among: "np.ndarray | None" = None,
+                  looked: "tuple | None" = None) -> None:
+        """:meth:`add` of ``ctx.judged[i]`` for every ``i`` of ``which`` (in order), ``bad`` and
+        ``among`` given as masks over the run's elements (``ctx.whole``): the same counts, examples
+        and evidence, the per-element work done once over the run (a call with no failing element
+        and none accepted beyond the budget is only counted: most calls are). ``looked``: what
+        :func:`calls_to_look_at` gave for these masks, where the caller adds several subsets."""
+        judged, bounds = ctx.judged, ctx.bounds
+        close, counted = looked or calls_to_look_at(ctx, bad, among)
+        for i in which:
+            j, lo, hi = judged[i], bounds[i], bounds[i + 1]
+            part = None if among is None else among[lo:hi]
+            if close[i]:
+                self.add(j, bad[lo:hi], part)
+            else:
+                self.checked += int(counted[i])
+                self.seen.append((j, bad[lo:hi], np.ones(hi - lo, bool) if part is None else part))
 
     def _beyond_budget(self, j, accepted: np.ndarray) -> None:
         """Count the accepted elements that are beyond the budget (reachable under the error
@@ -228,6 +260,13 @@ class RunContext:
     returned: list = field(default_factory=list)  # the cases of the run's calls that returned, in call order
     made: dict = field(default_factory=dict)  # plan name -> Made: the calls the plans asked for
     whole: object = None  # the judgement of every returned element at once (``judged`` are views of it)
+    bounds: object = None  # where each judged call's elements start in ``whole``, and where the last ends
+
+
+    def element_at(self, k: int) -> tuple:
+        """(judged call, index in it) of element ``k`` of ``whole``."""
+        i = int(np.searchsorted(self.bounds, k, side="right")) - 1
+        return self.judged[i], k - int(self.bounds[i])
 
     def of(self, families) -> list:
         return [j for j in self.judged if j.family in families]
@@ -435,8 +474,11 @@ def replayed(ctx: RunContext, needs: str) -> "Check | None":
 def element_check(ctx: RunContext, req: "Requirement") -> Check:
     """A run check counting the requirement's element rule's rejections over every judged call."""
     t = Tally(ctx.fmt)
-    for j in ctx.judged:
-        t.add(j, j.rejected[req.id], among=j.checked[req.id])
+    if ctx.whole is not None:
+        t.add_calls(ctx, range(len(ctx.judged)), ctx.whole.rejected[req.id], ctx.whole.checked[req.id])
+    else:
+        for j in ctx.judged:
+            t.add(j, j.rejected[req.id], among=j.checked[req.id])
     return Check(t, applicable=t.checked > 0)
 LONG_CALL = 65_536  # past 32,768, where framework kernels split work between threads
 

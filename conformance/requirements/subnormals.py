@@ -23,20 +23,22 @@ def _subnormals(ctx: RunContext, req: "Requirement") -> Check:
     flushed = gradual = explained = 0
     first_flushed = first_gradual = None
     sensitive_of = []
-    for j in ctx.judged:
+    parts = [ctx.whole] if ctx.whole is not None else ctx.judged  # the run at once, where it was judged so
+    for j in parts:
         o = j.expected.oracle
         dy = np.broadcast_to(j.inputs[0], o.shape) if j.inputs else o
         copied = formats.same_result(fmt, o, dy) | formats.same_result(fmt, o, dy ^ np.array(fmt.sign_mask, fmt.uint))
         sensitive_of.append(~formats.same_result(fmt, o, j.expected.oracle_ftz) & ~copied)
-    gradual_of = _gradual(fmt, ctx.profile, ctx.judged, [s & j.exact for j, s in zip(ctx.judged, sensitive_of)])
-    for j, sensitive, ieee in zip(ctx.judged, sensitive_of, gradual_of):
+    gradual_of = _gradual(fmt, ctx.profile, parts, [s & j.exact for j, s in zip(parts, sensitive_of)])
+    at = (lambda j, k: ctx.element_at(k)) if ctx.whole is not None else (lambda j, k: (j, k))  # noqa: E731
+    for j, sensitive, ieee in zip(parts, sensitive_of, gradual_of):
         only_flushed = sensitive & j.flushed
         if only_flushed.any():
             flushed += int(only_flushed.sum())
-            first_flushed = first_flushed or (j, int(np.flatnonzero(only_flushed)[0]))
+            first_flushed = first_flushed or at(j, int(np.flatnonzero(only_flushed)[0]))
         if ieee.any():
             gradual += int(ieee.sum())
-            first_gradual = first_gradual or (j, int(np.flatnonzero(ieee)[0]))
+            first_gradual = first_gradual or at(j, int(np.flatnonzero(ieee)[0]))
         explained += int((sensitive & j.ftz & ~j.exact & ~j.flushed).sum())
     if flushed and gradual:
         (jf, kf), (jg, kg) = first_flushed, first_gradual

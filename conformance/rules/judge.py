@@ -254,27 +254,32 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         Computed once per judgement (every element requirement's tally and the error statistics read it)."""
         return self.ok & ~self.exact & ~self.within
 
-    def accepted_as(self) -> np.ndarray:
+    def accepted_as(self, at: "np.ndarray | None" = None) -> np.ndarray:
         """Per element, what accepted it beyond the budget (object array, "" elsewhere): what the
         error model took (the evaluation, and the approximation or flush), else the first
-        alternative whose bits it is. Computed once per judgement."""
+        alternative whose bits it is. Computed once per judgement; ``at``: only those elements
+        (indices: a whole run's few beyond the budget, without an array over all of them)."""
+        if at is not None:
+            return self._name_accepted(at)
         if "_accepted_as" not in self.__dict__:
-            self.__dict__["_accepted_as"] = self._name_accepted()
+            self.__dict__["_accepted_as"] = self._name_accepted(slice(None))
         return self.__dict__["_accepted_as"]
 
-    def _name_accepted(self) -> np.ndarray:
-        out = np.full(self.exact.shape, "", object)
-        todo = self.beyond_budget.copy()
-        take = todo & (self.reach.stage > 0)
-        out[take] = self.reach.how[take]
+    def _name_accepted(self, at) -> np.ndarray:
+        todo = self.beyond_budget[at].copy()
+        out = np.full(todo.shape, "", object)
+        stage = self.reach.stage[at]
+        take = todo & (stage > 0)
+        out[take] = self.reach.how[at][take]
         todo &= ~take
         for name, hit in self.alt.items():
-            take = todo & hit
+            take = todo & hit[at]
             out[take] = name
             todo &= ~take
-        take = todo & self.bounded
-        for q in np.unique(self.open_q[take]).tolist():
-            out[take & (self.open_q == q)] = f"{openbehaviour.BOUNDED[q]}: {openbehaviour.WITHIN_BOUNDS}"
+        take = todo & self.bounded[at]
+        open_q = self.open_q[at]
+        for q in np.unique(open_q[take]).tolist():
+            out[take & (open_q == q)] = f"{openbehaviour.BOUNDED[q]}: {openbehaviour.WITHIN_BOUNDS}"
         return out
 
 
