@@ -382,6 +382,7 @@ class _Conformance:
         from pathlib import Path
 
         from sl1conf.conformance.certify.engine import narrowed_by, report_of
+        from sl1conf.conformance.requirements.results import RunResult
 
         keys = [k for k in self.runs if k in self.parts or k in self.errors]
         if not keys:
@@ -393,10 +394,10 @@ class _Conformance:
         for k in keys:
             part = self.parts.get(k)
             if part is None:  # certifying it failed: a failed run that judged nothing, saying why
-                runs.append({"dtype": k[0], "variant": k[1], "verdict": "fail", "cases": 0, "elements": 0,
-                             "requirements": [], "incomplete": [f"the certification failed: {self.errors[k]}"]})
+                runs.append(RunResult(k[0], k[1], 0, 0, [], incomplete=[f"the certification failed: {self.errors[k]}"],
+                                      broke=True))
                 continue
-            runs.append(part["runs"][0])
+            runs.append(RunResult.from_json(part["runs"][0]))
             for d, vs in part["vectors"].items():
                 vectors.setdefault(d, vs)
             for i, w in enumerate(part.get("waivers", [])):
@@ -412,11 +413,10 @@ class _Conformance:
         invocation = {"impl": self.spec, "platform": opt.sl1_platform,
                       "profile": str(Path(here, opt.sl1_profile).resolve()) if opt.sl1_profile else None,
                       "vectors": [str(Path(here, p).resolve()) for p in opt.sl1_vectors] if opt.sl1_vectors else None}
-        waivers = ({"waivers": [{**w, "matched": n} for w, n in zip(self.waivers, matched)]}
-                   if self.waivers is not None else {})
+        waivers = [{**w, "matched": n} for w, n in zip(self.waivers, matched)] if self.waivers is not None else None
         return report_of(runs, started=self.started, implementation=implementation, profile=self.profile,
                          invocation=invocation, only=(), host=host, vectors=vectors, quick=self.quick,
-                         missing=self.missing, narrowed=narrowed, **waivers)
+                         missing=self.missing, narrowed=narrowed, waivers=waivers).to_json()
 
 
 # --------------------------------------------------------------------------
@@ -464,7 +464,7 @@ class _ReadsLikeAReport:
 
 
 class CompletenessItem(_ReadsLikeAReport, pytest.Item):
-    """One run checked enough to pass (requirements.verdict.incomplete_reasons): a run that failed
+    """One run checked enough to pass (requirements.results.incomplete_reasons): a run that failed
     nothing because it checked nothing fails here, as certify's verdict ``incomplete`` does."""
 
     def __init__(self, **kw):

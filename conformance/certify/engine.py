@@ -29,7 +29,7 @@ from sl1conf.conformance.requirements import CATALOG
 from sl1conf.conformance.requirements.base import RunContext, Tally
 from sl1conf.conformance.requirements.core_masks import compare_variants
 from sl1conf.conformance.requirements.filing import rejection_failures
-from sl1conf.conformance.requirements.verdict import incomplete_reasons, settle_verdicts
+from sl1conf.conformance.requirements.results import Report, RequirementResult, RunResult, incomplete_reasons
 from sl1conf.conformance.rules.judge import Expected, InputFacts, input_facts, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store
@@ -281,8 +281,8 @@ def _context(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: s
 
 
 def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, made: tuple, seen: _Seen,
-         bar=None, columns: "_Columns | None" = None, idle=None) -> dict:
-    """One run's entry in the report, once ``made`` (the futures :func:`_queue_calls` gave) is
+         bar=None, columns: "_Columns | None" = None, idle=None) -> RunResult:
+    """One run's result, once ``made`` (the futures :func:`_queue_calls` gave) is
     done: its calls judged, the plans that read judgements made, every requirement checked.
     ``listed``: the calls certify makes of the set (more than the run's where a recorded run
     holds fewer). ``bar``: the run's progress bar (closed here). ``columns``: the run's, gathered
@@ -332,17 +332,9 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
             found.tally.checked += 1
             found.tally.note(cid, detail)
             found.applicable = True
-        kind = req.kind_for(profile)
-        entry = {"id": req.id, "title": req.title, "kind": kind, "statement": req.statement}
-        if not found.applicable:
-            entry["status"] = "not-applicable"
-        else:
-            failed = found.tally.failed if found.tally else 0
-            entry["status"] = "recorded" if kind == "recorded" else "fail" if failed else "pass"
-            if found.tally is not None:
-                entry.update(found.tally.entry(findings=ctx.findings))
-        entry.update(found.extra)
-        requirements.append(entry)
+        evidence = found.tally.entry(findings=ctx.findings) if found.applicable and found.tally is not None else {}
+        requirements.append(RequirementResult(req.id, req.title, req.kind_for(profile), req.statement, found.applicable,
+                                              {**evidence, **found.extra}))
 
     stats = ErrorStats()
     stats.add_run(fmt, ctx.whole, judged, ctx.bounds)
@@ -352,18 +344,14 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
         element.pop("ulp_value")
         return element
     worst = describe(*stats.worst_at) if stats.worst_at is not None else None
-    run = {"dtype": fmt.name, "variant": ctx.variant, "cases": len(calls),
-           "elements": int(sum(c.n for _, _, c in calls)), "requirements": requirements,
-           "errors": stats.entry(worst, describe)}
+    run = RunResult(fmt.name, ctx.variant, len(calls), int(sum(c.n for _, _, c in calls)), requirements,
+                    stats.entry(worst, describe))
     if len(calls) < listed:
-        run["recorded"] = (f"judged from a results file: {len(calls):,} of the {listed:,} calls certify makes "
-                           "(the board made each case's call once, in the case's own variant and core mask)")
+        run.recorded = (f"judged from a results file: {len(calls):,} of the {listed:,} calls certify makes "
+                        "(the board made each case's call once, in the case's own variant and core mask)")
     not_made = sum(o.detail.startswith("not run:") for o in answered_unsupported)
-    reasons = incomplete_reasons(requirements, len(calls), unsupported + len(answered_unsupported), not_made,
-                                 answered_unsupported[0].detail if answered_unsupported else "")
-    if reasons:
-        run["incomplete"] = reasons
-    run["verdict"] = None  # settled once every status is final (requirements.verdict.settle_verdicts)
+    run.incomplete = incomplete_reasons(requirements, len(calls), unsupported + len(answered_unsupported), not_made,
+                                        answered_unsupported[0].detail if answered_unsupported else "")
     return run
 
 
@@ -385,7 +373,8 @@ def _merged(*findings: dict) -> dict:
 
 def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, vectors=None,
             quick: bool = False, progress=None, only=None, invocation=None, waivers=None) -> dict:
-    """The report: one run per dtype and variant the profile and the adapter share.
+    """The report (the schema's JSON object: the typed results, ``requirements.results.Report``,
+    serialised once): one run per dtype and variant the profile and the adapter share.
 
     ``progress(desc, total)``, if given, makes the progress bar of one run (``desc`` names the
     run, ``total`` its calls): an object with ``update(n, elements=, failures=)`` and ``close()``
@@ -394,8 +383,8 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     select the vector cases run, requirement ids the requirements reported (and judged for the
     verdict). ``invocation``: how the run was asked for (the command line's arguments), kept in
     the report so its reproduction commands name the same implementation, vectors and options.
-    ``waivers`` (``certify.waivers.load_waivers``): known failures waived, after every status is
-    set and before the verdicts are (the report lists each waiver's use).
+    ``waivers`` (``certify.waivers.load_waivers``): known failures waived, once every run is
+    checked and the variants compared (the report lists each waiver's use).
     """
     from datetime import datetime, timezone
 
@@ -454,7 +443,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
             planned[k] = (vs, None, listed)  # its judgements are no longer needed
             shared, private = done.get((ctx.fmt.name, "s")), done.get((ctx.fmt.name, "p"))
             if shared and private and ctx.variant == variants[-1]:
-                compare_variants(shared[0], private[0], vs.format, shared[1], private[1],
+                compare_variants(shared[0], vs.format, shared[1], private[1],
                                  findings=_merged(private[2], shared[2]))
     except BaseException:
         queue.close(interrupt=adapter.interrupt)  # Ctrl-C, or an error: the calls in progress stop too
@@ -465,14 +454,14 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
                              + (" (--quick generates the edge families only)" if quick and not vectors else ""))
     if only_reqs:
         for run in runs:
-            run["requirements"] = [r for r in run["requirements"] if r["id"] in only_reqs]
+            run.requirements = [r for r in run.requirements if r.id in only_reqs]
     listed = [f"{d} {v}" for d in profile.dtypes for v in profile.variants]
     narrowed = narrowed_by(profile, dtypes_asked, variants_asked, set(vectors) if by_vectors else None)
-    missing = [] if narrowed else [r for r in listed if r not in {f"{run['dtype']} {run['variant']}" for run in runs}]
-    used = {"waivers": waive(runs, waivers)} if waivers is not None else {}  # statuses, after the comparison
+    missing = [] if narrowed else [r for r in listed if r not in {f"{run.dtype} {run.variant}" for run in runs}]
+    used = waive(runs, waivers) if waivers is not None else None  # after the comparison
     return report_of(runs, started=started, implementation=adapter.describe(), profile=profile,
                      invocation=invocation, only=only, host=describe_host(), vectors=sets, quick=quick,
-                     missing=missing, narrowed=narrowed, last=used)
+                     missing=missing, narrowed=narrowed, waivers=used).to_json()
 
 
 def narrowed_by(profile: Profile, dtypes_asked, variants_asked, vector_dtypes=None) -> list:
@@ -486,18 +475,16 @@ def narrowed_by(profile: Profile, dtypes_asked, variants_asked, vector_dtypes=No
 
 
 def report_of(runs: list, *, started, implementation: dict, profile: Profile, invocation, only, host: dict,
-              vectors: dict, quick: bool, missing=(), narrowed=(), last=None, **extra) -> dict:
-    """The report of ``runs``: its envelope and the verdicts, settled here once every status is
-    final (certify's, and the pytest plugin's --sl1-report, which assembles the runs of a
-    session); ``extra``: more top-level fields, ``last``: fields after every other (the waivers)."""
+              vectors: dict, quick: bool, missing=(), narrowed=(), waivers=None, **extra) -> Report:
+    """The report of ``runs`` (RunResult): its envelope around them (certify's, and the pytest
+    plugin's --sl1-report, which assembles the runs of a session); ``extra``: more top-level
+    fields, ``waivers``: each waiver given with its use."""
     from datetime import datetime, timezone
 
-    return {"schema": "sl1conf-report", "schema_version": REPORT_SCHEMA_VERSION, "suite_version": __version__,
-            "created": started.isoformat(timespec="seconds"),
-            "duration_s": round((datetime.now(timezone.utc) - started).total_seconds(), 3),
-            "verdict": settle_verdicts(runs, missing),
-            "implementation": implementation, "profile": profile.summary(),
-            "invocation": dict(invocation or {}), "only": sorted(only or ()),
-            "host": host, "vectors": vectors, "quick": quick, "runs": runs, **extra,
-            **({"missing_runs": list(missing)} if missing else {}),
-            **({"narrowed": list(narrowed)} if narrowed else {}), **(last or {})}
+    envelope = {"schema": "sl1conf-report", "schema_version": REPORT_SCHEMA_VERSION, "suite_version": __version__,
+                "created": started.isoformat(timespec="seconds"),
+                "duration_s": round((datetime.now(timezone.utc) - started).total_seconds(), 3),
+                "implementation": implementation, "profile": profile.summary(),
+                "invocation": dict(invocation or {}), "only": sorted(only or ()),
+                "host": host, "vectors": vectors, "quick": quick}
+    return Report(envelope, list(runs), list(missing), list(narrowed), extra, waivers)

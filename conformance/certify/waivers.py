@@ -30,7 +30,7 @@ from pathlib import Path
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.tomlfiles import read_toml, schema_problem, toml_path, toml_value
 from sl1conf.conformance.requirements import CATALOG, by_id
-from sl1conf.conformance.requirements.verdict import settle_verdicts
+from sl1conf.conformance.requirements.results import Report
 
 __all__ = ["WaiverError", "load_waivers", "apply_waivers", "waive"]
 
@@ -85,62 +85,61 @@ def load_waivers(path) -> list[dict]:
     return waivers
 
 
-def _covers(w: dict, run: dict, rid: str, families: "list | None") -> bool:
-    """Whether waiver ``w`` covers a failure of ``rid`` in ``run`` within ``families``."""
-    return (w["id"] == rid and run["dtype"] in w.get("dtypes", [run["dtype"]])
-            and run["variant"] in w.get("variants", [run["variant"]])
+def _covers(w: dict, run, rid: str, families: "list | None") -> bool:
+    """Whether waiver ``w`` covers a failure of ``rid`` in ``run`` (RunResult) within ``families``."""
+    return (w["id"] == rid and run.dtype in w.get("dtypes", [run.dtype])
+            and run.variant in w.get("variants", [run.variant])
             and ("families" not in w or bool(set(w["families"]) & set(families or ()))))
 
 
-def _pattern_holds(w: dict, entry: dict) -> "tuple[bool, int]":
-    """(whether waiver ``w``'s pattern, if it has one, holds every failure of requirement
-    ``entry``, how many of them it holds): from the entry's diagnosis."""
+def _pattern_holds(w: dict, result) -> "tuple[bool, int]":
+    """(whether waiver ``w``'s pattern, if it has one, holds every failure of ``result``
+    (RequirementResult), how many of them it holds): from its diagnosis."""
     if "pattern" not in w:
-        return True, entry.get("failed", 0)
-    d = next((d for d in entry.get("diagnosis") or [] if d.get("key") == w["pattern"]), None)
+        return True, result.failed
+    d = next((d for d in result.evidence.get("diagnosis") or [] if d.get("key") == w["pattern"]), None)
     if d is None:
         return False, 0
     return d["failed"] == d["of"], d["failed"]
 
 
 def apply_waivers(report: dict, waivers: list[dict]) -> dict:
-    """A finished report with ``waivers`` applied (:func:`waive`) and its verdicts settled again
-    (``certify(waivers=...)`` applies them before the verdicts are first settled)."""
-    report["waivers"] = waive(report["runs"], waivers)
-    report["verdict"] = settle_verdicts(report["runs"], report.get("missing_runs", ()))
-    return report
+    """A finished report (read from its JSON) with ``waivers`` applied (:func:`waive`), its
+    statuses and verdicts following (``certify(waivers=...)`` applies them as it certifies)."""
+    typed = Report.from_json(report)
+    typed.waivers = waive(typed.runs, waivers)
+    return typed.to_json()
 
 
 def waive(runs: list, waivers: list[dict]) -> list:
-    """Mark the failures the waivers cover waived (statuses only: the verdicts are settled after,
-    by ``requirements.verdict.settle_verdicts``); each waiver with its use."""
+    """Name on each failure the waivers cover (RequirementResult or FamilyResult of ``runs``,
+    RunResult each) the waiver that covers it: its status, and the verdicts, follow from that
+    (results.RequirementResult.status); each waiver with its use."""
     used, failures = [0] * len(waivers), [0] * len(waivers)
 
-    def cover(target: dict, run: dict, rid: str, families, entry: dict) -> None:
+    def cover(target, run, rid: str, families, result) -> None:
         for k, w in enumerate(waivers):
             if _covers(w, run, rid, families):
-                whole, held = _pattern_holds(w, entry)
+                whole, held = _pattern_holds(w, result)
                 if not whole:  # narrower than the failures: they still fail; say how far it reaches
-                    entry["waiver_partial"] = f"{w['reason']}: pattern {w['pattern']} " + (
-                        f"holds {held:,} of its {entry.get('failed', 0):,} failures; the others still fail" if held
+                    result.waiver_partial = f"{w['reason']}: pattern {w['pattern']} " + (
+                        f"holds {held:,} of its {result.failed:,} failures; the others still fail" if held
                         else "is not among the patterns its failures share (it holds under half of them, or none): "
                              "they still fail")
                     continue
-                target["status"], target["waiver"] = "waived", w["reason"]
+                target.waiver = w["reason"]
                 used[k] += 1
-                failures[k] += target.get("failed", 0)
+                failures[k] += target.failed
                 return
 
     for run in runs:
-        for entry in run["requirements"]:
-            if entry["status"] != "fail":
+        for result in run.requirements:
+            if result.status != "fail":
                 continue
-            per_family = [f for f in entry.get("families", []) if f["status"] == "fail"]
+            per_family = [f for f in result.families if f.status == "fail"]
             if per_family:  # judged per family: waive family by family
                 for f in per_family:
-                    cover(f, run, entry["id"], [f["family"]], entry)
-                if all(f["status"] != "fail" for f in entry["families"]):
-                    entry["status"] = "waived"
+                    cover(f, run, result.id, [f.family], result)
             else:
-                cover(entry, run, entry["id"], list(by_id(entry["id"]).families), entry)
+                cover(result, run, result.id, list(by_id(result.id).families), result)
     return [{**w, "matched": n, "failures": f} for w, n, f in zip(waivers, used, failures)]

@@ -10,6 +10,7 @@ from sl1conf.conformance.rules.judge import expected_for, is_special, judge
 from sl1conf.reference import formats
 from sl1conf.reference.reachable import evaluations as reachable_evaluations, plain_many, reach
 from sl1conf.conformance.requirements.base import Batch, Check, Requirement, RunContext, Statistic, Tally, calls_to_look_at
+from sl1conf.conformance.requirements.results import FamilyResult
 
 
 BIAS_SIGMAS = 6.0
@@ -224,7 +225,8 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
     total = Tally(ctx.fmt)
     for t in per_family.values():
         total.merge(t)
-    extra = {"families": [{"family": n, "status": "fail" if t.failed else "pass", **t.entry(details=False)}
+    extra = {"families": [FamilyResult(n, t.checked, t.failed, {k: v for k, v in t.entry(details=False).items()
+                                                                if k not in ("checked", "failed")})
                           for n, t in per_family.items()]}
     bias = rounding_bias(bias_counts([ctx.whole] if ctx.whole is not None else ctx.judged, ctx.profile))
     if bias is not None:

@@ -32,14 +32,16 @@ def _core_masks(ctx: RunContext, req: "Requirement") -> Check:
     return Check(t, applicable=ctx.variant == "s" and t.checked > 0)
 
 
-def compare_variants(shared: dict, private: dict, fmt: formats.Format, outputs_shared: dict, outputs_private: dict,
+def compare_variants(shared, fmt: formats.Format, outputs_shared: dict, outputs_private: dict,
                      findings: "dict | None" = None) -> None:
-    """R09's second half, added to the shared run's R09 entry: the shared version (all cores)
-    and the private version give the same bits, case by case (``outputs_*``: case id -> dx1).
-    ``findings``: the call findings of both runs (``RunContext.findings``: key -> (pattern,
-    {case id: what was seen}), such as R13's writes after the return): a difference in such
-    a call counts for that finding's pattern in the entry's diagnosis."""
-    entry = next(r for r in shared["requirements"] if r["id"] == ID)
+    """R09's second half, added to the evidence of the shared run's R09 result (RunResult): the
+    shared version (all cores) and the private version give the same bits, case by case
+    (``outputs_*``: case id -> dx1). ``findings``: the call findings of both runs
+    (``RunContext.findings``: key -> (pattern, {case id: what was seen}), such as R13's writes
+    after the return): a difference in such a call counts for that finding's pattern in the
+    entry's diagnosis. Its status follows from the evidence (results.RequirementResult.status)."""
+    result = next(r for r in shared.requirements if r.id == ID)
+    entry = result.evidence
     checked = failed = 0
     findings, explained = findings or {}, {key: [] for key in findings or {}}
     examples = entry.setdefault("examples", [])
@@ -60,10 +62,7 @@ def compare_variants(shared: dict, private: dict, fmt: formats.Format, outputs_s
     entry["shared_vs_private"] = {"checked": checked, "failed": failed}
     if failed and ("diagnosis" in entry or any(explained.values())):
         _add_call_findings(entry, failed, explained, findings)
-    if entry["status"] == "not-applicable" and checked:
-        entry["status"] = "pass"
-    if failed:
-        entry["status"] = "fail"
+    result.applicable = result.applicable or checked > 0
 
 
 def _add_call_findings(entry: dict, failed: int, explained: dict, findings: dict) -> None:

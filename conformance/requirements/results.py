@@ -1,0 +1,209 @@
+"""A certification's results, typed: a family's, a requirement's, a run's and a report's.
+
+Each is built once, from what the checks found (the evidence), and serialised once
+(``to_json``, the report schema's objects, their keys in the schema's order). A status and a
+verdict are never stored: they are properties, computed from the evidence, the applicability
+and the waivers in one place (:attr:`RequirementResult.status`, :attr:`RunResult.verdict`,
+:attr:`Report.verdict`), so the shared-against-private comparison adds evidence and a waiver
+names itself, and neither rewrites a status. ``from_json`` reads a written report's objects
+back (a finished report waived again, the runs the pytest plugin's workers certified).
+:func:`incomplete_reasons` says why a run that failed nothing still checked too little to pass.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["FamilyResult", "RequirementResult", "RunResult", "Report", "as_json", "incomplete_reasons"]
+
+
+def as_json(value):
+    """``value`` with every result in it serialised (lists and dicts walked)."""
+    if hasattr(value, "to_json"):
+        return value.to_json()
+    if isinstance(value, list):
+        return [as_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: as_json(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class FamilyResult:
+    """A requirement judged family by family (R01): one family's counts and examples."""
+
+    family: str
+    checked: int
+    failed: int
+    evidence: dict = field(default_factory=dict)  # worst, examples
+    waiver: str = ""  # the reason of the waiver that covers its failures
+
+    @property
+    def status(self) -> str:
+        return "pass" if not self.failed else "waived" if self.waiver else "fail"
+
+    def to_json(self) -> dict:
+        return {"family": self.family, "status": self.status, "checked": self.checked, "failed": self.failed,
+                **self.evidence, **({"waiver": self.waiver} if self.waiver else {})}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "FamilyResult":
+        rest = {k: v for k, v in d.items() if k not in ("family", "status", "checked", "failed", "waiver")}
+        return cls(d["family"], d["checked"], d["failed"], rest, d.get("waiver", ""))
+
+
+@dataclass
+class RequirementResult:
+    """What one run found of one requirement. ``evidence``: the report entry's fields after the
+    status, in its order (counts, the worst and example elements, the diagnosis, what was
+    observed; ``families``: FamilyResult per family where it is judged per family)."""
+
+    id: str
+    title: str
+    kind: str  # required or recorded (under this profile)
+    statement: str
+    applicable: bool  # something it is about was in the run
+    evidence: dict = field(default_factory=dict)
+    waiver: str = ""  # the reason of the waiver that covers its failures (not per family)
+    waiver_partial: str = ""  # a waiver that names it but holds only some of its failures, and how many
+
+    @property
+    def checked(self) -> int:
+        return self.evidence.get("checked", 0)
+
+    @property
+    def failed(self) -> int:
+        return self.evidence.get("failed", 0)
+
+    @property
+    def families(self) -> list:
+        return self.evidence.get("families", [])
+
+    @property
+    def status(self) -> str:
+        """not-applicable, recorded (the manual leaves it open: observed, never failed), pass,
+        waived (its failures, or every failing family's, covered by waivers) or fail."""
+        if not self.applicable:
+            return "not-applicable"
+        if self.kind == "recorded":
+            return "recorded"
+        if not self.failed:
+            return "pass"
+        failing = [f for f in self.families if f.failed]
+        return "waived" if self.waiver or failing and all(f.waiver for f in failing) else "fail"
+
+    def to_json(self) -> dict:
+        return {"id": self.id, "title": self.title, "kind": self.kind, "statement": self.statement,
+                "status": self.status, **as_json(self.evidence),
+                **({"waiver_partial": self.waiver_partial} if self.waiver_partial else {}),
+                **({"waiver": self.waiver} if self.waiver else {})}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "RequirementResult":
+        own = ("id", "title", "kind", "statement", "status", "waiver", "waiver_partial")
+        evidence = {k: v for k, v in d.items() if k not in own}
+        if "families" in evidence:
+            evidence["families"] = [FamilyResult.from_json(f) for f in evidence["families"]]
+        return cls(d["id"], d["title"], d["kind"], d["statement"], d["status"] != "not-applicable", evidence,
+                   d.get("waiver", ""), d.get("waiver_partial", ""))
+
+
+@dataclass
+class RunResult:
+    """One dtype and variant certified: every requirement's result, the error statistics, and
+    why a run that failed nothing still checked too little to pass (``incomplete``)."""
+
+    dtype: str
+    variant: str
+    cases: int
+    elements: int
+    requirements: list  # RequirementResult, in catalog order
+    errors: "dict | None" = None
+    recorded: str = ""  # judged from a results file: what that covers
+    incomplete: list = field(default_factory=list)
+    broke: bool = False  # the certification itself failed (``incomplete`` says how): nothing was judged
+
+    @property
+    def verdict(self) -> str:
+        """fail when a required requirement fails (or the run broke), else incomplete when a
+        reason says so, else pass."""
+        if self.broke or any(r.status == "fail" and r.kind == "required" for r in self.requirements):
+            return "fail"
+        return "incomplete" if self.incomplete else "pass"
+
+    def to_json(self) -> dict:
+        return {"dtype": self.dtype, "variant": self.variant, "cases": self.cases, "elements": self.elements,
+                "requirements": [r.to_json() for r in self.requirements],
+                **({"errors": self.errors} if self.errors is not None else {}),
+                **({"recorded": self.recorded} if self.recorded else {}),
+                **({"incomplete": list(self.incomplete)} if self.incomplete else {}), "verdict": self.verdict}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "RunResult":
+        run = cls(d["dtype"], d["variant"], d["cases"], d["elements"],
+                  [RequirementResult.from_json(r) for r in d["requirements"]], d.get("errors"), d.get("recorded", ""),
+                  list(d.get("incomplete", ())))
+        run.broke = d.get("verdict") == "fail" and run.verdict != "fail"
+        return run
+
+
+@dataclass
+class Report:
+    """A certification: its envelope (what, where, how it was asked for) and its runs.
+    ``extra``: top-level fields after the runs; ``waivers``: each waiver with its use (None:
+    none were given)."""
+
+    envelope: dict  # schema .. duration_s, then implementation .. quick (the verdict goes between)
+    runs: list  # RunResult
+    missing: list = field(default_factory=list)  # runs the profile lists that the implementation lacks
+    narrowed: list = field(default_factory=list)  # the options that narrowed the runs below the profile's
+    extra: dict = field(default_factory=dict)
+    waivers: "list | None" = None
+
+    @property
+    def verdict(self) -> str:
+        """fail when a run fails or nothing ran; incomplete when a run is, or the profile lists
+        runs the implementation lacks; else pass."""
+        verdicts = [r.verdict for r in self.runs]
+        if not verdicts or "fail" in verdicts:
+            return "fail"
+        return "incomplete" if self.missing or "incomplete" in verdicts else "pass"
+
+    _HEAD = ("schema", "schema_version", "suite_version", "created", "duration_s")
+
+    def to_json(self) -> dict:
+        head = {k: self.envelope[k] for k in self._HEAD if k in self.envelope}
+        rest = {k: v for k, v in self.envelope.items() if k not in self._HEAD}
+        return {**head, "verdict": self.verdict, **rest, "runs": [r.to_json() for r in self.runs], **self.extra,
+                **({"missing_runs": list(self.missing)} if self.missing else {}),
+                **({"narrowed": list(self.narrowed)} if self.narrowed else {}),
+                **({"waivers": self.waivers} if self.waivers is not None else {})}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "Report":
+        tail = ("verdict", "runs", "missing_runs", "narrowed", "waivers")
+        keys = list(d)
+        runs_at = keys.index("runs")
+        envelope = {k: d[k] for k in keys[:runs_at] if k not in tail}
+        extra = {k: d[k] for k in keys[runs_at + 1:] if k not in tail}
+        return cls(envelope, [RunResult.from_json(r) for r in d["runs"]], list(d.get("missing_runs", ())),
+                   list(d.get("narrowed", ())), extra, d.get("waivers"))
+
+
+def incomplete_reasons(requirements: list, calls: int, unsupported: int, not_made: int = 0, first: str = "") -> list:
+    """Why a run that failed nothing still checked too little to pass: calls the implementation
+    answered ``unsupported`` (the profile requires them; ``not_made`` of them were not made once
+    the implementation had said so, ``first``: the first answer), no element judged at all, or a
+    required requirement that passed on nothing."""
+    out = []
+    if unsupported:
+        out.append(f"{unsupported} of {calls} calls answered unsupported"
+                   + (f" ({first.removeprefix('not run: ')})" if first else "")
+                   + (f"; {not_made} of them not made, once the implementation had said so" if not_made else ""))
+    r01 = next((r for r in requirements if r.id == "R01"), None)
+    if r01 is not None and not r01.checked:
+        out.append("no element was judged")
+    empty = [r.id for r in requirements if r.kind == "required" and r.status == "pass" and not r.checked]
+    if empty:
+        out.append(f"{', '.join(empty)} passed having checked nothing")
+    return out
