@@ -151,3 +151,66 @@ def test_a_slow_path_for_extreme_betas_is_named_by_beta_not_by_call_order():
     assert combo is not None and combo["by"] == "beta", r17["observed"]
     assert [p["model"] for p in combo["parts"]] == ["divmul-fp32", "muldiv-fp32"]
     assert "before call #" not in r17["observed"]
+
+
+def _diagnose_call_by_call(seen, element, findings, noted):
+    """The diagnosis as a requirement's calls give it one after the other, each call's patterns
+    computed afresh (the counting rules.diagnosis.diagnose_many batches over requirements)."""
+    from sl1conf.conformance.rules.diagnosis import _masks, _patterns
+
+    stats, failed_total, checked_total = {}, 0, 0
+    for j, bad, among in seen:
+        if not among.any():
+            continue
+        failed_total += int(bad.sum())
+        checked_total += int(among.sum())
+        found = [(key, text, np.full(bad.shape, j.case.id in ids)) for key, (text, ids) in findings.items()]
+        for key, text, mask in (*_masks(j), *found):
+            st = stats.setdefault(key, [text, 0, 0, None])
+            hit = mask & bad
+            st[1] += int(hit.sum())
+            st[2] += int((mask & among).sum())
+            if st[3] is None and hit.any():
+                st[3] = (j, int(np.flatnonzero(hit)[0]))
+    return _patterns(stats, failed_total, checked_total, element, findings, noted)
+
+
+def test_diagnosing_several_requirements_at_once_gives_each_its_own_diagnosis():
+    """diagnose_many walks the calls of every failing requirement once, computing each call's
+    patterns once: each requirement still gets what its own calls, in its own order, give
+    (its first failing element, its order of patterns), with more patterns than the counters'
+    first room (80 call findings: they grow) and a call judged twice by one requirement."""
+    from sl1conf.conformance.certify.engine import judge_run, vectors_for
+    from sl1conf.conformance.rules.diagnosis import diagnose_many
+
+    def fn(dy, x1, x2, beta):  # the tail of 16 one ULP high where diff > beta, and beta < 0 NaN
+        out = fast_oracle.smoothl1lossgrad(dy, x1, x2, beta).copy()
+        with np.errstate(invalid="ignore"):
+            wrong = (x1.astype(np.float64) - x2.astype(np.float64)) > np.float64(beta)
+        wrong[: dy.size - dy.size % 16] = False
+        with np.errstate(over="ignore"):
+            out[wrong] = np.nextafter(out[wrong], np.float32(np.inf))
+        if beta < 0:
+            out[:] = np.nan
+        return out
+    adapter = ArrayFunction("made", fn, ("fp32",), variants=("p",))
+    _, judged, _ = judge_run(adapter, load_profile("ieee"), vectors_for("fp32", quick=True), "p")
+    element = lambda j, k: {"case": j.row["id"], "element": k}  # noqa: E731
+    r01 = [(j, j.rejected["R01"], j.checked["R01"]) for j in judged]
+    by_family = sorted(r01, key=lambda s: s[0].family)  # R01's order: family by family
+    # a requirement about the calls' second halves, its calls backwards
+    late = [(j, j.rejected["R01"] & (np.arange(j.got.size) >= j.got.size // 2), np.ones(j.got.size, bool))
+            for j in judged[::-1]]
+    twice = r01[:40] + r01[:5]
+    ids = [j.case.id for j in judged]
+    findings = {f"call-{n}": (f"a call finding {n}", {i: f"seen {n}" for i in ids[n::7]}) for n in range(80)}
+    asked = [(r01, element, {}, ()), (by_family, element, {}, ()), (late, element, {}, ()),
+             (twice, element, findings, [(ids[3],), (ids[9], ids[10])])]
+    assert any(s[1].any() for s in r01) and any(s[1].any() for s in late)
+    got = diagnose_many(asked)
+    want = [_diagnose_call_by_call(*a) for a in asked]
+    assert got == want
+    assert got[0] and got[1] and got[2] and got[3]
+    # the same failures in another order: the same patterns, each with the first element in that order
+    assert [d["key"] for d in got[0]] == [d["key"] for d in got[1]]
+    assert any(d["key"].startswith("call-") for d in got[3])

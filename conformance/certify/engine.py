@@ -26,7 +26,7 @@ from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.jsonfiles import REPORT_SCHEMA_VERSION
 from sl1conf.conformance.common.memory import keep_freed_memory
 from sl1conf.conformance.requirements import CATALOG
-from sl1conf.conformance.requirements.base import RunContext, Tally
+from sl1conf.conformance.requirements.base import RunContext, Tally, diagnose_tallies
 from sl1conf.conformance.requirements.core_masks import compare_variants
 from sl1conf.conformance.requirements.filing import rejection_failures
 from sl1conf.conformance.requirements.results import Report, RequirementResult, RunResult, incomplete_reasons
@@ -324,7 +324,6 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
             judged_stage.result()
         found_by[req.id] = req.check(ctx, req)
     judged_stage.result()
-    requirements = []
     for req in CATALOG:
         found = found_by[req.id]
         for cid, detail in refusals.get(req.id, ()):
@@ -332,7 +331,13 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
             found.tally.checked += 1
             found.tally.note(cid, detail)
             found.applicable = True
-        evidence = found.tally.entry(findings=ctx.findings) if found.applicable and found.tally is not None else {}
+    told = [f.tally for f in found_by.values() if f.applicable]
+    diagnoses = diagnose_tallies(told, ctx.findings)  # the failing requirements' patterns, in one pass
+    requirements = []
+    for req in CATALOG:
+        found = found_by[req.id]
+        evidence = (found.tally.entry(findings=ctx.findings, diagnosis=diagnoses.get(id(found.tally)))
+                    if found.applicable and found.tally is not None else {})
         requirements.append(RequirementResult(req.id, req.title, req.kind_for(profile), req.statement, found.applicable,
                                               {**evidence, **found.extra}))
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from sl1conf.adapters.base import fill_bits
 from sl1conf.conformance.rules import distances
-from sl1conf.conformance.rules.diagnosis import FLUSH_VARIES, FLUSH_VARIES_TEXT, diagnose
+from sl1conf.conformance.rules.diagnosis import FLUSH_VARIES, FLUSH_VARIES_TEXT, diagnose, diagnose_many
 from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, SPECIALS, special_class
 from sl1conf.reference import formats
 
@@ -202,10 +202,21 @@ class Tally:
                 **element_record(self.fmt, c.dy[k], c.x1[k], c.x2[k], c.beta, j.expected.oracle[k], got,
                                  distance=d, may_be_fill=c.out_alias is None)}
 
-    def entry(self, details: bool = True, findings: "dict | None" = None) -> dict:
+    def example(self, j, k: int) -> dict:
+        """Element ``k`` of judgement ``j`` as a report shows it."""
+        e = self.element(j, k)
+        e.pop("ulp_value")
+        return e
+
+    def diagnosed(self, findings: "dict | None" = None) -> bool:
+        """Whether its entry has a diagnosis: it failed, on elements or on calls a finding may explain."""
+        return bool(self.failed and (any(bad.any() for _, bad, _ in self.seen) or findings and self.noted))
+
+    def entry(self, details: bool = True, findings: "dict | None" = None, diagnosis: "list | None" = None) -> dict:
         """The report's entry; ``details`` False: counts, worst and examples only (no diagnosis,
         no accepted-far counts: a family's line under its requirement). ``findings``: findings about
-        whole calls the diagnosis tries as patterns (``RunContext.findings``)."""
+        whole calls the diagnosis tries as patterns (``RunContext.findings``); ``diagnosis``: the
+        diagnosis, where :func:`diagnose_tallies` made it with the run's others."""
         out = {"checked": self.checked, "failed": self.failed}
         if details and self.far:
             out["beyond_budget"] = {"elements": self.far, "max_ulp": self.far_worst["ulp_value"],
@@ -213,21 +224,27 @@ class Tally:
                                    "worst": {k: v for k, v in self.far_worst.items() if k != "ulp_value"}}
         if details and self.far_special:
             out["beyond_budget_not_a_distance"] = dict(sorted(self.far_special.items()))
-        def example(j, k):
-            e = self.element(j, k)
-            e.pop("ulp_value")
-            return e
+        example = self.example
         if details and self.kinds:  # the bulk: the commonest kind of error, with its first element
             kind, (n, first) = max(self.kinds.items(), key=lambda kv: (kv[1][0], -kv[0]))
             out["bulk"] = {"kind": ERROR_KINDS[kind], "failed": n, "of": sum(v[0] for v in self.kinds.values()),
                            "example": example(*first)}
-        if details and self.failed and (any(bad.any() for _, bad, _ in self.seen) or findings and self.noted):
-            out["diagnosis"] = diagnose(self.seen, example, findings, self.noted)
+        if details and self.diagnosed(findings):
+            out["diagnosis"] = (diagnosis if diagnosis is not None
+                                else diagnose(self.seen, self.example, findings, self.noted))
         if self.worst is not None:
             out["worst"] = {k: v for k, v in self.worst.items() if k != "ulp_value"}
         if self.examples:
             out["examples"] = [{k: v for k, v in e.items() if k != "ulp_value"} for e in self.examples]
         return out
+
+
+def diagnose_tallies(tallies: list, findings: "dict | None" = None) -> dict:
+    """id(tally) -> its diagnosis, for every tally of ``tallies`` whose entry has one, made in one
+    pass over their calls (rules.diagnosis.diagnose_many)."""
+    asked = [t for t in tallies if t is not None and t.diagnosed(findings)]
+    made = diagnose_many([(t.seen, t.example, findings, t.noted) for t in asked])
+    return {id(t): d for t, d in zip(asked, made)}
 
 
 @dataclass

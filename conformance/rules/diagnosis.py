@@ -19,7 +19,7 @@ from sl1conf.reference import exact
 from sl1conf.reference import formats
 from sl1conf.reference.cores import core_chunks
 
-__all__ = ["diagnose", "WIDTHS", "TILES", "pattern_keys", "beta_classes"]
+__all__ = ["diagnose", "diagnose_many", "WIDTHS", "TILES", "pattern_keys", "beta_classes"]
 
 NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # the pattern of unwritten elements
 LATE_WRITE = "late-write"  # the key of R13's call finding: calls that wrote dx1 after they returned
@@ -165,22 +165,82 @@ def diagnose(seen: list, element, findings: "dict | None" = None, noted=()) -> l
     direct evidence, such as a call that wrote dx1 after it returned, explains both.
     Returns [{pattern, failed, of, checked_share, example}] (at most SHOWN), strongest first;
     the tails of several widths are one pattern, reported at the width that fits best."""
-    stats: dict = {}  # key -> [text, failed, checked, first failing (j, k), or a call's example]
-    failed_total = checked_total = 0
-    findings = findings or {}
-    for j, bad, among in seen:
-        if not among.any():
-            continue
-        failed_total += int(bad.sum())
-        checked_total += int(among.sum())
-        found_in_call = ((key, text, np.full(bad.shape, j.case.id in ids)) for key, (text, ids) in findings.items())
-        for key, text, mask in (*_masks(j), *found_in_call):
-            st = stats.setdefault(key, [text, 0, 0, None])
-            hit = mask & bad
-            st[1] += int(hit.sum())
-            st[2] += int((mask & among).sum())
-            if st[3] is None and hit.any():
-                st[3] = (j, int(np.flatnonzero(hit)[0]))
+    return diagnose_many([(seen, element, findings, noted)])[0]
+
+
+def diagnose_many(asked: list) -> list:
+    """:func:`diagnose` of every (seen, element, findings, noted) of ``asked`` (the failing
+    requirements of one run), in one pass over their calls: each call's patterns are computed
+    once, however many of the requirements judged it (they cost more than the counting)."""
+    # Per asked requirement, per pattern (an index into ``keys``): failures, elements checked, the
+    # first failing element and where the requirement saw that call, and where it first saw the
+    # pattern: each requirement's firsts and its order of patterns are those of its own calls'
+    # order (R01's goes family by family), whatever order the calls are walked in here. A call's
+    # patterns are one matrix, counted against each requirement's masks in two operations.
+    keys: dict = {}  # key -> index
+    texts: list = []
+    n = len(asked)
+    size = 64
+    failed, checked = np.zeros((n, size), np.int64), np.zeros((n, size), np.int64)
+    never = np.iinfo(np.int64).max
+    first_pos, order = np.full((n, size), never), np.full((n, size), never)
+    first: list = [{} for _ in asked]  # index -> (judgement, element)
+    totals = [[0, 0] for _ in asked]  # per asked: failed, checked
+    calls: dict = {}  # id(judgement) -> [judgement, [(asked index, its position there, failing mask, checked mask)]]
+    for a, (seen, _, _, _) in enumerate(asked):
+        for pos, (j, bad, among) in enumerate(seen):
+            if among.any():
+                calls.setdefault(id(j), [j, []])[1].append((a, pos, bad, among))
+
+    def index(key, text) -> int:
+        nonlocal size, failed, checked, first_pos, order
+        if key not in keys:
+            keys[key] = len(texts)
+            texts.append(text)
+            if len(texts) > size:  # more patterns than room: twice the room
+                grow = lambda m, fill: np.concatenate([m, np.full((n, size), fill, m.dtype)], axis=1)  # noqa: E731
+                failed, checked = grow(failed, 0), grow(checked, 0)
+                first_pos, order = grow(first_pos, never), grow(order, never)
+                size *= 2
+        return keys[key]
+
+    for j, judged_by in calls.values():
+        masks = list(_masks(j))
+        at = np.array([index(key, text) for key, text, _ in masks], np.intp)
+        grid = np.stack([np.broadcast_to(mask, j.exact.shape) for _, _, mask in masks])
+        for a, pos, bad, among in judged_by:
+            findings = asked[a][2] or {}
+            nb, na = int(np.count_nonzero(bad)), int(np.count_nonzero(among))
+            totals[a][0] += nb
+            totals[a][1] += na
+            checked[a, at] += np.count_nonzero(grid & among, axis=1)
+            order[a, at] = np.minimum(order[a, at], pos * 4096 + np.arange(at.size))
+            if nb:
+                hits = grid & bad
+                counts = np.count_nonzero(hits, axis=1)
+                failed[a, at] += counts
+                for m in np.flatnonzero((counts > 0) & (first_pos[a, at] > pos)).tolist():
+                    first[a][int(at[m])] = (j, int(np.argmax(hits[m])))
+                    first_pos[a, at[m]] = pos
+            for f, (key, (text, ids)) in enumerate(findings.items()):  # whole calls: every element or none
+                i = index(key, text)
+                order[a, i] = min(order[a, i], pos * 4096 + at.size + f)
+                if j.case.id in ids:
+                    checked[a, i] += na
+                    failed[a, i] += nb
+                    if nb and first_pos[a, i] > pos:
+                        first[a][i], first_pos[a, i] = (j, int(np.argmax(bad))), pos
+    out = []
+    for a, (_, element, findings, noted) in enumerate(asked):
+        seen_keys = sorted((int(order[a, i]), key, i) for key, i in keys.items() if order[a, i] < never)
+        stats = {key: [texts[i], int(failed[a, i]), int(checked[a, i]), first[a].get(i)] for _, key, i in seen_keys}
+        out.append(_patterns(stats, *totals[a], element, findings or {}, noted))
+    return out
+
+
+def _patterns(stats: dict, failed_total: int, checked_total: int, element, findings: dict, noted) -> list:
+    """The patterns that hold a requirement's failures, from its counts per pattern (and the
+    failing calls ``noted``, tried against the call ``findings``)."""
     noted = list(noted) if findings else []
     for key, (text, ids) in findings.items():  # the failing calls noted, each one failure
         st = stats.setdefault(key, [text, 0, 0, None])
