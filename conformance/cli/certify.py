@@ -49,6 +49,10 @@ def _run(args) -> int:
     if bool(args.impl) == bool(args.results):
         raise UsageError("give exactly one of --impl SPEC (run an implementation) and --results FILE (judge a board "
                          "self-test's output)")
+    if "html" in (args.format or ["html"]):
+        from sl1conf.conformance.reports.plots import warm
+
+        warm()  # the plots' processes, started while this one is small and has one thread
     impl = _recorded(args, sets) if args.results else loaded_implementation(args.impl)
     with impl:
         selected_runs(inputs, impl, args.variant)  # before the run: nothing to certify is bad usage

@@ -333,26 +333,72 @@ def all_plots(report: dict) -> list:
     return [(caption, svg) for (caption, _, _), svg in zip(todo, _draw_all([(fn, arg) for _, fn, arg in todo]))]
 
 
-def _draw_all(tasks: list) -> list:
-    """``fn(arg)`` of every task, in order: in a pool of forked processes (matplotlib imported
-    first, so that no child imports it again) where fork exists and there are several CPUs and
-    tasks, else one after the other (and where the pool cannot be had)."""
+_WARM = None  # the drawing processes :func:`warm` started, until all_plots takes them
+
+
+def _workers() -> int:
+    """Processes to draw in: one per CPU this process may use; 1 where fork is not available."""
     import multiprocessing
     import os
 
-    workers = min(len(tasks), len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-    if workers < 2 or "fork" not in multiprocessing.get_all_start_methods():
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return 1
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _import_matplotlib(low_priority: bool = False) -> None:
+    import importlib
+    import os
+
+    if low_priority:  # a process started early, idle until the end: Ctrl-C is the parent's to handle
+        import signal
+
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if hasattr(os, "nice"):
+            os.nice(10)  # it takes what the certification leaves of the CPUs
+    for name in ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.backends.backend_svg"):
+        importlib.import_module(name)
+
+
+def warm() -> None:
+    """Start the processes that will draw the plots, now: forked while this process is still
+    small and has one thread, each importing matplotlib (at a lower priority) while the
+    certification runs, so that :func:`all_plots` draws at once at the end. Nothing where it
+    would draw in this process (one CPU, no fork)."""
+    global _WARM
+    if _WARM is not None or _workers() < 2:
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    try:
+        _WARM = ProcessPoolExecutor(_workers(), mp_context=multiprocessing.get_context("fork"),
+                                    initializer=_import_matplotlib, initargs=(True,))
+        _WARM.submit(int)  # a forking pool starts every process at the first task
+    except OSError:
+        _WARM = None
+
+
+def _draw_all(tasks: list) -> list:
+    """``fn(arg)`` of every task, in order: in a pool of forked processes (those :func:`warm`
+    started, or new ones, matplotlib imported first, so that no child imports it again) where
+    fork exists and there are several CPUs and tasks, else one after the other (and where the
+    pool cannot be had)."""
+    global _WARM
+    import multiprocessing
+
+    pool, _WARM = _WARM, None
+    workers = min(len(tasks), _workers())
+    if pool is None and workers < 2:
         return [fn(arg) for fn, arg in tasks]
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    import importlib
-
-    for name in ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.backends.backend_svg"):
-        importlib.import_module(name)  # once, before the fork: no child imports it again
-
     try:
-        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        if pool is None:
+            _import_matplotlib()  # once, before the fork: no child imports it again
+            pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+        with pool:
             return list(pool.map(_draw, tasks))
     except (OSError, BrokenProcessPool):
         return [fn(arg) for fn, arg in tasks]

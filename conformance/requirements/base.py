@@ -139,19 +139,21 @@ class Tally:
         far = accepted & j.beyond_budget
         if not far.any():
             return
-        cls = special_class(self.fmt, j.got, j.expected.oracle)
-        named = j.accepted_as()
-        for kind in np.unique(cls[far & (cls >= 0)]):
-            self.far_special[SPECIALS[kind]] = self.far_special.get(SPECIALS[kind], 0) + int((far & (cls == kind)).sum())
-        far &= cls < 0
-        if not far.any():
+        at = np.flatnonzero(far)  # few: what accepted them is named for those only
+        cls = special_class(self.fmt, j.got[at], j.expected.oracle[at])
+        for kind in np.unique(cls[cls >= 0]):
+            self.far_special[SPECIALS[kind]] = self.far_special.get(SPECIALS[kind], 0) + int((cls == kind).sum())
+        at = at[cls < 0]
+        if not at.size:
             return
-        self.far += int(far.sum())
-        for name in named[far]:
+        named = j.accepted_as(at)
+        self.far += int(at.size)
+        for name in named:
             self.far_by[name] = self.far_by.get(name, 0) + 1
-        k = int(np.flatnonzero(far)[int(np.argmax(j.dist[far]))])
+        i = int(np.argmax(j.dist[at]))
+        k = int(at[i])
         if self.far_worst is None or int(j.dist[k]) > self.far_worst["ulp_value"]:
-            self.far_worst = {**self.element(j, k), "accepted_as": named[k]}
+            self.far_worst = {**self.element(j, k), "accepted_as": named[i]}
 
     def note(self, case_id: "str | None", detail: str, also: tuple = ()) -> None:
         """One failing call (not an element), with what was wrong; ``case_id`` None: a finding
