@@ -285,14 +285,15 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
     """One run's result, once ``made`` (the futures :func:`_queue_calls` gave) is
     done: its calls judged, the plans that read judgements made, every requirement checked.
     ``listed``: the calls certify makes of the set (more than the run's where a recorded run
-    holds fewer). ``bar``: the run's progress bar (closed here). ``columns``: the run's, gathered
+    holds fewer). Judging starts once the run's own calls are made: the plans made after them
+    (R14's repeats, R15's in-place calls, the second buffer layout) are made meanwhile. ``bar``: the run's progress bar (closed here). ``columns``: the run's, gathered
     beforehand; ``idle()``: more work to do while the calls are made, once its own is done."""
     adapter, profile, fmt, calls = ctx.adapter, ctx.profile, ctx.fmt, ctx.calls
     try:
         before, own, last = made
         while True:  # a bar not attached to the calls moves as they are made
             try:
-                last.result(timeout=0.1)
+                own.result(timeout=0.1)  # judging need not wait for the plans made after them
                 break
             except FutureTimeout:
                 seen.drain(bar)
@@ -312,6 +313,7 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
     finally:
         if bar is not None:
             bar.close()
+    last.result()  # the plans made after the run's calls (made while it was judged), before any of the next
     judged_stage = queue.submit(functools.partial(_judged_stage, ctx, queue.background), urgent=True)
     judged = ctx.judged
     unsupported = sum(not adapter.supports(c) for _, _, c in calls)
