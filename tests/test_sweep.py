@@ -70,10 +70,11 @@ def test_histogram_matches_numpy_float16(tmp_path, x2, beta, dy):
     if worst == 0:
         assert w is None
     else:
-        assert (w["ulp"], w["index"], int(w["x1"], 16), int(w["x2"], 16)) == (worst, at, at, x2)
+        assert (w["ulp_value"], w["at"], int(w["x1"], 16), int(w["x2"], 16)) == (worst, at, at, x2)
         g, e = int(w["got"], 16), int(w["expected"], 16)  # a zero for a normal result is named, not counted
         named = "zero where the result is normal" if g & 0x7FFF == 0 and 0x0400 <= e & 0x7FFF < 0x7C00 else None
-        assert w.get("kind") == named or named is None
+        assert w["ulp"] == named or named is None
+        assert (int(w["dy"], 16), int(w["beta"], 16)) == (dy, beta)  # an element record: every input
 
 
 def test_kernel_exact_where_no_step_rounds(tmp_path):
@@ -114,17 +115,61 @@ def test_planted_defect_in_histogram_and_verdict(tmp_path):
     tally = state["tally"]
     assert tally.histogram() == {"0": (1 << 16) - 4, "1": 1, "3": 1, "nan": 1, "zero-sign": 1}
     w = tally.worst_overall()
-    assert (w["ulp"], w["x1"], w["x2"], w["index"]) == (3, "0x3555", "0x3000", 0x3555)
+    assert (w["ulp"], w["x1"], w["x2"], w["at"]) == (3, "0x3555", "0x3000", 0x3555)
     assert int(w["got"], 16) == int(w["expected"], 16) + 3
     strict = S.verdict(tally, load_profile("ieee"))
     # 3 ULP (R01), NaN for a number (R01, and R03: a NaN where the exact result is finite),
     # -0 as +0 (R01 and R05 on a strict profile): three elements
     assert {k: v["elements"] for k, v in strict["requirements"].items()} == {"R01": 3, "R03": 1, "R05": 1}
     assert strict["rejected"] == 3 and not strict["pass"]
-    assert strict["requirements"]["R01"]["worst"]["ulp"] == "nan"  # a NaN for a number is the worst
+    assert strict["requirements"]["R01"]["worst"]["ulp"] == "NaN where the result is a number"  # the worst
     lax_state = sweep(tmp_path, "lax", beta=BETA, dy=dy, subset=f"x2={x2:#x}", adapter=Planted(), platform="mt7004")
     lax = S.verdict(lax_state["tally"], load_profile("mt7004"))  # the sign of zero not checked
     assert lax["rejected"] == 2 and set(lax["requirements"]) == {"R01", "R03"}
+
+
+def _as_format_4(doc: dict) -> dict:
+    """A format-5 sweep.json as format 4 wrote the same sweep (docs/sweeps.md's earlier shape):
+    compact examples (pair number ``index``, x1, x2, expected, got, ``ulp`` a distance or "nan",
+    ``kind`` for a result that is no distance), the rejected elements and the failing calls per
+    requirement apart."""
+    def compact(e):
+        if e is None:
+            return None
+        ulp = "nan" if e["ulp_value"] == F.NAN_MISMATCH else e["ulp_value"]
+        return {"index": e["at"], **{k: e[k] for k in ("x1", "x2", "expected", "got")}, "ulp": ulp,
+                **({"kind": e["ulp"]} if isinstance(e["ulp"], str) and ulp != "nan" else {})}
+    old = json.loads(json.dumps(doc))
+    tally = old["tally"]
+    for row in tally["rows"].values():
+        for key in ("worst", "first_nan", "first_zero_sign"):
+            row[key] = compact(row[key])
+    tally["beyond_budget"]["worst"] = compact(tally["beyond_budget"]["worst"])
+    evidence = tally.pop("requirements")
+    tally["rejected"] = {rid: {"elements": e["elements"], "worst": compact(e["worst"])}
+                         for rid, e in evidence.items() if e["elements"]}
+    tally["call_failures"] = {rid: {"calls": e["calls"], "first": {"block": e["first_call"]["at"],
+                                                                   "kind": e["first_call"]["kind"],
+                                                                   "detail": e["first_call"]["detail"]}}
+                              for rid, e in evidence.items() if e["calls"]}
+    old.pop("summary", None)
+    old["format"] = "sl1conf-sweep/4"
+    return old
+
+
+def test_a_format_4_state_is_read_as_format_5(tmp_path):
+    """Format 5 changed the shape of the evidence, not how it was judged: a format-4 checkpoint
+    (a planted defect's: a NaN, a zero of the other sign, distances) is read back as the same
+    tally, its examples completed with the sweep's dy and beta."""
+    x2, dy = 0x3000, 0xBC00
+    sweep(tmp_path, "p", beta=BETA, dy=dy, subset=f"x2={x2:#x}", adapter=Planted())
+    path = tmp_path / "p" / "sweep.json"
+    new = json.loads(path.read_text())
+    path.write_text(json.dumps(_as_format_4(new)))
+    state = S.load_state(tmp_path / "p")
+    assert state["format"] == S.STATE_FORMAT
+    assert state["tally"].to_json() == new["tally"]
+    assert state["tally"].requirements["R01"].worst["ulp"] == "NaN where the result is a number"
 
 
 def test_accepted_model_beyond_budget_is_not_rejected(tmp_path):
@@ -409,7 +454,7 @@ def test_every_sweep_json_written_matches_its_schema(tmp_path, capsys):
     for doc in docs.values():
         jsonschema.validate(doc, schema)
     assert docs["crash"]["tally"]["first_failure"]["status"] == "crash"
-    assert set(docs["planted"]["tally"]["rejected"]) == {"R01", "R03", "R05"}
+    assert set(docs["planted"]["tally"]["requirements"]) == {"R01", "R03", "R05"}
     assert docs["fails"]["summary"]["verdict"]["pass"] is False and "summary" not in docs["partial"]
     assert "beta < 0" in docs["open"]["summary"]["verdict"]["open_answers"]
 
@@ -428,7 +473,7 @@ def test_a_hand_edited_sweep_json_is_one_line_naming_it(tmp_path, capsys):
         assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert err.startswith(f"sl1conf: error: {path}: does not match the schema at tally/elements: "), err
     assert path.read_bytes() == saved and not (tmp_path / "m").exists()
-    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/4"):
+    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/5"):
         path.write_text(json.dumps({**state, "format": "sl1conf-sweep/0"}))
         S.load_state(tmp_path / "o")
 

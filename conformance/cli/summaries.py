@@ -148,15 +148,15 @@ def sweep_lines(state: dict, note: str = "") -> list:
     lines.append(f"judged as certify judges on {v['platform']} (fp16 budget {v['budget_ulp']} ULP): "
                  f"{v['rejected']:,} elements rejected"
                  + (f"; calls without a result: {v['failed_elements']:,} elements" if v["failed_elements"] else ""))
-    for rid, r in v["requirements"].items():  # certify's words (reports.view.failure_text), the sweep's dy and beta
-        failure = Failure("fp16", c["variant"], rid, r["title"], by_id(rid).statement,
-                          {**r["worst"], "dy": c["dy"], "beta": c["beta"]}, "", variants=[c["variant"]],
+    for rid, r in v["requirements"].items():  # certify's words (reports.view.failure_text)
+        failure = Failure("fp16", c["variant"], rid, r["title"], by_id(rid).statement, r["worst"], "",
+                          variants=[c["variant"]],
                           counted=f"{r['elements']:,} of {v['checked_elements']:,} elements rejected")
         lines += _said(failure, "  ", "    ")
     for rid, r in v["call_failures"].items():
         f = r["first"]
         failure = Failure("fp16", c["variant"], rid, r["title"], by_id(rid).statement, None,
-                          f"block {f['block']}: {f['kind']}: {f['detail']}", variants=[c["variant"]],
+                          f"block {f['at']}: {f['kind']}: {f['detail']}", variants=[c["variant"]],
                           counted=f"{r['calls']:,} blocks failing as calls")
         lines += _said(failure, "  ", "    ")
     if v["beyond_budget"]["elements"]:

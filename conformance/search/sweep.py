@@ -53,7 +53,8 @@ from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.rules import distances, openbehaviour
 from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id
-from sl1conf.conformance.requirements.base import Seen
+from sl1conf.conformance.requirements.base import Seen, element_record
+from sl1conf.conformance.requirements.evidence import Evidence, add_evidence, evidence_of, pick, worst_order
 from sl1conf.conformance.rules.judge import expected_for, judge
 from sl1conf.conformance.search.fuzz import add_statistics
 from sl1conf.conformance.search.probing import run_probed
@@ -85,7 +86,7 @@ CHECKPOINT_SECONDS = 1.0
 """The checkpoint is rewritten at most this often while blocks finish, and once more when the
 run ends however it ends (a write with its schema check costs about 7 ms, half a block: once
 per block it was a quarter of a full sweep's time)."""
-STATE_FORMAT = "sl1conf-sweep/4"
+STATE_FORMAT = "sl1conf-sweep/5"
 """3: ``excepted`` is ``beyond_budget`` (as in reports), the statistics by name, the probes' call failures."""
 
 
@@ -194,29 +195,18 @@ def parse_subset(text: str, beta_bits: int) -> Subset:
 # tallies
 
 
-def _example(index, x1, x2, want, got, ulp) -> dict:
-    """One element; its ``ulp`` the distance (the order the worst is picked by), and ``kind`` the
-    name of a result that is no distance (``judge.SPECIALS``: an infinity against a number, the
-    other sign, a normal result flushed ...), which reports say in its place."""
-    from sl1conf.conformance.rules.judge import SPECIALS, special_class
-
-    h = lambda b: formats.hex_bits(FP16, b)  # noqa: E731
-    cls = int(special_class(FP16, np.array([got], np.uint16), np.array([want], np.uint16))[0])
-    return {"index": int(index), "x1": h(x1), "x2": h(x2), "expected": h(want), "got": h(got),
-            "ulp": "nan" if ulp == formats.NAN_MISMATCH else int(ulp), **({"kind": SPECIALS[cls]} if cls >= 0 else {})}
+def _example(index, dy, x1, x2, beta, want, got, ulp) -> dict:
+    """One element, as every report says one (``base.element_record``: the inputs, the correctly
+    rounded result and the implementation's, the distance or the kind of result that is no
+    distance), at its pair number ``at``: the worst is picked by its distance ``ulp_value``."""
+    return {"at": int(index), **element_record(FP16, dy, x1, x2, beta, want, got, distance=int(ulp))}
 
 
-def _pick(a, b, key):
-    return b if a is None or (b is not None and key(b) < key(a)) else a
-
-
-def _worse(e) -> tuple:
-    """Larger distance first (NaN against a number before any distance), then the lowest pair."""
-    return (-(1 << 30) if e["ulp"] == "nan" else -e["ulp"], e["index"])
+_pick, _worse = pick, worst_order
 
 
 def _first(e) -> int:
-    return e["index"]
+    return e["at"]
 
 
 def _wrong(got, want) -> np.ndarray:
@@ -256,14 +246,14 @@ class Tally:
         self.first_zsign = [None] * len(ROWS)
         self.failed = 0  # elements of calls that returned no result
         self.failure = None  # the first such call
-        self.rejected = {}  # requirement id -> elements the judge rejects for it
+        # requirement id -> Evidence: the elements the judge (or a probe) rejects for it, the worst
+        # (largest distance, then lowest pair), and the blocks its probe found failing as calls
+        self.requirements = {}
         self.rejected_elements = 0  # elements some requirement rejects (each counted once)
-        self.reject_worst = {}  # requirement id -> its worst (largest distance, then lowest pair)
         self.beyond_budget = 0  # accepted beyond the budget: reachable under the error model, or an alternative
         self.beyond_budget_worst = None
         self.open = {}  # alternative -> elements it accepted that the oracle's answer would not be (open behaviour)
         self.statistics = {}  # statistic name -> "dtype/variant" -> its counts of the sampled blocks
-        self.call_failures = {}  # requirement id -> {"calls": n, "first": the first block's}: a probe's findings about calls
 
     def merge(self, other: "Tally") -> "Tally":
         self.elements += other.elements
@@ -276,39 +266,28 @@ class Tally:
             self.first_nan[r] = _pick(self.first_nan[r], other.first_nan[r], _first)
             self.first_zsign[r] = _pick(self.first_zsign[r], other.first_zsign[r], _first)
         self.rejected_elements += other.rejected_elements
-        for rid, n in other.rejected.items():
-            self.rejected[rid] = self.rejected.get(rid, 0) + n
-            self.reject_worst[rid] = _pick(self.reject_worst.get(rid), other.reject_worst.get(rid), _worse)
+        add_evidence(self.requirements, other.requirements)
         self.beyond_budget += other.beyond_budget
         self.beyond_budget_worst = _pick(self.beyond_budget_worst, other.beyond_budget_worst, _worse)
         for name, n in other.open.items():
             self.open[name] = self.open.get(name, 0) + n
         add_statistics(self.statistics, other.statistics)
-        for rid, c in other.call_failures.items():
-            mine = self.call_failures.setdefault(rid, {"calls": 0, "first": None})
-            mine["calls"] += c["calls"]
-            mine["first"] = _pick(mine["first"], c["first"], lambda f: f["block"])
         return self
 
-    def seen(self, block: int, lo, x1, x2, want, s: Seen) -> None:
+    def seen(self, block: int, lo, dy, x1, x2, beta, want, s: Seen) -> None:
         """A probe's finding on the block: the elements whose bits changed (``s.changed``) are
         rejected under its requirement (an element another rule rejects too counts twice in
-        ``rejected_elements``), the worst being the first; a finding about the call is a call
-        failure under it."""
-        rid = s.requirement
+        ``rejected_elements``), the first of them its example; a finding about the call is a
+        failing call under it."""
+        evidence = self.requirements.setdefault(s.requirement, Evidence())
         if not s.changed:
-            mine = self.call_failures.setdefault(rid, {"calls": 0, "first": None})
-            mine["calls"] += 1
-            mine["first"] = _pick(mine["first"], {"block": block, "kind": s.kind, "detail": s.detail[:500]},
-                                  lambda f: f["block"])
+            evidence.add_call(block, s.kind, s.detail)
             return
         at = {i for i, _ in s.changed}
         self.rejected_elements += len(at)
-        self.rejected[rid] = self.rejected.get(rid, 0) + len(at)
         i, bits = min(s.changed, key=lambda c: c[0])
         d = formats.ulp_distance(FP16, np.array([bits], np.uint16), want[i:i + 1])[0]
-        self.reject_worst[rid] = _pick(self.reject_worst.get(rid), _example(lo + i, x1[i], x2[i], want[i], bits, d),
-                                       _first)
+        evidence.add_elements(len(at), _example(lo + i, dy[i], x1[i], x2[i], beta, want[i], bits, d))
 
     def block(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
         """One block's results: :meth:`add` and :meth:`judge`, with everything acceptable
@@ -316,21 +295,22 @@ class Tally:
         correctly rounded result (every rule accepts those; NaN as a class)."""
         bad = _wrong(got, want)
         j = _judged(profile, got, dy, x1, x2, beta, want, bad) if bad.size else None
-        self._add(lo, x1, x2, got, want, bad, j)
-        self._judge(lo, x1, x2, got, want, bad, j)
+        self._add(lo, dy, x1, x2, beta, got, want, bad, j)
+        self._judge(lo, dy, x1, x2, beta, got, want, bad, j)
 
     def judge(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
         """One block's verdicts, by the one judge, on the elements that are not the correctly
         rounded result (those every rule accepts)."""
         bad = _wrong(got, want)
         if bad.size:
-            self._judge(lo, x1, x2, got, want, bad, _judged(profile, got, dy, x1, x2, beta, want, bad))
+            self._judge(lo, dy, x1, x2, beta, got, want, bad, _judged(profile, got, dy, x1, x2, beta, want, bad))
 
-    def _judge(self, lo, x1, x2, got, want, idx, j) -> None:
+    def _judge(self, lo, dy, x1, x2, beta, got, want, idx, j) -> None:
         """:meth:`judge` given the judgement ``j`` of the elements ``idx``."""
         if not idx.size:
             return
-        ex = lambda k: _example(lo + idx[k], x1[idx[k]], x2[idx[k]], want[idx[k]], got[idx[k]], j.dist[k])  # noqa: E731
+        ex = lambda k: _example(lo + idx[k], dy[idx[k]], x1[idx[k]], x2[idx[k]], beta, want[idx[k]], got[idx[k]],  # noqa: E731
+                                j.dist[k])
 
         def worst(mask):
             at = np.flatnonzero(mask)
@@ -338,8 +318,7 @@ class Tally:
         self.rejected_elements += int((~j.ok).sum())
         for rid, bad in j.breaks.items():
             if bad.any():
-                self.rejected[rid] = self.rejected.get(rid, 0) + int(bad.sum())
-                self.reject_worst[rid] = _pick(self.reject_worst.get(rid), worst(bad), _worse)
+                self.requirements.setdefault(rid, Evidence()).add_elements(int(bad.sum()), worst(bad))
         far = j.beyond_budget
         if far.any():
             self.beyond_budget += int(far.sum())
@@ -353,14 +332,14 @@ class Tally:
         """One block's results (bit patterns; pair numbers from ``lo``)."""
         bad = _wrong(got, want)
         if not bad.size:
-            return self._add(lo, x1, x2, got, want, bad, None)
+            return self._add(lo, dy, x1, x2, beta, got, want, bad, None)
         exp = _expected(dy, x1, x2, beta, want, bad)
         g = got[bad]
         model = np.logical_or.reduce([formats.same_result(FP16, g, bits) for bits in exp.models.values()])
-        self._add(lo, x1, x2, got, want, bad, (formats.ulp_distance(FP16, g, want[bad]), model,
-                                                formats.same_result(FP16, g, exp.oracle_ftz)))
+        self._add(lo, dy, x1, x2, beta, got, want, bad, (formats.ulp_distance(FP16, g, want[bad]), model,
+                                                          formats.same_result(FP16, g, exp.oracle_ftz)))
 
-    def _add(self, lo, x1, x2, got, want, bad, j) -> None:
+    def _add(self, lo, dy, x1, x2, beta, got, want, bad, j) -> None:
         """:meth:`add` given the wrong elements ``bad`` and, for them, ``j``: the judgement's
         ULP distances and which are an accepted model's bits and the flush-to-zero oracle's (a
         Judgement or those three arrays)."""
@@ -385,7 +364,7 @@ class Tally:
             self.zsign += np.bincount(cells[zs], minlength=len(ROWS) * NB).reshape(len(ROWS), NB)
         masks = [(slot, mask) for slot, mask in ((self.first_nan, nan), (self.first_zsign, zs)) if mask.any()]
         finite = np.where(nan, 0, dist) if nan.any() else dist
-        ex = lambda i: _example(lo + bad[i], x1[bad[i]], x2[bad[i]], w[i], g[i], dist[i])  # noqa: E731
+        ex = lambda i: _example(lo + bad[i], dy[bad[i]], x1[bad[i]], x2[bad[i]], beta, w[i], g[i], dist[i])  # noqa: E731
         for r in np.flatnonzero(counts.any(axis=1)).tolist():  # the rows that hold elements
             whole = counts[r].sum() == bad.size
             in_row = None if whole else row == r
@@ -422,11 +401,10 @@ class Tally:
                           "worst": self.worst[r], "first_nan": self.first_nan[r],
                           "first_zero_sign": self.first_zsign[r]}
         return {"elements": self.elements, "failed_elements": self.failed, "first_failure": self.failure,
-                "rows": rows, "rejected_elements": self.rejected_elements, "rejected": {rid: {"elements": n, "worst": self.reject_worst[rid]}
-                                           for rid, n in sorted(self.rejected.items())},
+                "rows": rows, "rejected_elements": self.rejected_elements,
+                "requirements": {rid: e.to_json() for rid, e in sorted(self.requirements.items())},
                 "beyond_budget": {"elements": self.beyond_budget, "worst": self.beyond_budget_worst},
-                "open_answers": dict(sorted(self.open.items())), "statistics": self.statistics,
-                "call_failures": dict(sorted(self.call_failures.items()))}
+                "open_answers": dict(sorted(self.open.items())), "statistics": self.statistics}
 
     @classmethod
     def from_json(cls, data: dict) -> "Tally":
@@ -438,14 +416,12 @@ class Tally:
                 for b, c in row[key].items():
                     arr[r, BUCKETS.index(b)] = c
             t.worst[r], t.first_nan[r], t.first_zsign[r] = row["worst"], row["first_nan"], row["first_zero_sign"]
-        for rid, entry in data["rejected"].items():
-            t.rejected[rid], t.reject_worst[rid] = entry["elements"], entry["worst"]
+        t.requirements = evidence_of(data["requirements"])
         t.beyond_budget, t.beyond_budget_worst = data["beyond_budget"]["elements"], data["beyond_budget"]["worst"]
         t.rejected_elements = data["rejected_elements"]
         t.open = dict(data["open_answers"])
         t.statistics = {name: {run: {who: dict(c) for who, c in counts.items()} for run, counts in runs.items()}
                         for name, runs in data["statistics"].items()}
-        t.call_failures = {rid: dict(c) for rid, c in data["call_failures"].items()}
         return t
 
 
@@ -454,8 +430,9 @@ def verdict(tally: Tally, profile, beta: "int | None" = None) -> dict:
     requirement (the worst of each with its input), calls that returned no result, and what
     was accepted only beyond the budget or as an open alternative, and blocks refused for an open
     ``beta`` (the sweep's). Nothing checked is no pass."""
-    by_req = {rid: {"title": by_id(rid).title, "elements": n, "worst": tally.reject_worst[rid]}
-              for rid, n in sorted(tally.rejected.items())}
+    evidence = sorted(tally.requirements.items())
+    by_req = {rid: {"title": by_id(rid).title, "elements": e.elements, "worst": e.worst} for rid, e in evidence
+              if e.elements}
     rejected = tally.rejected_elements
     example = None
     for entry in by_req.values():
@@ -471,7 +448,8 @@ def verdict(tally: Tally, profile, beta: "int | None" = None) -> dict:
         for counts in tally.statistics.get(s.name, {}).values():
             s.add(total, counts)
         judged[s.name] = s.judge(total)
-    calls = {rid: {"title": by_id(rid).title, **c} for rid, c in tally.call_failures.items()}
+    calls = {rid: {"title": by_id(rid).title, "calls": e.calls, "first": e.first_call} for rid, e in evidence
+             if e.calls}
     return {"platform": profile.name, "budget_ulp": profile.max_ulp["fp16"], "rejected": rejected,
             "requirements": by_req, "failed_elements": tally.failed, "call_failures": calls, "example": example,
             "beyond_budget": {"elements": tally.beyond_budget, "worst": tally.beyond_budget_worst},
@@ -571,7 +549,7 @@ class _Block:
         got, want = outcome.out[:hi - lo], self.oracle(dy, x1, x2)
         tally.block(lo, dy, x1, x2, c.beta, got, want, self.profile)
         for s in probed.seen:
-            tally.seen(k, lo, x1, x2, want, s)
+            tally.seen(k, lo, dy, x1, x2, c.beta, want, s)
         add_statistics(tally.statistics, probed.counts)
         return tally
 
@@ -641,18 +619,55 @@ def load_state(folder) -> "dict | None":
     except RecursionError:  # json's decoder recurses once per level of nesting
         raise SweepError(f"{path} is not a readable sweep state (nested too deeply)") from None
     found = state.get("format") if isinstance(state, dict) else None
+    if found == "sl1conf-sweep/4":
+        state = _from_format_4(state)
+        found = state.get("format")
     if found != STATE_FORMAT:
         older = isinstance(found, str) and found.startswith("sl1conf-sweep/")
         raise SweepError(f"{path} is not a readable sweep state (format is {found!r}, not {STATE_FORMAT}"
                          + ("; a checkpoint of an older sl1conf, judged by other rules (format 4: the rounding-bias "
                             "counts leave out the deviations an allowed evaluation gives, and the histogram has the "
-                            "reports' distance classes): sweep again into another folder)" if older else ")"))
+                            "reports' distance classes; format 5 reads format 4): sweep again into another folder)"
+                            if older else ")"))
     jsonfiles.validate(state, "sweep-state.schema.json", SweepError, str(path))
     try:  # the schema admits only what these read; the net catches a gap in it
         state["tally"] = Tally.from_json(state["tally"])
         state["done"] = parse_ranges(state["done"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SweepError(f"{path} is not a readable sweep state ({type(exc).__name__}: {exc})") from None
+    return state
+
+
+def _from_format_4(state: dict) -> dict:
+    """A format-4 state in format 5 (the same counts, judged by the same rules): its examples as
+    element records (completed with the sweep's dy and beta), its per-requirement counts as
+    Evidence; its summary left out (the command prints it again). Anything it does not hold as
+    format 4 did is left for the schema to refuse."""
+    try:
+        config, tally = state["config"], state["tally"]
+        dy, beta = int(config["dy"], 16), int(config["beta"], 16)
+
+        def record(e):
+            if e is None:
+                return None
+            distance = formats.NAN_MISMATCH if e["ulp"] == "nan" else int(e["ulp"])
+            return _example(e["index"], dy, int(e["x1"], 16), int(e["x2"], 16), beta, int(e["expected"], 16),
+                            int(e["got"], 16), distance)
+        for row in tally["rows"].values():
+            for key in ("worst", "first_nan", "first_zero_sign"):
+                row[key] = record(row[key])
+        tally["beyond_budget"]["worst"] = record(tally["beyond_budget"]["worst"])
+        evidence = {rid: Evidence(elements=r["elements"], worst=record(r["worst"]))
+                    for rid, r in tally.pop("rejected").items()}
+        for rid, c in tally.pop("call_failures").items():
+            e = evidence.setdefault(rid, Evidence())
+            e.calls, first = c["calls"], c["first"]
+            e.first_call = {"at": first["block"], "kind": first["kind"], "detail": first["detail"]}
+        tally["requirements"] = {rid: e.to_json() for rid, e in sorted(evidence.items())}
+        state.pop("summary", None)
+        state["format"] = STATE_FORMAT
+    except (KeyError, TypeError, ValueError, AttributeError):
+        pass  # not what format 4 held: the schema says what is wrong with it
     return state
 
 
