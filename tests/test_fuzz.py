@@ -416,6 +416,13 @@ def test_two_shards_merged_equal_the_whole_campaign(capsys, tmp_path):
     assert merged["failures"]["findings"] - bias(merged) == (one["failures"]["findings"] - bias(one)
                                                             + two["failures"]["findings"] - bias(two))
     assert merged["rounding_bias"] == whole["rounding_bias"]
+    # the evidence per requirement: every rejected element of both shards, the worst of all, as one run gives it
+    assert merged["requirements"] == whole["requirements"] and whole["requirements"]["R01"]["elements"] > 0
+    assert all(merged["requirements"][r]["elements"] == sum(s["requirements"].get(r, {"elements": 0})["elements"]
+                                                            for s in (one, two)) for r in merged["requirements"])
+    worst = merged["requirements"]["R01"]["worst"]
+    assert worst["ulp_value"] == max(s["requirements"]["R01"]["worst"]["ulp_value"] for s in (one, two)
+                                     if "R01" in s["requirements"])
     assert set(merged["failures"]["keys"]) == set(whole["failures"]["keys"])
     element_keys = lambda s: {k for k in s["failures"]["keys"] if "/rounding-bias/" not in k}  # noqa: E731
     assert element_keys(merged) == element_keys(one) | element_keys(two)
@@ -431,7 +438,7 @@ def test_two_shards_merged_equal_the_whole_campaign(capsys, tmp_path):
 
 
 def _same_results(a, b):
-    keys = ("batches", "elements", "cases", "failures")
+    keys = ("batches", "elements", "cases", "failures", "requirements")
     assert {k: a[k] for k in keys} == {k: b[k] for k in keys}
     assert [(e["key"], e["cases"], e.get("x1")) for e in a["saved"]] == [(e["key"], e["cases"], e.get("x1"))
                                                                           for e in b["saved"]]

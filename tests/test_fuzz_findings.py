@@ -107,8 +107,8 @@ def test_a_summary_of_the_previous_schema_version_is_refused_by_merge(libs, caps
     fuzz(capsys, libs["odd-tail"], tmp_path / "s")
     path = tmp_path / "s" / "summary.json"
     doc = json.loads(path.read_text())
-    doc["schema_version"] = 4
+    doc["schema_version"] = 5
     path.write_text(json.dumps(doc))
     code = main(["fuzz", "merge", str(tmp_path / "s"), "--out", str(tmp_path / "m")])
     err = capsys.readouterr().err
-    assert code == 2 and "unknown schema version 4 (this sl1conf reads 5)" in err and err.count("\n") == 1
+    assert code == 2 and "unknown schema version 5 (this sl1conf reads 6)" in err and err.count("\n") == 1

@@ -69,6 +69,12 @@ def fuzz_lines(summary: dict, out: Path) -> list:
              + (" (interrupted)" if summary.get("interrupted") else "")
              + f": {len(f['patterns'])} finding(s) ({f['distinct']} distinct failure(s), {f['findings']} in all), "
                f"{len(summary['saved'])} saved"]
+    found = [(rid, e) for rid, e in summary["requirements"].items() if e["elements"] or e["calls"]]
+    if found:  # every element and call each requirement failed on, not only the first of each finding
+        lines.append("  by requirement: " + "; ".join(
+            f"{rid} " + ", ".join(part for part in (
+                f"{e['elements']:,} element(s) rejected (worst {distance_text(e['worst'])})" if e["elements"] else "",
+                f"{e['calls']:,} call(s) failed" if e["calls"] else "") if part) for rid, e in found))
     for i, e in enumerate(summary["saved"], 1):
         where = f"batch {e['found']['batch']}, case {e['found']['case']}" + (
             f", element {e['found']['element']}" if e["found"]["element"] is not None else "")

@@ -38,7 +38,8 @@ from sl1conf.reference import formats
 from sl1conf.reference import exact
 
 from sl1conf.conformance import requirements
-from sl1conf.conformance.requirements.base import NOT_WRITTEN, SHORT_CALL, Seen
+from sl1conf.conformance.requirements.base import NOT_WRITTEN, SHORT_CALL, Seen, element_record
+from sl1conf.conformance.requirements.evidence import Evidence, add_evidence
 from sl1conf.conformance.requirements.filing import NOT_WRITTEN_UNDER
 from sl1conf.conformance.search.probing import run_probed
 from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
@@ -170,6 +171,7 @@ class BatchResult:
     findings: list
     seconds: float
     statistics: dict = field(default_factory=dict)  # statistic name -> "dtype/variant" -> the batch's counts
+    evidence: dict = field(default_factory=dict)  # requirement id -> Evidence: what the batch found of it
 
 
 @dataclass
@@ -184,6 +186,7 @@ class Result:
     seconds: float = 0.0
     interrupted: bool = False  # stopped by a signal before its batches or time were done
     statistics: dict = field(default_factory=dict)  # statistic name -> "dtype/variant" -> counts summed over the batches
+    evidence: dict = field(default_factory=dict)  # requirement id -> Evidence over the batches (certify's and sweep's shape)
 
     patterns: dict = field(default_factory=dict)  # pattern -> Group
 
@@ -193,6 +196,7 @@ class Result:
         self.cases += r.cases
         self.findings += len(r.findings)
         add_statistics(self.statistics, r.statistics)
+        add_evidence(self.evidence, r.evidence)
         for f in r.findings:
             old = self.first.get(f.key)
             if old is None or (f.batch, f.case) < (old.batch, old.case):
@@ -336,10 +340,12 @@ def _unwritten_where(idx: np.ndarray, n: int) -> str:
     return "start" if contiguous and idx[0] == 0 else "scattered"
 
 
-def judge_call(profile: Profile, case: Case, got: np.ndarray) -> dict:
+def judge_call(profile: Profile, case: Case, got: np.ndarray, worst: "dict | None" = None) -> dict:
     """Requirement id -> the elements of ``got`` (the written elements) it rejects: the one
     judge, run only where the result is not the correctly rounded one (where it is, every
-    rule accepts it). Empty when every element is accepted."""
+    rule accepts it). Empty when every element is accepted. ``worst``, if given, gets each
+    requirement's worst rejected element (requirement id -> (element, its distance, the
+    correctly rounded bits))."""
     fmt, w = case.format, case.elements_written
     dy, x1, x2, beta = case.floats()
     oracle = fast_oracle.smoothl1lossgrad(dy[:w], x1[:w], x2[:w], beta).view(fmt.uint)
@@ -349,17 +355,37 @@ def judge_call(profile: Profile, case: Case, got: np.ndarray) -> dict:
     sub = [a[:w][idx] for a in (case.dy, case.x1, case.x2)]
     exp = expected_for(fmt, *sub, case.beta, variant=case.variant, core_mask=case.core_mask, oracle=oracle[idx])
     j = judge(fmt, profile, got[idx], exp, *sub, case.beta)
+    if worst is not None:
+        for rid, bad in j.breaks.items():
+            if bad.any():
+                k = int(np.flatnonzero(bad)[int(np.argmax(j.dist[bad]))])
+                worst[rid] = (int(idx[k]), int(j.dist[k]), int(oracle[idx[k]]))
     return {rid: idx[bad] for rid, bad in j.breaks.items() if bad.any()}
 
 
-def _element_findings(profile: Profile, i: int, case: Case, o: Outcome) -> list[Finding]:
+def _record(case: Case, k: int, got: int, distance: "int | None" = None, expected: "int | None" = None) -> dict:
+    """Element ``k`` of ``case`` with the result ``got`` (bits), as every report says an element."""
+    if expected is None:
+        floats = case.floats()
+        expected = int(fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in floats[:3]), floats[3]).view(case.format.uint)[0])
+    return element_record(case.format, case.dy[k], case.x1[k], case.x2[k], case.beta, expected, got,
+                          distance=distance, may_be_fill=case.out_alias is None)
+
+
+def _element_findings(profile: Profile, i: int, case: Case, o: Outcome, evidence: "dict | None" = None,
+                      batch: int = 0) -> list[Finding]:
     """The wrong elements of a returned call, as findings: the one judge's rejections (every
     rule it breaks, filed under the most specific), one per requirements broken, value class,
-    error and branch (its first element)."""
+    error and branch (its first element). ``evidence``, if given (requirement id -> Evidence),
+    gets every requirement's rejected elements and the worst, at (batch, case, element)."""
     w, fmt = case.elements_written, case.format
-    rejected = judge_call(profile, case, o.out[:w])
+    worst: dict = {}
+    rejected = judge_call(profile, case, o.out[:w], worst if evidence is not None else None)
     if not rejected:
         return []
+    for rid, (k, d, expected) in worst.items():
+        evidence.setdefault(rid, Evidence()).add_elements(
+            rejected[rid].size, {"at": [batch, i, k], **_record(case, k, int(o.out[k]), d, expected)})
     out, beta_class = [], _beta_class(fmt, case.beta)
     rids = list(rejected)  # most specific first
     bad = np.unique(np.concatenate(list(rejected.values())))
@@ -389,19 +415,29 @@ def _probe_finding(s: Seen, case: Case) -> Finding:
 
 
 def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], statistics: "dict | None" = None,
-                late: bool = True) -> list[Finding]:
+                late: bool = True, evidence: "dict | None" = None, batch: int = 0) -> list[Finding]:
     """Every finding on ``cases``: each returned call's elements judged, and every requirement's
     probe (``search.probing``: their calls made with the cases in one adapter run). ``late``
     False: no probe waits for the adapter's watch of writes after the return (the shrinker's
     checks). ``statistics``, if given (statistic name -> "dtype/variant" -> counts), gets the
-    batch's counts added (their first STATISTIC_SAMPLE elements of a call)."""
+    batch's counts added (their first STATISTIC_SAMPLE elements of a call). ``evidence``, if given
+    (requirement id -> Evidence), gets what each requirement's rule and probe found, at (``batch``,
+    case, element): every rejected element and the worst, every failing call and the first."""
     def elements(outcomes):
         return [f for i, (c, o) in enumerate(zip(cases, outcomes)) if o.status == "ok"
-                for f in _element_findings(profile, i, c, o)]
+                for f in _element_findings(profile, i, c, o, evidence, batch)]
 
     probed = run_probed(adapter, profile, cases, ask_late=late, statistics=statistics is not None,
                         sample=STATISTIC_SAMPLE, first=elements)
     findings = probed.first + [_probe_finding(s, cases[s.case]) for s in probed.seen]
+    for s in probed.seen if evidence is not None else ():
+        e = evidence.setdefault(s.requirement, Evidence())
+        if s.changed:  # elements whose bits changed in another call: rejected elements, the first the example
+            k, bits = min(s.changed)
+            e.add_elements(len({k for k, _ in s.changed}),
+                           {"at": [batch, s.case, int(k)], **_record(cases[s.case], int(k), int(bits))})
+        else:
+            e.add_call([batch, s.case], s.kind, s.detail)
     if statistics is not None:
         add_statistics(statistics, probed.counts)
     return findings
@@ -420,10 +456,11 @@ def run_batch(campaign: Campaign, profile: Profile, adapter: Adapter, k: int) ->
     """Draw batch ``k``, check it, keep the first finding of each key."""
     t0 = time.perf_counter()
     cases = make_batch(campaign, profile, k)
-    first, counts = {}, {}
-    for f in check_cases(adapter, profile, cases, counts):  # the first of each key and pattern
+    first, counts, evidence = {}, {}, {}
+    for f in check_cases(adapter, profile, cases, counts, evidence=evidence, batch=k):  # the first of each key and pattern
         first.setdefault((f.key, f.pattern), dataclasses.replace(f, batch=k))
-    return BatchResult(k, sum(c.n for c in cases), len(cases), list(first.values()), time.perf_counter() - t0, counts)
+    return BatchResult(k, sum(c.n for c in cases), len(cases), list(first.values()), time.perf_counter() - t0, counts,
+                       evidence)
 
 
 # ------------------------------------------------------------------ driving

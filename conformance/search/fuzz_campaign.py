@@ -27,6 +27,7 @@ from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id, core_masks
 from sl1conf.conformance.requirements.base import element_record
+from sl1conf.conformance.requirements.evidence import add_evidence, evidence_of
 from sl1conf.conformance.requirements.elements import BOUNDARY_ID
 from sl1conf.conformance.search import fuzz
 from sl1conf.conformance.search.campaign import process_pool, stop_on_signals
@@ -37,11 +38,13 @@ __all__ = ["FuzzError", "SCHEMA", "SCHEMA_VERSION", "read_summary", "claim", "fi
            "write_output", "merge", "replayed_campaign", "statistic_keys"]
 
 SCHEMA = "sl1conf-fuzz"
-SCHEMA_VERSION = 5  # 2: findings keyed by requirement id; saved failures name their requirements;
+SCHEMA_VERSION = 6  # 2: findings keyed by requirement id; saved failures name their requirements;
 # 3: batches of 2^20 elements, long calls drawn by sampling.fast_batch (another batch for the same seed);
 # 4: failures grouped by pattern (failures.patterns), one saved reproducer per pattern with its counts;
 # 5: R01's rounding-bias counts leave out, as 'explained', the deviations an allowed evaluation gives (the
-# rule changed: older summaries are not merged with newer ones); saved reproducers carry ulp and not_written
+# rule changed: older summaries are not merged with newer ones); saved reproducers carry ulp and not_written;
+# 6: the evidence per requirement (requirements.evidence: every rejected element and the worst, every failing
+# call and the first), as certify's runs and sweeps hold it
 REGRESSIONS = (100, "fuzz-regressions", "Failures found by sl1conf fuzz, each minimized to the shortest call "
                                         "and the simplest values that still fail.")
 CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data under two core masks gives "
@@ -308,6 +311,7 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
                          "findings": result.findings + len(judged_keys),
                          "keys": sorted([fuzz.key_text(k) for k in result.first] + judged_keys),
                          "patterns": _patterns(rows, judged_keys)},
+            "requirements": {rid: e.to_json() for rid, e in sorted(result.evidence.items())},
             **judged,
             "implementation": adapter.describe(), "profile": profile.summary(), "host": describe_host()}
 
@@ -411,6 +415,9 @@ def merge(parts: list, out: Path, force: bool) -> tuple:
         fuzz.add_statistics(totals, {st.name: {run: e["counts"] for run, e in s.get(st.name, {}).items()}
                                      for st in requirements.STATISTICS})
     judged, judged_keys = _judged(totals)
+    evidence: dict = {}
+    for _, s in parts:
+        add_evidence(evidence, evidence_of(s["requirements"]))
     counted = [statistic_keys(s) for _, s in parts]  # judged again above
     keys = {k for (_, s), c in zip(parts, counted) for k in s["failures"]["keys"] if k not in c} | set(judged_keys)
     summary = {**first, "shards": sorted(shards), "merged_from": [str(f) for f, _ in parts],
@@ -424,6 +431,7 @@ def merge(parts: list, out: Path, force: bool) -> tuple:
                "failures": {"distinct": len(keys), "findings": sum(s["failures"]["findings"] for _, s in parts)
                             - sum(map(len, counted)) + len(judged_keys), "keys": sorted(keys),
                             "patterns": _merged_patterns(parts, judged_keys)},
+               "requirements": {rid: e.to_json() for rid, e in sorted(evidence.items())},
                **judged}
     by_pattern = {r["pattern"]: r for r in summary["failures"]["patterns"]}
     for e, _ in saved:  # each reproducer with its finding's counts over every shard
