@@ -338,10 +338,10 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
     requirements = []
     for req in CATALOG:
         found = found_by[req.id]
-        evidence = (found.tally.entry(findings=ctx.findings, diagnosis=diagnoses.get(id(found.tally)))
-                    if found.applicable and found.tally is not None else {})
+        fields = (found.tally.entry(findings=ctx.findings, diagnosis=diagnoses.get(id(found.tally)))
+                  if found.applicable and found.tally is not None else {})
         requirements.append(RequirementResult(req.id, req.title, req.kind_for(profile), req.statement, found.applicable,
-                                              {**evidence, **found.extra}))
+                                              {**fields, **found.extra}))
 
     stats = ErrorStats()
     stats.add_run(fmt, ctx.whole, judged, ctx.bounds)

@@ -97,7 +97,7 @@ def _pattern_holds(w: dict, result) -> "tuple[bool, int]":
     (RequirementResult), how many of them it holds): from its diagnosis."""
     if "pattern" not in w:
         return True, result.failed
-    d = next((d for d in result.evidence.get("diagnosis") or [] if d.get("key") == w["pattern"]), None)
+    d = next((d for d in result.fields.get("diagnosis") or [] if d.get("key") == w["pattern"]), None)
     if d is None:
         return False, 0
     return d["failed"] == d["of"], d["failed"]

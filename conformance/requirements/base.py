@@ -12,6 +12,7 @@ import numpy as np
 
 from sl1conf.adapters.base import fill_bits
 from sl1conf.conformance.rules import distances
+from sl1conf.conformance.requirements.evidence import Evidence
 from sl1conf.conformance.rules.diagnosis import FLUSH_VARIES, FLUSH_VARIES_TEXT, diagnose, diagnose_many
 from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, SPECIALS, special_class
 from sl1conf.reference import formats
@@ -81,15 +82,39 @@ def calls_to_look_at(ctx: "RunContext", bad: np.ndarray, among: "np.ndarray | No
 
 
 class Tally:
-    """Counts and the worst failing element of one requirement (or one family of it)."""
+    """What a certify run found of one requirement (or one family of it): its ``evidence``
+    (requirements.evidence.Evidence, the shape fuzz and sweep give theirs in: the elements
+    checked and rejected with the worst, the failing calls), and what a report says beyond it:
+    examples, the commonest kind of error, what the diagnosis reads, what was accepted beyond the
+    budget."""
 
     def __init__(self, fmt):
-        self.fmt, self.checked, self.failed, self.worst, self.examples = fmt, 0, 0, None, []
+        self.fmt, self.examples = fmt, []
+        self.evidence = Evidence()
+        self._added = self._counted = 0  # calls added and failing calls counted: the positions of the evidence
         self.seen = []  # (judgement, failing mask, checked mask) per call added: what the diagnosis reads
         self.far, self.far_by, self.far_worst = 0, {}, None  # accepted beyond the budget: reachable under the error model, or an alternative
         self.far_special = {}  # accepted infinities or NaNs against numbers (no distance), by kind
         self.kinds = {}  # error kind (ERROR_KINDS index) -> [failing elements, the first (j, k)]: the bulk
         self.noted = []  # per failing call or comparison of calls (not an element): the case ids involved
+
+    @property
+    def checked(self) -> int:
+        return self.evidence.checked
+
+    @checked.setter
+    def checked(self, n: int) -> None:
+        self.evidence.checked = n
+
+    @property
+    def failed(self) -> int:
+        """Failing elements and calls."""
+        return self.evidence.failed
+
+    @property
+    def worst(self) -> "dict | None":
+        """The worst failing element (the first added of the farthest)."""
+        return self.evidence.worst
 
     def add(self, j, bad: np.ndarray, among: "np.ndarray | None" = None):
         """``bad`` elements of judgement ``j`` (``among``: the elements the rule looked at, default all)."""
@@ -98,9 +123,9 @@ class Tally:
         self.seen.append((j, bad, among))
         self._beyond_budget(j, among & ~bad)
         idx = np.flatnonzero(bad)
+        self._added += 1
         if not idx.size:
             return
-        self.failed += int(idx.size)
         kinds = error_kinds(j, idx)
         for kind, first, n in zip(*np.unique(kinds, return_index=True, return_counts=True)):
             slot = self.kinds.setdefault(int(kind), [0, None])
@@ -109,8 +134,7 @@ class Tally:
                 slot[1] = (j, int(idx[first]))
         k = int(idx[int(np.argmax(j.dist[idx]))])
         ex = self.element(j, k)
-        if self.worst is None or ex["ulp_value"] > self.worst["ulp_value"]:
-            self.worst = ex
+        self.evidence.add_elements(idx.size, {**ex, "at": (self._added, k)})
         if len(self.examples) < EXAMPLES:
             self.examples.append(ex)
 
@@ -129,6 +153,7 @@ class Tally:
             if close[i]:
                 self.add(j, bad[lo:hi], part)
             else:
+                self._added += 1
                 self.checked += int(counted[i])
                 self.seen.append((j, bad[lo:hi], np.ones(hi - lo, bool) if part is None else part))
 
@@ -159,17 +184,18 @@ class Tally:
         """One failing call (not an element), with what was wrong; ``case_id`` None: a finding
         about the whole run (listed first: it says more than any one element). ``also``: the
         ids of other calls the failure involves (the call it was compared with)."""
-        self.count((case_id, *also))
+        self.count((case_id, *also), detail)
         if case_id is None:
             self.examples.insert(0, {"detail": detail})
             del self.examples[EXAMPLES:]
         elif len(self.examples) < EXAMPLES:
             self.examples.append({"case": case_id, "detail": detail})
 
-    def count(self, case_ids: tuple) -> None:
+    def count(self, case_ids: tuple, detail: str = "") -> None:
         """One failing call or comparison of calls, without an example: the ids of the calls it
         involved (a repeat and its first call), which the diagnosis's call findings look for."""
-        self.failed += 1
+        self._counted += 1
+        self.evidence.add_call((self._counted,), "call", detail)
         self.noted.append(tuple(case_ids))
 
     def merge(self, other: "Tally") -> None:
@@ -185,10 +211,14 @@ class Tally:
             self.far_special[kind] = self.far_special.get(kind, 0) + n
         if other.far_worst and (self.far_worst is None or other.far_worst["ulp_value"] > self.far_worst["ulp_value"]):
             self.far_worst = other.far_worst
-        self.checked += other.checked
-        self.failed += other.failed
-        if other.worst and (self.worst is None or other.worst["ulp_value"] > self.worst["ulp_value"]):
-            self.worst = other.worst
+        theirs = other.evidence  # after this one's: its positions moved past this one's
+        worst, first = theirs.worst, theirs.first_call
+        self.evidence.merge(Evidence(
+            theirs.checked, theirs.elements, theirs.calls,
+            None if worst is None else {**worst, "at": (self._added + worst["at"][0], worst["at"][1])},
+            None if first is None else {**first, "at": (self._counted + first["at"][0],)}))
+        self._added += other._added
+        self._counted += other._counted
         self.examples += other.examples[: max(0, EXAMPLES - len(self.examples))]
 
     def element(self, j, k: int, got=None) -> dict:
@@ -235,7 +265,7 @@ class Tally:
             out["diagnosis"] = (diagnosis if diagnosis is not None
                                 else diagnose(self.seen, self.example, findings, self.noted))
         if self.worst is not None:
-            out["worst"] = {k: v for k, v in self.worst.items() if k != "ulp_value"}
+            out["worst"] = {k: v for k, v in self.worst.items() if k not in ("ulp_value", "at")}
         if self.examples:
             out["examples"] = [{k: v for k, v in e.items() if k != "ulp_value"} for e in self.examples]
         return out

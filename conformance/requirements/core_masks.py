@@ -41,7 +41,7 @@ def compare_variants(shared, fmt: formats.Format, outputs_shared: dict, outputs_
     after the return): a difference in such a call counts for that finding's pattern in the
     entry's diagnosis. Its status follows from the evidence (results.RequirementResult.status)."""
     result = next(r for r in shared.requirements if r.id == ID)
-    entry = result.evidence
+    entry = result.fields
     checked = failed = 0
     findings, explained = findings or {}, {key: [] for key in findings or {}}
     examples = entry.setdefault("examples", [])

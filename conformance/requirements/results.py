@@ -35,7 +35,7 @@ class FamilyResult:
     family: str
     checked: int
     failed: int
-    evidence: dict = field(default_factory=dict)  # worst, examples
+    fields: dict = field(default_factory=dict)  # worst, examples
     waiver: str = ""  # the reason of the waiver that covers its failures
 
     @property
@@ -44,7 +44,7 @@ class FamilyResult:
 
     def to_json(self) -> dict:
         return {"family": self.family, "status": self.status, "checked": self.checked, "failed": self.failed,
-                **self.evidence, **({"waiver": self.waiver} if self.waiver else {})}
+                **self.fields, **({"waiver": self.waiver} if self.waiver else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "FamilyResult":
@@ -54,7 +54,7 @@ class FamilyResult:
 
 @dataclass
 class RequirementResult:
-    """What one run found of one requirement. ``evidence``: the report entry's fields after the
+    """What one run found of one requirement. ``fields``: the report entry's fields after the
     status, in its order (counts, the worst and example elements, the diagnosis, what was
     observed; ``families``: FamilyResult per family where it is judged per family)."""
 
@@ -63,21 +63,21 @@ class RequirementResult:
     kind: str  # required or recorded (under this profile)
     statement: str
     applicable: bool  # something it is about was in the run
-    evidence: dict = field(default_factory=dict)
+    fields: dict = field(default_factory=dict)
     waiver: str = ""  # the reason of the waiver that covers its failures (not per family)
     waiver_partial: str = ""  # a waiver that names it but holds only some of its failures, and how many
 
     @property
     def checked(self) -> int:
-        return self.evidence.get("checked", 0)
+        return self.fields.get("checked", 0)
 
     @property
     def failed(self) -> int:
-        return self.evidence.get("failed", 0)
+        return self.fields.get("failed", 0)
 
     @property
     def families(self) -> list:
-        return self.evidence.get("families", [])
+        return self.fields.get("families", [])
 
     @property
     def status(self) -> str:
@@ -94,17 +94,17 @@ class RequirementResult:
 
     def to_json(self) -> dict:
         return {"id": self.id, "title": self.title, "kind": self.kind, "statement": self.statement,
-                "status": self.status, **as_json(self.evidence),
+                "status": self.status, **as_json(self.fields),
                 **({"waiver_partial": self.waiver_partial} if self.waiver_partial else {}),
                 **({"waiver": self.waiver} if self.waiver else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "RequirementResult":
         own = ("id", "title", "kind", "statement", "status", "waiver", "waiver_partial")
-        evidence = {k: v for k, v in d.items() if k not in own}
-        if "families" in evidence:
-            evidence["families"] = [FamilyResult.from_json(f) for f in evidence["families"]]
-        return cls(d["id"], d["title"], d["kind"], d["statement"], d["status"] != "not-applicable", evidence,
+        fields = {k: v for k, v in d.items() if k not in own}
+        if "families" in fields:
+            fields["families"] = [FamilyResult.from_json(f) for f in fields["families"]]
+        return cls(d["id"], d["title"], d["kind"], d["statement"], d["status"] != "not-applicable", fields,
                    d.get("waiver", ""), d.get("waiver_partial", ""))
 
 
