@@ -87,7 +87,9 @@ CHECKPOINT_SECONDS = 1.0
 run ends however it ends (a write with its schema check costs about 7 ms, half a block: once
 per block it was a quarter of a full sweep's time)."""
 STATE_FORMAT = "sl1conf-sweep/5"
-"""3: ``excepted`` is ``beyond_budget`` (as in reports), the statistics by name, the probes' call failures."""
+"""5: one Evidence per requirement (requirements.evidence) and every example an element record
+(format 4 is read as 5); 4: the rounding-bias counts leave out what an allowed evaluation gives;
+3: ``excepted`` is ``beyond_budget`` (as in reports), the statistics by name, the probes' call failures."""
 
 
 class SweepError(SuiteError):
