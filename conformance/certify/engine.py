@@ -26,7 +26,7 @@ from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.jsonfiles import REPORT_SCHEMA_VERSION
 from sl1conf.conformance.common.memory import keep_freed_memory
 from sl1conf.conformance.requirements import CATALOG
-from sl1conf.conformance.requirements.base import RunContext, Tally, diagnose_tallies
+from sl1conf.conformance.requirements.base import JudgedCall, RunContext, Tally, diagnose_tallies
 from sl1conf.conformance.requirements.core_masks import compare_variants
 from sl1conf.conformance.requirements.filing import rejection_failures
 from sl1conf.conformance.requirements.results import Report, RequirementResult, RunResult, incomplete_reasons
@@ -130,7 +130,7 @@ def _columns(vs: store.VectorSet, calls: list) -> _Columns:
 
 
 def _judge_all(vs: store.VectorSet, profile: Profile, items: list, columns: "_Columns | None" = None) -> tuple:
-    """One Judgement per (row, vector case, call, outcome, family) of ``items``, judged in one
+    """One JudgedCall per (row, vector case, call, outcome, family) of ``items``, judged in one
     pass over all their written elements (every rule is a function of the element and its
     call's beta, so judging the calls together gives each the bits it would get alone): (the
     judgements, the judgement of all their elements, where each one's elements start in it
@@ -150,9 +150,8 @@ def _judge_all(vs: store.VectorSet, profile: Profile, items: list, columns: "_Co
         j = whole.part(int(bounds[k]), int(bounds[k + 1]))
         j.alt = {n: m for n, m in j.alt.items() if n in vc.alternatives}  # the case's own alternatives
         j.expected.alternatives = {n: a for n, a in j.expected.alternatives.items() if n in vc.alternatives}
-        j.row, j.case, j.outcome, j.family = row, call, o, family
-        j.fill_ok = bool((o.out[ws[k]:] == call.initial_out()[ws[k]:]).all())
-        out.append(j)
+        out.append(JudgedCall.of(j, case=call, row=row, outcome=o, family=family,
+                                 fill_ok=bool((o.out[ws[k]:] == call.initial_out()[ws[k]:]).all())))
     return out, whole, bounds
 
 

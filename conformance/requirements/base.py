@@ -5,7 +5,7 @@ several checks read again (:data:`START_LAYOUT`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Callable, Optional
 
 import numpy as np
@@ -14,7 +14,7 @@ from sl1conf.adapters.base import fill_bits
 from sl1conf.conformance.rules import distances
 from sl1conf.conformance.requirements.evidence import Evidence
 from sl1conf.conformance.rules.diagnosis import FLUSH_VARIES, FLUSH_VARIES_TEXT, diagnose, diagnose_many
-from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, SPECIALS, special_class
+from sl1conf.conformance.rules.judge import ELEMENT_RULES, ElementRule, Judgement, SPECIALS, special_class
 from sl1conf.reference import formats
 
 EXAMPLES = 5  # failing inputs listed per requirement
@@ -280,6 +280,26 @@ def diagnose_tallies(tallies: list, findings: "dict | None" = None) -> dict:
 
 
 @dataclass
+class JudgedCall(Judgement):
+    """One call of a certify run, judged: its judgement (``rules.judge.Judgement``, of the
+    elements it wrote, ``case`` the call) and what the judgement is of, which only certify knows:
+    the vector set's ``row``, the ``outcome``, the vector ``family``, the call's number in the
+    adapter's history (``call_no``), whether the elements a correct call does not write still
+    hold the fill (``fill_ok``)."""
+
+    row: Optional[dict] = None
+    outcome: object = None
+    family: str = ""
+    fill_ok: bool = True
+    call_no: int = 0
+
+    @classmethod
+    def of(cls, j: Judgement, **what) -> "JudgedCall":
+        """``j`` (its arrays, not copies) with what it is of."""
+        return cls(**{**{f.name: getattr(j, f.name) for f in fields(Judgement)}, **what})
+
+
+@dataclass
 class Check:
     """What a run check found: ``tally`` (None for a recorded requirement that counts nothing),
     ``applicable`` (False: nothing this requirement is about was in the run), extra fields."""
@@ -297,7 +317,7 @@ class RunContext:
     profile: object
     variant: str
     adapter: object
-    judged: list  # Judgement per call that returned, with row, case, outcome, family, fill_ok
+    judged: list  # JudgedCall per call that returned
     broken: list  # (row, case, outcome) per call that crashed, hung or failed
     calls: list  # (row, vector case, case) per call made
     memo: dict = field(default_factory=dict)  # what a plan worked out for its check (R18's arrangements)

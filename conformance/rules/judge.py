@@ -180,13 +180,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     rejected: dict = field(default_factory=dict)
     breaks: dict = field(default_factory=dict)  # the rejections that make an element unacceptable here
     checked: dict = field(default_factory=dict)  # requirement id -> elements its rule applies to
-    # what the judgement is of, where the caller knows it (certify: the vector case)
-    row: dict = None
-    case: object = None
-    outcome: object = None
-    family: str = ""
-    fill_ok: bool = True  # elements a correct call does not write still hold the fill
-    call_no: int = 0  # the call's number in the adapter's history (certify: Adapter.calls_made), 0: not known
+    case: object = None  # the call judged, where the caller knows it (its unwritten elements, the diagnosis's patterns)
 
     def part(self, lo: int, hi: int) -> "Judgement":
         """The judgement of elements lo..hi-1 (views): one call's share of a judgement made
