@@ -8,7 +8,8 @@ position; the first call is the one at the lowest position), so the families of 
 batches and shards of a fuzz campaign and the blocks of a sweep, whichever worker judged them
 and in whatever order they came back, add up to one; and it is serialisable (a sweep's
 checkpoint, a fuzz summary). A position (``at``) is what orders a driver's elements and
-calls: certify's call number, a sweep's pair number, a fuzz campaign's (batch, case).
+calls: certify's (call added, element), a sweep's pair number (a call's: its block), a fuzz
+campaign's [batch, case, element] (a call's: [batch, case]).
 """
 
 from __future__ import annotations
