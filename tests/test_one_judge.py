@@ -89,7 +89,7 @@ def test_certify_fuzz_and_sweep_agree_element_by_element(tmp_path, impl, beta_te
 
     want = fast_oracle.smoothl1lossgrad(dy.view(np.float16), x1.view(np.float16), x2.view(np.float16),
                                         np.uint16(beta).view(np.float16)).view(np.uint16)
-    tally = S.Tally()
+    tally = S.PlaneTally()
     tally.add(0, dy, x1, x2, beta, got, want)
     tally.judge(0, dy, x1, x2, beta, got, want, profile)
 

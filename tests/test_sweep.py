@@ -222,7 +222,7 @@ def test_a_worker_gives_the_subset_pairs_and_the_fast_oracle(subset, block):
 @pytest.mark.parametrize("impl", ["builtin:kernel", "builtin:kernel:muldiv-fp64", "builtin:kernel:muldiv-fp16",
                                   "planted"])
 def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):
-    """Tally.block (one judgement of the wrong elements) gives the tally of add + judge, and the
+    """PlaneTally.block (one judgement of the wrong elements) gives the tally of add + judge, and the
     accuracy requirement's lean counts (lean_bias_counts: a judgement of the elements where the
     implementation differs) are call_bias_counts' (every element judged): blocks with many wrong elements, none (the bias counters' keys
     found among the others: x2 = 1, x1 far above), no ordinary element at all (x2 = inf), and
@@ -235,7 +235,7 @@ def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):
     seen = set()
     for k in (0, 1, 3 * 16 + 2, 0x3555 * 16 + 3, 0x3C00 * 16 + 12, 0x7C00 * 16 + 5, 0x7E01 * 16 + 2, 0xBC00 * 16 + 1):
         lo, dy, x1, x2, got, want = _block_inputs(w, k)
-        one, whole = S.Tally(), S.Tally()
+        one, whole = S.PlaneTally(), S.PlaneTally()
         one.block(lo, dy, x1, x2, BETA, got, want, profile)
         whole.add(lo, dy, x1, x2, BETA, got, want)
         whole.judge(lo, dy, x1, x2, BETA, got, want, profile)

@@ -7,7 +7,7 @@ cut into blocks of :data:`BLOCK` elements (for ``all``: 16 x2 values times every
 at memory speed), one task of the worker pool or of a Dask cluster (:func:`block_task`,
 a pure function of the configuration and k), the unit of ``--shard I/N`` (block k
 belongs to shard k % N + 1) and of checkpointing: the state (which blocks are done,
-their merged :class:`Tally`) is rewritten atomically at most every
+their merged :class:`PlaneTally`) is rewritten atomically at most every
 :data:`CHECKPOINT_SECONDS` and whenever the run ends (finished, Ctrl-C, an error), so an
 interrupted sweep resumes where it stopped (a killed one loses at most the last second).
 A tally is sums and order-independent choices (the worst element: largest distance, ties to
@@ -63,7 +63,7 @@ from sl1conf.conformance.search.distributed import submitted
 from sl1conf.conformance.search.ranges import parse_ranges, ranges_text
 from sl1conf.conformance.search.shards import WHOLE, Shard
 
-__all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "Tally", "parse_subset", "block_task",
+__all__ = ["BLOCK", "BUCKETS", "SweepConfig", "SweepError", "Subset", "PlaneTally", "parse_subset", "block_task",
            "run_sweep", "run_sweep_on", "merge_states", "merge_folders", "load_state", "save_state", "state_folder",
            "finish", "verdict", "elapsed", "STATE_FILE", "SAMPLE_EVERY"]
 
@@ -236,8 +236,10 @@ def _judged(profile, got, dy, x1, x2, beta, want, idx):
     return judge(FP16, profile, got[idx], _expected(dy, x1, x2, beta, want, idx), dy[idx], x1[idx], x2[idx], beta)
 
 
-class Tally:
-    """Counts and examples of a set of blocks; merging is order-independent."""
+class PlaneTally:
+    """What the blocks of a sweep's plane done so far found: the histogram by what else a wrong
+    element equals, the worst and first examples, one Evidence per requirement, what was accepted
+    beyond the budget or as an open answer, the statistics; merging is order-independent."""
 
     def __init__(self):
         self.elements = 0
@@ -257,7 +259,7 @@ class Tally:
         self.open = {}  # alternative -> elements it accepted that the oracle's answer would not be (open behaviour)
         self.statistics = {}  # statistic name -> "dtype/variant" -> its counts of the sampled blocks
 
-    def merge(self, other: "Tally") -> "Tally":
+    def merge(self, other: "PlaneTally") -> "PlaneTally":
         self.elements += other.elements
         self.hist += other.hist
         self.zsign += other.zsign
@@ -409,7 +411,7 @@ class Tally:
                 "open_answers": dict(sorted(self.open.items())), "statistics": self.statistics}
 
     @classmethod
-    def from_json(cls, data: dict) -> "Tally":
+    def from_json(cls, data: dict) -> "PlaneTally":
         t = cls()
         t.elements, t.failed, t.failure = data["elements"], data["failed_elements"], data["first_failure"]
         for r, name in enumerate(ROWS):
@@ -427,7 +429,7 @@ class Tally:
         return t
 
 
-def verdict(tally: Tally, profile, beta: "int | None" = None) -> dict:
+def verdict(tally: PlaneTally, profile, beta: "int | None" = None) -> dict:
     """The sweep's verdict, in certify's words: the elements the judge rejected, per
     requirement (the worst of each with its input), calls that returned no result, and what
     was accepted only beyond the budget or as an open alternative, and blocks refused for an open
@@ -529,13 +531,13 @@ class _Block:
         np.putmask(want, np.greater(mag, FP16.exp_mask, out=nan), FP16.qnan_bits)
         return want
 
-    def run(self, k: int) -> Tally:
+    def run(self, k: int) -> PlaneTally:
         c = self.config
         lo = k * c.block
         hi = min(lo + c.block, self.subset.size)
         x1, x2 = self.pairs(lo, hi)
         dy = self.dy[:hi - lo]
-        tally = Tally()
+        tally = PlaneTally()
         call = Case("fp16", dy, x1, x2, c.beta, variant=c.variant, core_mask=self.profile.core_mask, id=f"block {k}",
                     guard=("end", "start")[k % 2])  # reads and writes before the start fault in odd blocks
         sampled = k % SAMPLE_EVERY == 0
@@ -561,7 +563,7 @@ def _close_block(worker: "_Block") -> None:
 
 
 def block_task(config: SweepConfig, k: int) -> tuple:
-    """(k, the block's Tally): block ``k`` of the sweep ``config`` in a worker, a local pool's
+    """(k, the block's PlaneTally): block ``k`` of the sweep ``config`` in a worker, a local pool's
     process or a Dask worker's thread. A block is a pure function of (config, k); the adapter,
     profile and arrays are made once per process and thread and kept for the next block of the
     same sweep (``campaign.per_worker``: a thread's earlier sweep is closed)."""
@@ -571,7 +573,7 @@ def block_task(config: SweepConfig, k: int) -> tuple:
 
 
 def blocks_task(config: SweepConfig, blocks: list) -> list:
-    """[(k, the block's Tally)] for each block of ``blocks``: one task of a local pool."""
+    """[(k, the block's PlaneTally)] for each block of ``blocks``: one task of a local pool."""
     return [block_task(config, k) for k in blocks]
 
 
@@ -583,7 +585,7 @@ for; a Ctrl-C loses at most the chunks in flight."""
 
 @contextlib.contextmanager
 def _results(config, blocks, workers, adapter, executor=None):
-    """(block, Tally) for each block, in this process, from a spawn pool of ``workers`` (chunks
+    """(block, PlaneTally) for each block, in this process, from a spawn pool of ``workers`` (chunks
     of blocks, 2 per worker in flight) or through ``executor`` (2 blocks per worker thread in
     flight): any order."""
     if executor is None and workers == 1:
@@ -633,7 +635,7 @@ def load_state(folder) -> "dict | None":
                             if older else ")"))
     jsonfiles.validate(state, "sweep-state.schema.json", SweepError, str(path))
     try:  # the schema admits only what these read; the net catches a gap in it
-        state["tally"] = Tally.from_json(state["tally"])
+        state["tally"] = PlaneTally.from_json(state["tally"])
         state["done"] = parse_ranges(state["done"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SweepError(f"{path} is not a readable sweep state ({type(exc).__name__}: {exc})") from None
@@ -725,7 +727,7 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
     if state is None:
         state = {"format": STATE_FORMAT, "config": key, "pairs": subset.size, "blocks": nblocks,
                  "done": set(), "complete": nblocks == 0, "shards": [], "adapter": described,
-                 "sessions": [], "tally": Tally()}
+                 "sessions": [], "tally": PlaneTally()}
     if str(shard) not in state["shards"]:
         state["shards"].append(str(shard))
     todo = [k for k in shard.items(0, nblocks) if k not in state["done"]]
@@ -763,7 +765,7 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
 def merge_states(states: list) -> dict:
     """One state from sweeps of disjoint blocks of the same sweep (shards)."""
     first = states[0]
-    merged = {**first, "done": set(), "shards": [], "sessions": [], "tally": Tally()}
+    merged = {**first, "done": set(), "shards": [], "sessions": [], "tally": PlaneTally()}
     for i, s in enumerate(states):
         check_same(s, first["config"], f"input {i + 1}")
         overlap = merged["done"] & s["done"]
