@@ -35,24 +35,35 @@ def _recorded(args, sets):
 
 
 def _run(args) -> int:
-    from pathlib import Path
-
-    from sl1conf.conformance.certify.engine import certify
-    from sl1conf.conformance.certify.session import checked_inputs, loaded_implementation, selected_runs
+    from sl1conf.conformance.certify.session import checked_inputs
     from sl1conf.conformance.common.files import writable_folder
-    from sl1conf.conformance.common.progress import Progress
 
     inputs = checked_inputs(platform=args.platform, profile_file=args.profile,
                             dtypes=[d.name for d in args.dtype] if args.dtype else None,
                             vector_dirs=args.vectors or (), waivers_file=args.waivers)
-    profile, dtypes, sets, waivers = inputs.profile, inputs.dtypes, inputs.vectors, inputs.waivers
     if bool(args.impl) == bool(args.results):
         raise UsageError("give exactly one of --impl SPEC (run an implementation) and --results FILE (judge a board "
                          "self-test's output)")
-    if "html" in (args.format or ["html"]):
-        from sl1conf.conformance.reports.plots import warm
+    from sl1conf.conformance.reports import plots
 
-        warm()  # the plots' processes, started while this one is small and has one thread
+    if "html" in (args.format or ["html"]):
+        plots.warm()  # the plots' processes, started while this one is small and has one thread
+    try:
+        return _certified(args, inputs, out_of=lambda: writable_folder(args.out, UsageError))
+    except BaseException:
+        plots.cool()
+        raise
+
+
+def _certified(args, inputs, out_of) -> int:
+    """The certification of :func:`_run`'s checked ``inputs``, written into ``out_of()``."""
+    from pathlib import Path
+
+    from sl1conf.conformance.certify.engine import certify
+    from sl1conf.conformance.certify.session import loaded_implementation, selected_runs
+    from sl1conf.conformance.common.progress import Progress
+
+    profile, dtypes, sets, waivers = inputs.profile, inputs.dtypes, inputs.vectors, inputs.waivers
     impl = _recorded(args, sets) if args.results else loaded_implementation(args.impl)
     with impl:
         selected_runs(inputs, impl, args.variant)  # before the run: nothing to certify is bad usage
@@ -60,7 +71,7 @@ def _run(args) -> int:
             print("vectors: " + "; ".join(f"{d} from {vs.path}" for d, vs in sets.items())
                   + (f" (no --vectors set holds {', '.join(d for d in profile.dtypes if d not in sets)}: "
                      "not certified)" if set(profile.dtypes) - set(sets) else ""))
-        out = writable_folder(args.out, UsageError)  # after every check of the input, before the run
+        out = out_of()  # after every check of the input, before the run
         only = [o for part in (args.only or []) for o in part]
         invocation = {"impl": args.impl, "platform": args.platform,
                       **({"results": str(Path(args.results).resolve())} if args.results else {}),

@@ -346,16 +346,29 @@ def _workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _import_matplotlib(low_priority: bool = False) -> None:
+MOST_PLOTS = 6  # the matrix, the ratio plot and one histogram per run (two dtypes, two variants)
+
+
+def _import_matplotlib(parent: "int | None" = None) -> None:
+    """Import what drawing needs; ``parent``: a process started early (warm), idle until the end:
+    Ctrl-C is the parent's to handle, it takes what the certification leaves of the CPUs, and it
+    ends with its parent however that ends (killed, say), never left behind."""
     import importlib
     import os
+    import signal
 
-    if low_priority:  # a process started early, idle until the end: Ctrl-C is the parent's to handle
-        import signal
-
+    if parent is not None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         if hasattr(os, "nice"):
-            os.nice(10)  # it takes what the certification leaves of the CPUs
+            os.nice(10)
+        try:  # Linux: SIGTERM when the parent dies
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+        if os.getppid() != parent:  # the parent died before that was set
+            os._exit(0)
     for name in ("matplotlib.figure", "matplotlib.backends.backend_agg", "matplotlib.backends.backend_svg"):
         importlib.import_module(name)
 
@@ -371,12 +384,24 @@ def warm() -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
+    import os
+
     try:
-        _WARM = ProcessPoolExecutor(_workers(), mp_context=multiprocessing.get_context("fork"),
-                                    initializer=_import_matplotlib, initargs=(True,))
+        _WARM = ProcessPoolExecutor(min(_workers(), MOST_PLOTS), mp_context=multiprocessing.get_context("fork"),
+                                    initializer=_import_matplotlib, initargs=(os.getpid(),))
         _WARM.submit(int)  # a forking pool starts every process at the first task
     except OSError:
         _WARM = None
+
+
+def cool() -> None:
+    """The processes :func:`warm` started, ended now (nothing will be drawn: the command failed)."""
+    global _WARM
+    pool, _WARM = _WARM, None
+    if pool is not None:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _draw_all(tasks: list) -> list:
