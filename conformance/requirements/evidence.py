@@ -37,7 +37,8 @@ def pick(a, b, key):
 
 @dataclass
 class Evidence:
-    """One requirement's evidence: ``checked`` elements (or calls) looked at, ``elements``
+    """One requirement's evidence: ``checked`` elements (or calls) looked at (certify's; fuzz and
+    sweep count what they checked for the whole campaign or plane, and leave it 0), ``elements``
     rejected (``worst``: the worst, an element record with its distance ``ulp_value`` and its
     position ``at``), failing ``calls`` (``first_call``: ``{"at", "kind", "detail"}``)."""
 
