@@ -67,6 +67,22 @@ def element_record(fmt, dy, x1, x2, beta, expected, got, *, distance: "int | Non
     return out
 
 
+def oracle_at(case, k: int) -> int:
+    """The correctly rounded result of element ``k`` of ``case`` (an adapters Case), bits."""
+    from sl1conf.reference import fast_oracle
+
+    floats = case.floats()
+    return int(fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in floats[:3]), floats[3]).view(case.format.uint)[0])
+
+
+def case_element(case, k: int, got: int, distance: "int | None" = None, expected: "int | None" = None) -> dict:
+    """Element ``k`` of ``case`` with the result ``got`` (bits), as :func:`element_record` says an
+    element (``expected``: the correctly rounded bits, computed where not given)."""
+    return element_record(case.format, case.dy[k], case.x1[k], case.x2[k], case.beta,
+                          oracle_at(case, k) if expected is None else expected, got, distance=distance,
+                          may_be_fill=case.out_alias is None)
+
+
 def calls_to_look_at(ctx: "RunContext", bad: np.ndarray, among: "np.ndarray | None" = None) -> tuple:
     """For :meth:`Tally.add_calls`: per judged call, whether it has an element ``bad`` marks or one
     ``among`` accepted beyond the budget, and how many elements ``among`` marks in it."""
@@ -345,14 +361,11 @@ class RunContext:
         (bits), are flushing's doing: one reachable by IEEE arithmetic only with a subnormal
         flushed (reachable.FLUSHING), the other without. If so the call is a finding about
         whole calls (``findings``, diagnosis.FLUSH_VARIES): the cause R14 and R18 then name."""
-        from sl1conf.reference import fast_oracle
         from sl1conf.reference.reachable import FLUSHING, reach
 
         fmt = self.fmt
-        floats = case.floats()
-        oracle = fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in floats[:3]), floats[3]).view(fmt.uint)
         r = reach(fmt, FLUSHING, np.array([first, then], fmt.uint), case.dy[k], case.x1[k], case.x2[k], case.beta,
-                  np.repeat(oracle, 2), stages=(1, 3))
+                  np.full(2, oracle_at(case, k), fmt.uint), stages=(1, 3))
         if sorted(r.stage.tolist()) != [1, 3]:
             return False
         text, ids = self.findings.setdefault(FLUSH_VARIES, (FLUSH_VARIES_TEXT, {}))

@@ -38,7 +38,7 @@ from sl1conf.reference import formats
 from sl1conf.reference import exact
 
 from sl1conf.conformance import requirements
-from sl1conf.conformance.requirements.base import NOT_WRITTEN, SHORT_CALL, Seen, element_record
+from sl1conf.conformance.requirements.base import NOT_WRITTEN, SHORT_CALL, Seen, case_element
 from sl1conf.conformance.requirements.evidence import Evidence, add_evidence
 from sl1conf.conformance.requirements.filing import NOT_WRITTEN_UNDER
 from sl1conf.conformance.search.probing import run_probed
@@ -363,15 +363,6 @@ def judge_call(profile: Profile, case: Case, got: np.ndarray, worst: "dict | Non
     return {rid: idx[bad] for rid, bad in j.breaks.items() if bad.any()}
 
 
-def _record(case: Case, k: int, got: int, distance: "int | None" = None, expected: "int | None" = None) -> dict:
-    """Element ``k`` of ``case`` with the result ``got`` (bits), as every report says an element."""
-    if expected is None:
-        floats = case.floats()
-        expected = int(fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in floats[:3]), floats[3]).view(case.format.uint)[0])
-    return element_record(case.format, case.dy[k], case.x1[k], case.x2[k], case.beta, expected, got,
-                          distance=distance, may_be_fill=case.out_alias is None)
-
-
 def _element_findings(profile: Profile, i: int, case: Case, o: Outcome, evidence: "dict | None" = None,
                       batch: int = 0) -> list[Finding]:
     """The wrong elements of a returned call, as findings: the one judge's rejections (every
@@ -385,7 +376,7 @@ def _element_findings(profile: Profile, i: int, case: Case, o: Outcome, evidence
         return []
     for rid, (k, d, expected) in worst.items():
         evidence.setdefault(rid, Evidence()).add_elements(
-            rejected[rid].size, {"at": [batch, i, k], **_record(case, k, int(o.out[k]), d, expected)})
+            rejected[rid].size, {"at": [batch, i, k], **case_element(case, k, int(o.out[k]), d, expected)})
     out, beta_class = [], _beta_class(fmt, case.beta)
     rids = list(rejected)  # most specific first
     bad = np.unique(np.concatenate(list(rejected.values())))
@@ -435,7 +426,7 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], statistic
         if s.changed:  # elements whose bits changed in another call: rejected elements, the first the example
             k, bits = min(s.changed)
             e.add_elements(len({k for k, _ in s.changed}),
-                           {"at": [batch, s.case, int(k)], **_record(cases[s.case], int(k), int(bits))})
+                           {"at": [batch, s.case, int(k)], **case_element(cases[s.case], int(k), int(bits))})
         else:
             e.add_call([batch, s.case], s.kind, s.detail)
     if statistics is not None:

@@ -204,8 +204,6 @@ def _example(index, dy, x1, x2, beta, want, got, ulp) -> dict:
     return {"at": int(index), **element_record(FP16, dy, x1, x2, beta, want, got, distance=int(ulp))}
 
 
-_pick, _worse = pick, worst_order
-
 
 def _first(e) -> int:
     return e["at"]
@@ -264,15 +262,15 @@ class PlaneTally:
         self.hist += other.hist
         self.zsign += other.zsign
         self.failed += other.failed
-        self.failure = _pick(self.failure, other.failure, lambda f: f["block"])
+        self.failure = pick(self.failure, other.failure, lambda f: f["block"])
         for r in range(len(ROWS)):
-            self.worst[r] = _pick(self.worst[r], other.worst[r], _worse)
-            self.first_nan[r] = _pick(self.first_nan[r], other.first_nan[r], _first)
-            self.first_zsign[r] = _pick(self.first_zsign[r], other.first_zsign[r], _first)
+            self.worst[r] = pick(self.worst[r], other.worst[r], worst_order)
+            self.first_nan[r] = pick(self.first_nan[r], other.first_nan[r], _first)
+            self.first_zsign[r] = pick(self.first_zsign[r], other.first_zsign[r], _first)
         self.rejected_elements += other.rejected_elements
         add_evidence(self.requirements, other.requirements)
         self.beyond_budget += other.beyond_budget
-        self.beyond_budget_worst = _pick(self.beyond_budget_worst, other.beyond_budget_worst, _worse)
+        self.beyond_budget_worst = pick(self.beyond_budget_worst, other.beyond_budget_worst, worst_order)
         for name, n in other.open.items():
             self.open[name] = self.open.get(name, 0) + n
         add_statistics(self.statistics, other.statistics)
@@ -326,7 +324,7 @@ class PlaneTally:
         far = j.beyond_budget
         if far.any():
             self.beyond_budget += int(far.sum())
-            self.beyond_budget_worst = _pick(self.beyond_budget_worst, worst(far), _worse)
+            self.beyond_budget_worst = pick(self.beyond_budget_worst, worst(far), worst_order)
         for name, hit in j.alt.items():
             n = int((hit & ~j.exact & ~j.within).sum())
             if n:
@@ -374,16 +372,16 @@ class PlaneTally:
             in_row = None if whole else row == r
             in_finite = finite if whole else np.where(in_row, finite, 0)
             if in_finite.any():  # argmax: the first of the largest, the lowest pair number
-                self.worst[r] = _pick(self.worst[r], ex(int(np.argmax(in_finite))), _worse)
+                self.worst[r] = pick(self.worst[r], ex(int(np.argmax(in_finite))), worst_order)
             for slot, mask in masks:
                 hit = np.flatnonzero(mask if whole else in_row & mask)
                 if hit.size:
-                    slot[r] = _pick(slot[r], ex(int(hit[0])), _first)
+                    slot[r] = pick(slot[r], ex(int(hit[0])), _first)
 
     def fail(self, block: int, n: int, status: str, detail: str) -> None:
         self.elements += n
         self.failed += n
-        self.failure = _pick(self.failure, {"block": block, "status": status, "detail": detail[:500]},
+        self.failure = pick(self.failure, {"block": block, "status": status, "detail": detail[:500]},
                              lambda f: f["block"])
 
     def histogram(self) -> dict:
@@ -394,7 +392,7 @@ class PlaneTally:
     def worst_overall(self):
         w = None
         for e in self.worst:
-            w = _pick(w, e, _worse)
+            w = pick(w, e, worst_order)
         return w
 
     def to_json(self) -> dict:
@@ -440,7 +438,7 @@ def verdict(tally: PlaneTally, profile, beta: "int | None" = None) -> dict:
     rejected = tally.rejected_elements
     example = None
     for entry in by_req.values():
-        example = _pick(example, entry["worst"], _worse)
+        example = pick(example, entry["worst"], worst_order)
     open_by_question = {}
     for name, n in tally.open.items():
         question = openbehaviour.QUESTION_OF.get(name) or openbehaviour.open_input(FP16, beta, "p")
