@@ -221,6 +221,12 @@ class Adapter(abc.ABC):
         the others out of the run (they are outside it, not unsupported)."""
         return True
 
+    def not_run(self, case: Case) -> str:
+        """Why a call in the adapter's reach was never made, or "" (always, except for a recorded
+        run whose output stops before the call: the engine leaves it out of the run, counted as
+        not run, which makes the run incomplete, not failed)."""
+        return ""
+
     calls_made: int = 0  # supported calls run since the adapter was made or last restarted
     observer = None
     """``observer(case, outcome)``, if set, is told of each outcome as soon as it is known (the

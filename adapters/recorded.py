@@ -48,6 +48,7 @@ class Recorded(Adapter):
         self.order = [row["id"] for fam in vs.manifest["families"] for row in vs.manifest["cases"]
                       if row["family"] == fam["id"]]  # the self-test runs family by family
         self.stopped = results.stopped_at(self.order)
+        self.unreached = set(self.order[self.order.index(self.stopped) + 1:]) if self.stopped else set()
 
     def holds(self, case: Case) -> bool:
         """The call the self-test made for the case: its own variant, core mask and length,
@@ -57,17 +58,25 @@ class Recorded(Adapter):
                 and case.n == row["n"] and case.call_length == row["length"] and case.out_alias is None
                 and case.guard == "end" and (case.variant == "p" or case.core_mask == int(row["core_mask"], 16)))
 
+    def not_run(self, case: Case) -> str:
+        """Why a call the board would have made was not: the self-test's output stops before it
+        (a crash, a hang or a cut transfer on an earlier case): not an R13 failure of its own."""
+        if case.id in self.unreached and self.holds(case):
+            return f"the self-test's output stops at case {self.stopped}"
+        return ""
+
     def run_case(self, case: Case) -> Outcome:
-        if not self.holds(case):
+        if not self.holds(case) or self.not_run(case):
             return Outcome("error", detail=f"the results file holds no such call of case {case.id}")
         r = self.results.cases.get(case.id)
         if r is None or not r.ended:
-            if case.id == self.stopped:
-                return Outcome("error", detail="the self-test's output stops " + (
-                    "inside this call's results: the output was cut or the program was killed while printing"
-                    if r is not None else "before this call's results: the program crashed or hung in this call, "
-                    "or its output was cut"))
-            return Outcome("error", detail=f"not run: the self-test's output stops at case {self.stopped}")
+            cut = self.results.cut
+            return Outcome("error", detail="the self-test's output stops " + (
+                f"inside this call's results: its last line is cut ({cut[:40]!r}): a cut transfer, or the program "
+                "killed while printing" if cut else
+                "inside this call's results: the output was cut or the program was killed while printing"
+                if r is not None else "before this call's results: the program crashed or hung in this call, "
+                "or its output was cut"))
         fill = fill_bits(case.format)
         out = r.dx1.copy()
         parts = []
@@ -84,4 +93,6 @@ class Recorded(Adapter):
         r = self.results
         return {"adapter": self.name, "results": str(r.path), "results_sha256": r.sha256,
                 "program": r.config.lstrip("# "), "program_verdict": r.verdict or "none (the output stops before it)",
-                "dtypes": list(self.dtypes), "variants": list(self.variants)}
+                "dtypes": list(self.dtypes), "variants": list(self.variants),
+                "files": [{"path": str(r.path), "sha256": r.sha256}],
+                "answered_dtypes": [r.dtype] if any(c.ended for c in r.cases.values()) else []}

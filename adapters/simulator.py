@@ -23,6 +23,7 @@ signal is a ``crash``; a nonzero exit or a missing, malformed or truncated resul
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import shutil
@@ -32,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Optional
 
 import numpy as np
@@ -41,7 +43,7 @@ from .base import Adapter, AdapterError, Capabilities, Case, Outcome
 __all__ = [
     "PROTOCOL_VERSION", "BATCH_VERSION", "CASE_MAGIC", "RESULT_MAGIC", "MEMORY_MAGIC", "BATCH_MAGIC", "STREAM_MAGIC",
     "STATUS", "MEMORY_FLAGS", "MEMORY_NOTES", "encode_case", "encode_batch", "decode_results", "decode_records", "ResultsError",
-    "SimulatorAdapter", "host_template",
+    "SimulatorAdapter", "host_template", "named_files",
 ]
 
 PROTOCOL_VERSION = 1  # one case per run (every harness speaks it)
@@ -304,6 +306,21 @@ def _startable(program: str) -> None:
         raise AdapterError(f"sim: cannot start {program!r}: no such command on PATH")
 
 
+def _which(cases: list, k: int) -> str:
+    """The case a batch's run stopped on, as a report names it: its vector case id (``case
+    16.6``), or where it has none, its place in the batch."""
+    return f"case {cases[k].id}" if cases[k].id else f"case {k + 1} of a batch of {len(cases)}"
+
+
+def _refusal(code: int, results: "bytes | None", said: str) -> bool:
+    """Whether a command's answer to the protocol question is a version 1 harness's refusal of the
+    batch file (docs/simulator-protocol.md, "Asking"): exit status 2, no results file, and stderr
+    naming the case file it could not read (the bundled harness built before version 2: "malformed
+    case file: shorter than the 24-byte header", or "no SL1C magic")."""
+    text = said.lower()
+    return code == 2 and not results and (CASE_MAGIC.decode().lower() in text or "case file" in text)
+
+
 class SimulatorAdapter(Adapter):
     """Runs each case as one command: a harness linked with the library, under a simulator.
 
@@ -336,6 +353,7 @@ class SimulatorAdapter(Adapter):
         self._interrupted = False
         self.commands_run = 0  # starts of the command (a board's loads): the protocol question, batches, cases
         self.unbuilt: dict = {}  # (dtype, variant) -> the first answer "built without it", and how many calls it saved
+        self.answered: dict = {}  # dtype -> calls of it the harness made (answered with dx1)
         try:
             argv = shlex.split(template)
         except ValueError as exc:
@@ -352,35 +370,63 @@ class SimulatorAdapter(Adapter):
         self.name = f"sim:{given}"
 
     def protocol(self) -> int:
-        """The protocol the command speaks: version 2 when it answers an empty batch file with
-        an empty version 2 results file (asked once), version 1 otherwise (older harnesses
-        refuse the batch file's magic). ``protocol=`` in the name decides without asking."""
+        """The protocol the command speaks, asked once (``protocol=`` in the name decides without
+        asking): version 2 when it answers an empty batch file with an empty version 2 results
+        file and exit 0; version 1 only on a version 1 harness's refusal of it (:func:`_refusal`).
+        Anything else is no answer, and the suite never guesses: a command that cannot start
+        (qemu-user without the target's sysroot), dies of a signal, hangs or says anything else
+        is an AdapterError naming the command and what it said, before any case is sent."""
         if self._protocol is None:
-            workdir = tempfile.mkdtemp(prefix="sl1sim-")
-            try:
-                case_path, result_path = os.path.join(workdir, "batch.sl1b"), os.path.join(workdir, "result.sl1s")
-                _write_atomic(case_path, encode_batch([]))
+            self._protocol = self._ask()
+        return self._protocol
+
+    def _ask(self) -> int:
+        workdir = tempfile.mkdtemp(prefix="sl1sim-")
+        try:
+            case_path, result_path = os.path.join(workdir, "batch.sl1b"), os.path.join(workdir, "result.sl1s")
+            out_path, err_path = os.path.join(workdir, "stdout"), os.path.join(workdir, "stderr")
+            _write_atomic(case_path, encode_batch([]))
+            argv = self.command(case_path, result_path)
+            asked = f"sim: {self.template} gave no answer to the protocol question (an empty version 2 batch file)"
+            with open(out_path, "wb") as out, open(err_path, "wb") as err:
                 try:
                     # its own process group, killed whole on a timeout (a board script's ssh and
                     # children too), as every batch's run is
-                    proc = subprocess.Popen(self.command(case_path, result_path), stdin=subprocess.DEVNULL,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                             start_new_session=(sys.platform != "win32"))
-                    self.commands_run += 1
-                    try:
-                        code = proc.wait(timeout=self.timeout)
-                    except subprocess.TimeoutExpired:
+                except OSError as exc:
+                    raise AdapterError(f"sim: cannot start {argv[0]!r}: {exc.strerror or exc}") from None
+                self.commands_run += 1
+                try:
+                    code = proc.wait(timeout=self.timeout)
+                except subprocess.TimeoutExpired:
+                    _kill_group(proc)
+                    proc.wait()
+                    raise AdapterError(f"{asked}: no exit within {self.timeout:g} s; killed") from None
+                finally:
+                    if proc.returncode is None:  # interrupted (KeyboardInterrupt): leave nothing behind
                         _kill_group(proc)
                         proc.wait()
-                        raise
-                    with open(result_path, "rb") as f:
-                        speaks = code == 0 and f.read() == _BATCH_HEADER.pack(STREAM_MAGIC, BATCH_VERSION, 0, 0, 0)
-                except (OSError, subprocess.SubprocessError):
-                    speaks = False
-                self._protocol = BATCH_VERSION if speaks else PROTOCOL_VERSION
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
-        return self._protocol
+            said = " | ".join(_tail(err_path).splitlines()[-3:]) or " | ".join(_tail(out_path).splitlines()[-3:])
+            try:
+                with open(result_path, "rb") as f:
+                    results = f.read()
+            except FileNotFoundError:
+                results = None
+            if code == 0 and results == _BATCH_HEADER.pack(STREAM_MAGIC, BATCH_VERSION, 0, 0, 0):
+                return BATCH_VERSION
+            if _refusal(code, results, said):
+                return PROTOCOL_VERSION
+            what = (f"killed by {_signal_name(-code)}" if code < 0 else f"exit status {code}" if code else "exit 0")
+            if code >= 0 and results:
+                what += f", a results file of {len(results)} bytes that is no empty version 2 one"
+            elif code == 0:
+                what += " without a results file"
+            raise AdapterError(f"{asked}: {what}" + (f": {said}" if said else ", nothing on stderr")
+                               + f" (a version 1 harness refuses it with exit status 2 naming the {CASE_MAGIC.decode()}"
+                               " case file on stderr; protocol=1 in the name skips the question)")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
     def run(self, cases) -> list:
         """Version 2: the supported cases in batches (bounded by ``batch`` cases and
@@ -487,7 +533,7 @@ class SimulatorAdapter(Adapter):
             if len(outcomes) == len(cases):
                 return outcomes
             seconds = time.perf_counter() - previous
-            which = f"case {len(outcomes) + 1} of a batch of {len(cases)}"
+            which = _which(cases, len(outcomes))
             if hung:
                 stop = Outcome("timeout", detail=f"no result within {self.timeout:g} s ({which}); killed",
                                seconds=seconds)
@@ -522,9 +568,12 @@ class SimulatorAdapter(Adapter):
         return True
 
     def _note_unbuilt(self, case: Case, o: Outcome) -> Outcome:
-        """Remember a harness built without the case's dtype or variant (its status 1 or 2)."""
+        """Remember a harness built without the case's dtype or variant (its status 1 or 2), and
+        the dtypes whose calls it made (the report's ``answered_dtypes``)."""
         if o.status == "unsupported":
             self.unbuilt.setdefault((case.dtype, case.variant), [case.id, o.detail, 0])
+        elif o.status == "ok":
+            self.answered[case.dtype] = self.answered.get(case.dtype, 0) + 1
         return o
 
     def _not_built(self, case: Case) -> "Outcome | None":
@@ -597,11 +646,30 @@ class SimulatorAdapter(Adapter):
         return _outcome(case, status, out, mem, seconds)
 
     def describe(self) -> dict:
+        """Identity for reports: besides the template, the SHA-256 of every file on this host the
+        command names (the harness, the simulator: two libraries linked into two harnesses give two
+        reports that differ) and the dtypes whose calls the harness made."""
         info = {**super().describe(), "template": self.template, "timeout_s": self.timeout,
-                "protocol_version": self.protocol(), "commands_run": self.commands_run}
+                "protocol_version": self.protocol(), "commands_run": self.commands_run,
+                "files": named_files(self.argv), "answered_dtypes": sorted(self.answered)}
         if self.protocol() == BATCH_VERSION:
             info["batch"] = {"cases": self.batch, "bytes": self.batch_bytes}
         return info
+
+
+def named_files(argv: list) -> list:
+    """{path, sha256} of every regular file an argument of ``argv`` names (the program found on
+    PATH too; the placeholders' files, made per run, are not), in the command's order."""
+    out, seen = [], set()
+    for k, arg in enumerate(argv):
+        if "{case}" in arg or "{result}" in arg:
+            continue
+        path = shutil.which(arg) if k == 0 and os.sep not in arg else arg
+        if not path or path in seen or not os.path.isfile(path):
+            continue
+        seen.add(path)
+        out.append({"path": arg if k or os.sep in arg else path, "sha256": hashlib.sha256(Path(path).read_bytes()).hexdigest()})
+    return out
 
 
 def _options(template: str) -> tuple:

@@ -17,6 +17,12 @@ expression could come out, operation by operation:
   (the same for the result in the data format). A copy or a sign flip of ``dy`` (the
   outer lines of the branched orders) is not arithmetic and is never flushed.
 
+Each of those places is several (:data:`PLACES`): the four inputs, each intermediate by its
+name, the last operation and the result. ``reach`` and ``_evaluate`` take an optional mode per
+place (``never``, ``may``, ``always``; :func:`place_modes`), which R06 uses to ask what an
+element's result says of one place (conformance/requirements/subnormals.py); without it each
+place may flush where ``flush`` lists its kind, as before.
+
 The set is computed per element as an interval of the data format (the hull: every
 operation is monotone in each operand, so the interval of the rounded corners bounds
 every way the operation can come out), plus the zero reached by a flush and the NaN
@@ -39,8 +45,9 @@ import numpy as np
 from .formats import Format
 
 __all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "ErrorModel", "IEEE", "FLUSHING", "may_flush",
-           "Reach", "reach",
-           "evaluations", "point", "plain_many"]
+           "INPUT_PLACES", "MID_PLACES", "LAST", "RESULT", "PLACES", "MODES", "place_modes", "near_zero_places",
+           "Reach", "reach", "Group", "reachable_sets",
+           "evaluations", "point", "plain_many", "plainly_reached"]
 
 ORDERS = {
     "divmul": "(diff / beta) * dy",
@@ -60,6 +67,17 @@ PRECISIONS = ("data", "fp32", "fp64")
 _DTYPE = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64}
 _OP_WORDS = {"sub": "x1 - x2", "mul": "a product", "div": "the division", "recip": "1/beta"}
 _INPUTS = ("dy", "x1", "x2", "beta")
+INPUT_PLACES = _INPUTS
+MID_PLACES = ("x1 - x2", "1 / beta", "diff / beta", "diff * (1 / beta)", "diff * dy")
+"""The arithmetic intermediates before the last operation, by name ("diff" in the clamp orders is
+the clamped diff, the same value where the middle line is taken)."""
+LAST = "the last operation"
+"""The operation whose value is rounded to the result, in the evaluation's precision: its flush and
+the result's both make the result a zero, so R06 judges the two as one place, the result."""
+RESULT = "the result"
+PLACES = INPUT_PLACES + MID_PLACES + (LAST, RESULT)
+MODES = ("never", "may", "always")
+_KIND = {**{p: "inputs" for p in INPUT_PLACES}, **{p: "intermediates" for p in MID_PLACES + (LAST,)}, RESULT: "result"}
 
 
 @dataclass(frozen=True)
@@ -92,20 +110,45 @@ FLUSHING = ErrorModel(orders=IEEE.orders, flush=FLUSH_PLACES)
 hypothesis a diagnosis tests rejected elements against (rules.judge.Judgement.flush_explained)."""
 
 
-def may_flush(fmt: Format, dy, x1, x2, beta) -> np.ndarray:
-    """Elements (bit arrays; ``beta`` one or one per element) where some value of some evaluation is
-    subnormal, or near enough to be before its rounding: an input, ``x1 - x2``, ``diff / beta``,
-    ``diff * dy``, ``1 / beta``, or the result. Elsewhere no flush changes anything, so the
-    flushing stage need not look (float64 with a margin of 2: its own rounding is far smaller)."""
+def place_modes(flush: tuple = (), places: "dict | None" = None) -> dict:
+    """Every place of :data:`PLACES` with its mode: ``may`` where ``flush`` (of FLUSH_PLACES) lists
+    its kind, ``never`` elsewhere, then ``places`` (place -> mode of MODES) over those."""
+    out = {p: "may" if _KIND[p] in flush else "never" for p in PLACES}
+    for p, m in (places or {}).items():
+        if p not in out or m not in MODES:
+            raise ValueError(f"unknown flush place or mode {p!r}: {m!r}; places: {', '.join(PLACES)}; modes: {', '.join(MODES)}")
+        out[p] = m
+    return out
+
+
+def near_zero_places(fmt: Format, dy, x1, x2, beta) -> dict:
+    """Per place of :data:`PLACES` (the last operation's and the result's value are one), the
+    elements (bit arrays; ``beta`` one or one per element) where its value in some evaluation is
+    subnormal, or near enough to be before its rounding: where flushing it can change anything
+    (float64 with a margin of 2: its own rounding is far smaller). The diff is taken as
+    ``x1 - x2``, and as ``-x2`` or ``x1`` where x1 or x2 is subnormal and read as zero; a zero
+    dy or beta read so gives a zero or an infinity, never a subnormal."""
     v = lambda bits: np.asarray(bits, fmt.uint).view(fmt.dtype).astype(np.float64)  # noqa: E731
-    y, a, c = v(dy), v(x1), v(x2)
-    b = np.broadcast_to(v(np.asarray(beta, fmt.uint)), y.shape)
     tiny = 2 * float(fmt.min_normal)
-    out = np.zeros(y.shape, bool)
-    with np.errstate(all="ignore"):
-        d = a - c
-        for w in (y, a, c, b, d, d / b, d * y, 1 / b, d / b * y):
-            out |= (np.abs(w) < tiny) & (w != 0)
+    near = lambda w: (np.abs(w) < tiny) & (w != 0)  # noqa: E731
+    with np.errstate(all="ignore"):  # NaN inputs: their casts and sums raise nothing
+        y, a, c = v(dy), v(x1), v(x2)
+        b = np.broadcast_to(v(np.asarray(beta, fmt.uint)), y.shape)
+        diffs = (a - c, np.where(near(a), -c, a - c), np.where(near(c), a, a - c))
+        any_of = lambda f: near(f(diffs[0])) | near(f(diffs[1])) | near(f(diffs[2]))  # noqa: E731
+        out = {"dy": near(y), "x1": near(a), "x2": near(c), "beta": near(b), "x1 - x2": any_of(lambda d: d),
+               "1 / beta": near(1 / b), "diff / beta": any_of(lambda d: d / b), "diff * dy": any_of(lambda d: d * y)}
+        out["diff * (1 / beta)"] = out["diff / beta"]
+        out[LAST] = out[RESULT] = any_of(lambda d: d / b * y)
+    return out
+
+
+def may_flush(fmt: Format, dy, x1, x2, beta) -> np.ndarray:
+    """Elements where some place's value is near zero (:func:`near_zero_places`): elsewhere no flush
+    changes anything, so the flushing stage need not look."""
+    out = None
+    for mask in near_zero_places(fmt, dy, x1, x2, beta).values():
+        out = mask.copy() if out is None else out | mask
     return out
 
 
@@ -165,29 +208,35 @@ def _widen(lo, hi, k: int, P):
 
 
 class _Arith:
-    """The operations of one evaluation: precision P, the model's steps, flushing of intermediates."""
+    """The operations of one evaluation: precision P, the model's steps, flushing of intermediates
+    (``flush_mid``: each may flush; ``modes``: each place's mode of MODES instead)."""
 
-    def __init__(self, P, ulp: dict, flush_mid: bool):
+    def __init__(self, P, ulp: dict, flush_mid: bool, modes: "dict | None" = None):
         self.P, self.ulp, self.flush_mid = P, ulp, flush_mid
+        self.modes = modes or {}
         self.tiny = float(np.finfo(P).tiny)
 
-    def _done(self, lo, hi, has, z, nan, op, code=2) -> _Iv:
+    def _done(self, lo, hi, has, z, nan, op, place, code=2) -> _Iv:
         lo, hi = _widen(lo, hi, self.ulp.get(op, 0), self.P)
         z = z.copy()
-        if self.flush_mid:
-            z[_near_zero(lo, hi, has, self.tiny) & (z == 0)] = code
+        mode = self.modes.get(place, "may" if self.flush_mid else "never")
+        if mode != "never":
+            near = _near_zero(lo, hi, has, self.tiny)
+            z[near & (z == 0)] = code
+            if mode == "always":
+                has = _flush_all(lo, hi, has, near, self.tiny)
         return _Iv(lo, hi, has, z, nan)
 
-    def _point(self, v, op, code=2) -> _Iv:
+    def _point(self, v, op, place, code=2) -> _Iv:
         one = _Iv.point(v)
-        return self._done(one.lo, one.hi, one.has, one.z, one.nan, op, code)
+        return self._done(one.lo, one.hi, one.has, one.z, one.nan, op, place, code)
 
     def sub(self, a, c) -> _Iv:
         P = self.P
         with np.errstate(all="ignore"):
-            return self._point((_in(P, a) - _in(P, c)).astype(np.float64), "sub", code=1)
+            return self._point((_in(P, a) - _in(P, c)).astype(np.float64), "sub", "x1 - x2", code=1)
 
-    def mul(self, A: _Iv, B: _Iv, op="mul") -> _Iv:
+    def mul(self, A: _Iv, B: _Iv, place: str) -> _Iv:
         P = self.P
         with np.errstate(all="ignore"):
             corners = np.stack([(_in(P, a) * _in(P, b)).astype(np.float64)
@@ -204,9 +253,9 @@ class _Arith:
         z = np.where(A.z > 0, A.z, 0)
         z = np.where((z == 0) & (B.z > 0), B.z, z).astype(np.int8)
         z[(z > 0) & ~(A.has | (A.z > 0)) | (z > 0) & ~(B.has | (B.z > 0))] = 0  # a zero times nothing is nothing
-        return self._done(lo, hi, ok, z, nan, op)
+        return self._done(lo, hi, ok, z, nan, "mul", place)
 
-    def div(self, A: _Iv, b) -> _Iv:
+    def div(self, A: _Iv, b, place: str) -> _Iv:
         """A / b for a point b >= 0 (b = 0: a flushed beta)."""
         P = self.P
         with np.errstate(all="ignore"):
@@ -219,39 +268,50 @@ class _Arith:
         zero_b = b == 0
         nan = A.nan | bad | ((A.z > 0) & zero_b)
         z = np.where(zero_b, 0, A.z).astype(np.int8)
-        return self._done(np.where(ok, lo, 0.0), np.where(ok, hi, 0.0), ok, z, nan, "div")
+        return self._done(np.where(ok, lo, 0.0), np.where(ok, hi, 0.0), ok, z, nan, "div", place)
 
     def recip(self, b) -> _Iv:
         P = self.P
         with np.errstate(all="ignore"):
-            return self._point((P(1) / _in(P, b)).astype(np.float64), "recip")
+            return self._point((P(1) / _in(P, b)).astype(np.float64), "recip", "1 / beta")
 
     @staticmethod
     def clip(A: _Iv, lo, hi) -> _Iv:
         return _Iv(np.clip(A.lo, lo, hi), np.clip(A.hi, lo, hi), A.has.copy(), A.z.copy(), A.nan.copy())
 
 
+def _flush_all(lo, hi, has, near, tiny: float) -> np.ndarray:
+    """``has`` once every near-zero value is flushed (mode ``always``): the hull goes, leaving the
+    flush's zero, where all of it is below the smallest normal; a hull reaching the smallest
+    normal (which may or may not have been subnormal before its rounding) stays, which only
+    widens the set: R06 reads "not reachable" from it, so the set may be too large, never too small."""
+    return has & ~(near & (lo > -tiny) & (hi < tiny))
+
+
 def _middle(ar: _Arith, order: str, d: _Iv, b, y) -> _Iv:
     Y = _Iv.point(np.asarray(y, np.float64))
     if order == "divmul":
-        return ar.mul(ar.div(d, b), Y)
+        return ar.mul(ar.div(d, b, "diff / beta"), Y, LAST)
     if order == "recipmul":
-        return ar.mul(ar.mul(d, ar.recip(b)), Y)
+        return ar.mul(ar.mul(d, ar.recip(b), "diff * (1 / beta)"), Y, LAST)
     if order == "muldiv":
-        return ar.div(ar.mul(d, Y), b)
+        return ar.div(ar.mul(d, Y, "diff * dy"), b, LAST)
     if order == "mulrecip":
-        return ar.mul(ar.mul(d, Y), ar.recip(b))
+        return ar.mul(ar.mul(d, Y, "diff * dy"), ar.recip(b), LAST)
     if order == "clamp-recipmul":
-        return ar.mul(ar.mul(ar.clip(d, -b, b), ar.recip(b)), Y)
+        return ar.mul(ar.mul(ar.clip(d, -b, b), ar.recip(b), "diff * (1 / beta)"), Y, LAST)
     if order == "clamp-divmul":
-        return ar.mul(ar.clip(ar.div(d, b), -1.0, 1.0), Y)
+        return ar.mul(ar.clip(ar.div(d, b, "diff / beta"), -1.0, 1.0), Y, LAST)
     raise ValueError(f"unknown evaluation order {order!r}; known: {', '.join(ORDERS)}")
 
 
-def _evaluate(fmt: Format, order: str, P, ulp: dict, flush: tuple, y, a, c, b):
+def _evaluate(fmt: Format, order: str, P, ulp: dict, flush: tuple, y, a, c, b, *, places: "dict | None" = None):
     """(result interval in the data format, up, down): the middle line's (or the clamp
-    order's) interval, and where the branched orders' outer lines (dy, -dy) are reachable."""
-    ar = _Arith(P, ulp, "intermediates" in flush)
+    order's) interval, and where the branched orders' outer lines (dy, -dy) are reachable.
+    ``places``: a mode per place (:func:`place_modes` over ``flush``; the inputs' are the
+    caller's, who passes them as read)."""
+    modes = None if places is None else place_modes(flush, places)
+    ar = _Arith(P, ulp, "intermediates" in flush, modes)
     d = ar.sub(a, c)
     if order in BRANCHED:
         up, down = d.has & (d.hi > b), d.has & (d.lo < -b)
@@ -265,10 +325,14 @@ def _evaluate(fmt: Format, order: str, P, ulp: dict, flush: tuple, y, a, c, b):
     with np.errstate(all="ignore"):
         lo, hi = (_in(P, out.lo).astype(fmt.dtype).astype(np.float64),
                   _in(P, out.hi).astype(fmt.dtype).astype(np.float64))
-    z = out.z.copy()
-    if "result" in flush:
-        z[_near_zero(out.lo, out.hi, out.has, float(fmt.min_normal)) & (z == 0)] = 3
-    return _Iv(lo, hi, out.has, z, out.nan), up, down
+    z, has = out.z.copy(), out.has
+    mode = modes[RESULT] if modes is not None else "may" if "result" in flush else "never"
+    if mode != "never":
+        near = _near_zero(out.lo, out.hi, out.has, float(fmt.min_normal))
+        z[near & (z == 0)] = 3
+        if mode == "always":
+            has = _flush_all(lo, hi, has, near, float(fmt.min_normal))
+    return _Iv(lo, hi, has, z, out.nan), up, down
 
 
 def point(fmt: Format, order: str, precision, dy, x1, x2, beta) -> np.ndarray:
@@ -350,15 +414,132 @@ def _is_sub(v, tiny):
     return (v != 0) & (np.abs(v) < tiny)
 
 
+@dataclass
+class Group:
+    """Elements one stage tries with one choice of subnormal inputs read as zero (``combo``,
+    indices of INPUT_PLACES): ``idx`` (the call's), ``ins`` (dy, x1, x2, beta as read, float64),
+    ``copies`` (the dy an outer line may copy: as read, and as given where a place mode reads it).
+    :meth:`evaluations` computes each evaluation's set only when asked, so a caller that has
+    what it needs stops early."""
+
+    stage: int
+    ulp: dict
+    flush: "tuple | dict"
+    combo: tuple
+    idx: np.ndarray
+    ins: list
+    copies: tuple
+    fmt: Format
+    evals: list
+
+    def evaluations(self):
+        """(name, order, interval, up, down) per evaluation (:func:`evaluations`): the result's
+        interval (``lo``, ``hi``, ``has``, the flush's zero ``z``, ``nan``), and where the outer
+        lines are reachable."""
+        per_place = isinstance(self.flush, dict)
+        for name, order, P in self.evals:
+            if per_place:
+                out, up, down = _evaluate(self.fmt, order, P, self.ulp, (), *self.ins, places=self.flush)
+            else:
+                out, up, down = _evaluate(self.fmt, order, P, self.ulp, self.flush, *self.ins)
+            yield name, order, out, up, down
+
+
+def reachable_sets(fmt: Format, model: ErrorModel, dy, x1, x2, beta, oracle, *, stages=(1, 2, 3),
+                   min_precision: int = 0, flushing_inputs: bool = False, places: "dict | None" = None,
+                   settled: "np.ndarray | None" = None):
+    """The groups (:class:`Group`) whose evaluations make up the model's set, stage by stage (1 exact, 2
+    approximate, 3 flushing alone, then with the approximations): what :func:`reach` tests results
+    against and rules.acceptance lists, from one place. Arguments as :func:`reach`'s (bits of one
+    length; ``beta`` one or one per element), less the results. ``settled``: the caller's mask of
+    elements it needs no more (reach's reached ones), read at each group: they are left out, and
+    the groups end when none is left."""
+    n = np.broadcast_shapes(*(np.shape(a) for a in (dy, x1, x2, beta, oracle)))[0]
+    v = lambda bits: np.ascontiguousarray(np.broadcast_to(np.asarray(bits, fmt.uint), (n,))).view(fmt.dtype).astype(np.float64)  # noqa: E731
+    with np.errstate(all="ignore"):
+        y, a, c, b, o = (v(x) for x in (dy, x1, x2, beta, oracle))
+    # dy, x1 and x2 may be infinite (an infinite dy makes the middle line infinite, or NaN where
+    # diff / beta underflows to 0; an infinite diff goes to the outer lines, or the clamp)
+    tiny = float(fmt.min_normal)
+    if flushing_inputs:
+        stages = (3,)
+    modes = None if places is None else place_modes(model.flush, places)
+    if modes is None:
+        flush_beta = "inputs" in model.flush and 3 in stages
+    else:
+        flush_beta = modes["beta"] == "always" or (modes["beta"] == "may" and 3 in stages)
+    # a negative subnormal beta read as -0 is a zero beta (the model's business only when flushed)
+    ok = ~np.isnan(y) & ~np.isnan(a) & ~np.isnan(c) & ((b > 0) | (flush_beta & (b < 0) & (b > -tiny))) & ~np.isnan(o)
+    vals = [y, a, c, b]
+    subs = [_is_sub(x, tiny) for x in vals]
+    given_y, b_read_zero = y, np.zeros(n, bool)
+    for i, p in enumerate(INPUT_PLACES if modes is not None else ()):
+        if modes[p] == "always":  # read as zero wherever subnormal: no longer a choice
+            vals[i] = np.where(subs[i], np.copysign(0.0, vals[i]), vals[i])
+            if i == 3:
+                b_read_zero = subs[i]
+            subs[i] = np.zeros(n, bool)
+    y, a, c, b = vals
+    evals = [e for e in evaluations(fmt, model) if np.dtype(e[2]).itemsize >= min_precision]
+    plans = []  # (stage, ulp, flush: FLUSH_PLACES or a mode per place, input-flush combos)
+    exact = {op: 0 for op in OPS}
+    if modes is None:
+        fixed, flushing, can_flush, flush_inputs = (), model.flush, bool(model.flush), "inputs" in model.flush
+    else:
+        fixed = {p: "never" if m == "may" else m for p, m in modes.items()}
+        flushing, can_flush = modes, "may" in modes.values()
+    if 1 in stages:
+        plans.append((1, exact, fixed, [()]))
+    if 2 in stages and model.approximate:
+        plans.append((2, model.ulp, fixed, [()]))
+    if 3 in stages and can_flush:
+        if modes is None:
+            present = [i for i in range(4) if flush_inputs and subs[i].any()]
+        else:
+            present = [i for i, p in enumerate(INPUT_PLACES) if modes[p] == "may" and subs[i].any()]
+        combos = [t for r in range(len(present) + 1) for t in itertools.combinations(present, r)]
+        plans.append((3, exact, flushing, combos))  # a flush alone first, then with the approximations
+        if model.approximate:
+            plans.append((3, model.ulp, flushing, combos))
+    todo = lambda: ok if settled is None else ok & ~settled  # noqa: E731
+    for st, ulp, flush, combos in plans:
+        if not todo().any():
+            return
+        per_place = isinstance(flush, dict)
+        for combo in combos:
+            rows = todo()
+            for i in combo:
+                rows = rows & subs[i]
+            if flushing_inputs:  # exactly the element's subnormal inputs
+                for i in set(range(4)) - set(combo):
+                    rows = rows & ~subs[i]
+            if 3 not in combo:
+                rows = rows & ((b > 0) | b_read_zero)
+            idx = np.flatnonzero(rows)
+            if not idx.size:
+                continue
+            ins = [x[idx].copy() for x in (y, a, c, b)]
+            for i in combo:
+                ins[i] = np.copysign(0.0, ins[i])
+            copies = (ins[0], given_y[idx]) if per_place else (ins[0],)
+            yield Group(st, ulp, flush, combo, idx, ins, copies, fmt, evals)
+
+
 def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, strict_zero_sign: bool = False,
-          stages=(1, 2, 3), min_precision: int = 0, flushing_inputs: bool = False) -> Reach:
+          stages=(1, 2, 3), min_precision: int = 0, flushing_inputs: bool = False,
+          places: "dict | None" = None) -> Reach:
     """Whether each ``got`` (bits) is reachable under ``model``, and how (all arrays of bits, of
     one length; ``beta`` one pattern or one per element; ``oracle`` the correctly rounded bits,
     whose sign a zero must have where ``strict_zero_sign``). Each stage runs only on the
     elements the earlier ones left, so the cost is the unexplained elements'. ``stages``: those
     to try; ``min_precision``: only the evaluations in a precision of at least that many bytes;
     ``flushing_inputs``: only stage 3, with every subnormal input read as zero (what an
-    implementation that flushes its inputs can give: R06 asks it of the gradual-looking results)."""
+    implementation that flushes its inputs can give). ``places``: a mode per place over the
+    model's (:func:`place_modes`): ``never`` flushed, ``may`` be (stage 3), ``always`` flushed
+    where near zero (every stage); an input ``always`` flushed is read as zero where subnormal,
+    and the outer lines may then copy dy as given or as read (a copy is a move, which a
+    flushing FPU leaves alone, and a flushing load does not). R06 asks it what a result says of
+    one place (conformance/requirements/subnormals.py)."""
     n = np.shape(got)[0]
     stage = np.zeros(n, np.int8)
     how = np.full(n, "", object)
@@ -366,78 +547,80 @@ def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, stri
         return Reach(stage, how)
     v = lambda bits: np.ascontiguousarray(np.broadcast_to(np.asarray(bits, fmt.uint), (n,))).view(fmt.dtype).astype(np.float64)  # noqa: E731
     with np.errstate(all="ignore"):
-        g, y, a, c, b, o = (v(x) for x in (got, dy, x1, x2, beta, oracle))
-    # dy, x1 and x2 may be infinite (an infinite dy makes the middle line infinite, or NaN where
-    # diff / beta underflows to 0; an infinite diff goes to the outer lines, or the clamp)
-    tiny = float(fmt.min_normal)
-    if flushing_inputs:
-        stages = (3,)
-    flush_beta = "inputs" in model.flush and 3 in stages
-    # a negative subnormal beta read as -0 is a zero beta (the model's business only when flushed)
-    ok = ~np.isnan(y) & ~np.isnan(a) & ~np.isnan(c) & ((b > 0) | (flush_beta & (b < 0) & (b > -tiny))) & ~np.isnan(o)
+        g, o = v(got), v(oracle)
     g_zero, g_nan = g == 0, np.isnan(g)
     sign_ok = ~g_zero | (np.signbit(g) == np.signbit(o)) if strict_zero_sign else np.ones(n, bool)
-    subs = [_is_sub(x, tiny) for x in (y, a, c, b)]
-    evals = [e for e in evaluations(fmt, model) if np.dtype(e[2]).itemsize >= min_precision]
-    plans = []  # (stage, ulp, flush, input-flush combos)
-    exact = {op: 0 for op in OPS}
-    if 1 in stages:
-        plans.append((1, exact, (), [()]))
-    if 2 in stages and model.approximate:
-        plans.append((2, model.ulp, (), [()]))
-    if 3 in stages and model.flush:
-        combos = [()]
-        if "inputs" in model.flush:
-            present = [i for i in range(4) if subs[i].any()]
-            combos = [t for r in range(len(present) + 1) for t in itertools.combinations(present, r)]
-        plans.append((3, exact, model.flush, combos))  # a flush alone first, then with the approximations
-        if model.approximate:
-            plans.append((3, model.ulp, model.flush, combos))
-    todo = ok.copy()
-    for st, ulp, flush, combos in plans:
-        for combo in combos:
-            rows = todo.copy()
-            for i in combo:
-                rows &= subs[i]
-            if flushing_inputs:  # exactly the element's subnormal inputs
-                for i in set(range(4)) - set(combo):
-                    rows &= ~subs[i]
-            if 3 not in combo:
-                rows &= b > 0
-            idx = np.flatnonzero(rows)
-            if not idx.size:
+    per_element = lambda bits: np.broadcast_to(np.asarray(bits, fmt.uint), (n,))  # noqa: E731
+    reached = np.zeros(n, bool)
+    for grp in reachable_sets(fmt, model, *(per_element(x) for x in (dy, x1, x2, beta, oracle)), stages=stages,
+                              min_precision=min_precision, flushing_inputs=flushing_inputs, places=places,
+                              settled=reached):
+        idx = grp.idx
+        gi, zi, ni, si = g[idx], g_zero[idx], g_nan[idx], sign_ok[idx]
+        hit = np.zeros(idx.size, bool)
+        label = np.full(idx.size, "", object)
+        for name, order, out, up, down in grp.evaluations():
+            inside = out.has & (out.lo <= gi) & (gi <= out.hi) & si
+            flushed = zi & (out.z > 0) & si
+            nan = ni & out.nan
+            copy = np.zeros(idx.size, bool)
+            for y0 in grp.copies:
+                copy |= (up & (gi == y0) & (np.signbit(gi) == np.signbit(y0))) | \
+                        (down & (gi == -y0) & (np.signbit(gi) != np.signbit(y0)))
+            new = (inside | flushed | nan | copy) & ~hit
+            if not new.any():
                 continue
-            ins = [x[idx].copy() for x in (y, a, c, b)]
-            for i in combo:
-                ins[i] = np.copysign(0.0, ins[i])
-            gi, zi, ni, si = g[idx], g_zero[idx], g_nan[idx], sign_ok[idx]
-            hit = np.zeros(idx.size, bool)
-            label = np.full(idx.size, "", object)
-            for name, order, P in evals:
-                out, up, down = _evaluate(fmt, order, P, ulp, flush, *ins)
-                inside = out.has & (out.lo <= gi) & (gi <= out.hi) & si
-                flushed = zi & (out.z > 0) & si
-                nan = ni & out.nan
-                copy = (up & (gi == ins[0]) & (np.signbit(gi) == np.signbit(ins[0]))) | \
-                       (down & (gi == -ins[0]) & (np.signbit(gi) != np.signbit(ins[0])))
-                new = (inside | flushed | nan | copy) & ~hit
-                if not new.any():
-                    continue
-                # the words depend on the evaluation and three flags: one label per distinct triple
-                zc = np.where(flushed & ~inside, out.z, 0).astype(np.int64)
-                key = zc * 4 + (nan & ~inside) * 2 + (copy & ~inside)
-                for kk in np.unique(key[new]).tolist():
-                    label[new & (key == kk)] = _words(name, order, st, ulp, combo, kk // 4, bool(kk & 2), bool(kk & 1))
-                hit |= new
-                if hit.all():
-                    break
-            got_idx = idx[hit]
-            stage[got_idx] = st
-            how[got_idx] = label[hit]
-            todo[got_idx] = False
-        if not todo.any():
-            break
+            # the words depend on the evaluation and three flags: one label per distinct triple
+            zc = np.where(flushed & ~inside, out.z, 0).astype(np.int64)
+            key = zc * 4 + (nan & ~inside) * 2 + (copy & ~inside)
+            for kk in np.unique(key[new]).tolist():
+                label[new & (key == kk)] = _words(name, order, grp.stage, grp.ulp, grp.combo, kk // 4, bool(kk & 2), bool(kk & 1))
+            hit |= new
+            if hit.all():
+                break
+        got_idx = idx[hit]
+        stage[got_idx] = grp.stage
+        how[got_idx] = label[hit]
+        reached[got_idx] = True
     return Reach(stage, how)
+
+
+def plainly_reached(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, read: tuple = ()) -> np.ndarray:
+    """Elements :func:`reach` reaches at stage 1 for certain (every operation correctly rounded,
+    nothing flushed), found by plain arithmetic (:func:`plain_many`, several times faster than the
+    intervals): those it judges (no NaN input or oracle, a positive beta) whose result is, bit for
+    bit, one evaluation's number (a point's NaN is left out: the interval may have no NaN). ``read``:
+    input places (:data:`INPUT_PLACES`) read as zero where subnormal, as ``reach`` with
+    ``places={p: "always"}`` reads them, every other place never flushed. A sufficient test only:
+    an element it leaves out may still be reached (a zero of the other sign, NaN, an approximation,
+    the given dy copied where dy is read as zero); ``reach`` decides those, element by element
+    (its stages are each element's own: the others in a call change none). R06 asks it first of
+    its many elements, and of the stage alone (conformance/requirements/subnormals.py)."""
+    n = np.shape(got)[0]
+    out = np.zeros(n, bool)
+    if n == 0:
+        return out
+    bits = lambda a: np.ascontiguousarray(np.broadcast_to(np.asarray(a, fmt.uint), (n,)))  # noqa: E731
+    g, ins, o = bits(got), [bits(a) for a in (dy, x1, x2, beta)], bits(oracle)
+    f = lambda b: b.view(fmt.dtype)  # noqa: E731
+    with np.errstate(all="ignore"):
+        todo = ~np.isnan(f(g)) & ~np.isnan(f(o)) & (f(ins[3]) > 0)
+        for a in ins[:3]:
+            todo &= ~np.isnan(f(a))
+    sign = np.array(fmt.sign_mask, fmt.uint)
+    for p in read:
+        i = INPUT_PLACES.index(p)
+        sub = ((ins[i] & fmt.exp_mask) == 0) & ((ins[i] & fmt.frac_mask) != 0)
+        ins[i] = np.where(sub, ins[i] & sign, ins[i])
+    for _, order, P in evaluations(fmt, model):
+        idx = np.flatnonzero(todo)
+        if not idx.size:
+            break
+        v = plain_many(fmt, [(order, P)], *(f(a[idx]) for a in ins))[0]
+        hit = ~np.isnan(v) & (v.view(fmt.uint) == g[idx])
+        out[idx[hit]] = True
+        todo[idx[hit]] = False
+    return out
 
 
 _ZERO_WHY = {1: "x1 - x2 flushed to zero", 2: "an intermediate flushed to zero", 3: "the result flushed to zero"}

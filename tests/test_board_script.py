@@ -18,12 +18,13 @@ import re
 import shlex
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sl1conf.adapters import Case, load
+from sl1conf.adapters import AdapterError, Case, load
 from sl1conf.adapters import sample as S
 from sl1conf.conformance.certify.engine import vectors_for
 from sl1conf.conformance.cli import main
@@ -166,20 +167,28 @@ def five(lengths=(5, 7, 9, 11, 3)) -> list:
     return [Case("fp32", *(np.full(n, ONE, np.uint32),) * 3, ONE, id=f"n{n}") for n in lengths]
 
 
-def test_a_transfer_that_fails_before_the_run(board, build_dir, monkeypatch):
-    """Nothing ran: each run's first case is an error naming the copy, the next run goes on."""
+def test_a_transfer_that_fails_before_the_run(board, build_dir, monkeypatch, tmp_path, capsys):
+    """Nothing ran. On the protocol question: no answer, so no guess (not version 1, one case per
+    run): one line naming the command and the script's stderr, exit 2, in seconds. Past it
+    (protocol=): each run's first case is an error naming the copy, the next run goes on."""
     _, use = board
     use(S.build_harness(out_dir=build_dir))
     monkeypatch.setenv("SL1_BOARD_COPY_TO", 'echo "stand-in: no route to board" >&2; exit 7')
     adapter = load(name(timeout=10))
-    assert adapter.protocol() == 1  # the question itself could not be put: one case per run
-    got = adapter.run(five())
-    assert [o.status for o in got] == ["error"] * 5
-    assert all("exit status 7" in o.detail and "no route to board" in o.detail
-               and "copying the case file to stand-in:" in o.detail for o in got), [o.detail for o in got]
-    batched = load(name(timeout=10, protocol=2)).run(five())
-    assert [o.status for o in batched] == ["error"] * 5
-    assert all("before the result of case 1 of a batch of" in o.detail for o in batched)
+    with pytest.raises(AdapterError, match="gave no answer to the protocol question.*exit status 7: .*no route to board"):
+        adapter.protocol()
+    start = time.monotonic()
+    code = main(["certify", "--impl", name(timeout=10), "--platform", "ieee", "--quick", "--dtype", "fp32",
+                 "--out", str(tmp_path / "r")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "no route to board" in err, err
+    assert time.monotonic() - start < 20 and not (tmp_path / "r" / "report.json").exists()
+    for version in (1, 2):
+        got = load(name(timeout=10, protocol=version)).run(five())
+        assert [o.status for o in got] == ["error"] * 5
+        assert all("exit status 7" in o.detail and "no route to board" in o.detail
+                   and "copying the case file to stand-in:" in o.detail for o in got), [o.detail for o in got]
+        assert version == 1 or all(f"before the result of case {c.id}:" in o.detail for c, o in zip(five(), got))
 
 
 def test_a_transfer_that_fails_after_the_run(board, build_dir, monkeypatch):
@@ -189,8 +198,8 @@ def test_a_transfer_that_fails_after_the_run(board, build_dir, monkeypatch):
     monkeypatch.setenv("SL1_BOARD_COPY_FROM", 'echo "stand-in: connection reset" >&2; exit 5')
     got = load(name(timeout=10, protocol=2)).run(five())
     assert [o.status for o in got] == ["error"] * 5
-    assert all("exit status 5 before the result of case 1 of a batch of" in o.detail
-               and "copying the results back from stand-in:" in o.detail for o in got), [o.detail for o in got]
+    assert all(f"exit status 5 before the result of case {c.id}:" in o.detail for c, o in zip(five(), got))
+    assert all("copying the results back from stand-in:" in o.detail for o in got), [o.detail for o in got]
 
 
 def test_a_results_file_cut_short(board, build_dir, monkeypatch):
@@ -202,7 +211,7 @@ def test_a_results_file_cut_short(board, build_dir, monkeypatch):
     monkeypatch.setenv("SL1_BOARD_COPY_FROM", 'head -c 62 "$1" >"$2"')
     got = load(name(timeout=10, protocol=2)).run(five((3, 3, 3)))
     assert [o.status for o in got] == ["ok", "error", "ok"], [o.detail for o in got]
-    assert "the command exited 0 before the result of case 2 of a batch of 3" in got[1].detail
+    assert "the command exited 0 before the result of case n3" in got[1].detail
     assert all(np.array_equal(got[k].out, np.zeros(3, np.uint32)) for k in (0, 2))  # diff 0: dx1 = 0
 
 
@@ -219,7 +228,7 @@ def test_a_board_that_must_be_reset(board, build_dir, tmp_path, monkeypatch):
     got = load(name(timeout=30)).run(five((5, 17, 9)))
     assert [o.status for o in got] == ["ok", "error", "ok"], [o.detail for o in got]
     detail = got[1].detail
-    assert "exit status 124 before the result of case 2 of a batch of 3" in detail
+    assert "exit status 124 before the result of case n17" in detail
     assert "no answer from the board within 7 s (SL1_BOARD_DEADLINE)" in detail and "board reset" in detail
     assert resets.read_text() == "reset\n"
 
@@ -234,4 +243,4 @@ def test_without_the_boards_watchdog_the_suites_timeout_blames_the_batchs_first_
     monkeypatch.setenv("SL1_BOARD_TIMEOUT", "0")
     got = load(name(timeout=3, protocol=2)).run(five((5, 17, 9)))
     assert [o.status for o in got] == ["timeout", "timeout", "ok"], [o.detail for o in got]
-    assert "(case 1 of a batch of 3)" in got[0].detail and "(case 1 of a batch of 2)" in got[1].detail
+    assert "(case n5)" in got[0].detail and "(case n17)" in got[1].detail

@@ -101,8 +101,9 @@ def sim(build_dir, host_harness):
 
 
 def fake(script: str, timeout: float = 10.0, extra: str = "") -> SimulatorAdapter:
-    """A simulator adapter over a Python one-liner script (argv[1] case, argv[2] result)."""
-    return SimulatorAdapter(f"{PY} -c {shlex.quote(script)} {{case}} {{result}} {extra}", timeout=timeout)
+    """A simulator adapter over a Python one-liner script (argv[1] case, argv[2] result), sent
+    version 1 case files without the protocol question (which such a script cannot answer)."""
+    return SimulatorAdapter(f"{PY} -c {shlex.quote(script)} {{case}} {{result}} {extra}", timeout=timeout, protocol=1)
 
 
 def small_case(dtype="fp32", n=5, **kw) -> Case:
@@ -387,11 +388,15 @@ def test_a_command_that_cannot_start_is_bad_usage(tmp_path):
                           ("{case} {result}", "name the program first")):
         with pytest.raises(AdapterError, match=why):
             SimulatorAdapter(template)
-    # one that could start and is gone by the time it runs is an error outcome of that call
+    # one that could start and is gone by the time it runs: the protocol question cannot be put
+    # (bad usage, one line), and past it (protocol=1) it is an error outcome of that call
     script.chmod(0o755)
-    adapter = SimulatorAdapter(f"{script} {{case}} {{result}}")
+    adapter, told = SimulatorAdapter(f"{script} {{case}} {{result}}"), SimulatorAdapter(f"{script} {{case}} {{result}}",
+                                                                                          protocol=1)
     script.unlink()
-    (missing,) = adapter.run([small_case()])
+    with pytest.raises(AdapterError, match=f"cannot start '{script}'"):
+        adapter.run([small_case()])
+    (missing,) = told.run([small_case()])
     assert missing.status == "error" and f"cannot run '{script}'" in missing.detail
 
 
@@ -540,4 +545,4 @@ def test_aarch64_dynamic_and_crash_under_qemu(aarch64_tools, build_dir):
     cases = _defect_cases(13)[:3]
     outcomes = adapter.run(cases)
     assert [o.status for o in outcomes] == ["ok", "crash", "ok"], [o.detail for o in outcomes]
-    assert outcomes[1].detail == "SIGSEGV (case 2 of a batch of 3)"
+    assert outcomes[1].detail == f"SIGSEGV (case {cases[1].id})"  # its id, not its place in the batch

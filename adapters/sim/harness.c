@@ -13,8 +13,12 @@
  *
  *     cc -O2 -std=c11 -I<dir of smoothl1lossgrad.h> harness.c libyours.a -o harness
  *
+ * (every flag of the aarch64 builds, under qemu-user: docs/adapters.md, "sim:").
+ *
  * Build options:
- *   -DSL1_NO_HALF            no fp16 functions (FT78NE): fp16 cases get status 1
+ *   -DSL1_NO_HALF            no fp16 functions (FT78NE, or any fp32-only library): fp16 cases get
+ *                            status 1, and nothing here names an hp_ symbol. Without it such a
+ *                            library fails to link: undefined reference to hp_smoothl1lossgrad_s
  *   -DSL1_HARNESS_NO_SHARED  no _s functions: shared-variant cases get status 2
  *   -DSL1_HARNESS_NO_PRIVATE no _p functions: private-variant cases get status 2
  *

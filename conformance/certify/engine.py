@@ -29,7 +29,9 @@ from sl1conf.conformance.requirements import CATALOG
 from sl1conf.conformance.requirements.base import JudgedCall, RunContext, Tally, diagnose_tallies
 from sl1conf.conformance.requirements.core_masks import compare_variants
 from sl1conf.conformance.requirements.filing import rejection_failures
-from sl1conf.conformance.requirements.results import Report, RequirementResult, RunResult, incomplete_reasons
+from sl1conf.conformance.requirements.results import (
+    NOTHING_OBSERVED, Report, RequirementResult, RunResult, incomplete_reasons,
+)
 from sl1conf.conformance.rules.judge import Expected, InputFacts, input_facts, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store
@@ -271,20 +273,33 @@ def judge_run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: 
     return calls, judged, broken + [r[:3] for r in rejected]
 
 
+@dataclass
+class _Listed:
+    """The calls certify lists for a run (``count``), and those in the adapter's reach that it
+    never made (``not_run``: (case id, why) each: a recorded output that stops before them)."""
+
+    count: int
+    not_run: list
+
+
 def _context(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, cases=None) -> tuple:
     """A run's context before any call, with the calls of the variant the adapter makes (a
-    recorded run holds only the calls that were made), and how many calls certify lists."""
+    recorded run holds only the calls that were made, and of those only the ones its output
+    reaches), and the calls certify lists."""
     listed = _calls(vs, variant, profile, cases)
-    calls = [c for c in listed if adapter.holds(c[2])]
-    return RunContext(vs.format, profile, variant, adapter, [], [], calls), len(listed)
+    held = [c for c in listed if adapter.holds(c[2])]
+    why = [adapter.not_run(c[2]) for c in held]
+    calls = [c for c, w in zip(held, why) if not w]
+    return (RunContext(vs.format, profile, variant, adapter, [], [], calls),
+            _Listed(len(listed), [(c[0]["id"], w) for c, w in zip(held, why) if w]))
 
 
-def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, made: tuple, seen: _Seen,
+def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: _Listed, made: tuple, seen: _Seen,
          bar=None, columns: "_Columns | None" = None, idle=None) -> RunResult:
     """One run's result, once ``made`` (the futures :func:`_queue_calls` gave) is
     done: its calls judged, the plans that read judgements made, every requirement checked.
     ``listed``: the calls certify makes of the set (more than the run's where a recorded run
-    holds fewer). Judging starts once the run's own calls are made: the plans made after them
+    holds fewer, or its output stops before some). Judging starts once the run's own calls are made: the plans made after them
     (R14's repeats, R15's in-place calls, the second buffer layout) are made meanwhile. ``bar``: the run's progress bar (closed here). ``columns``: the run's, gathered
     beforehand; ``idle()``: more work to do while the calls are made, once its own is done."""
     adapter, profile, fmt, calls = ctx.adapter, ctx.profile, ctx.fmt, ctx.calls
@@ -332,6 +347,14 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
             found.tally.checked += 1
             found.tally.note(cid, detail)
             found.applicable = True
+    unobserved = []  # required requirements that checked nothing: not observed, never a pass
+    for req in CATALOG:
+        found = found_by[req.id]
+        if _checked_nothing(found) and (found.applicable or "observed" in found.extra):
+            if found.applicable and req.kind_for(profile) == "required":
+                unobserved.append(req.id)
+            found.applicable = False  # and what it would have observed is said of nothing: the reason instead
+            found.extra = {**found.extra, "observed": _nothing_observed(ctx, len(calls), answered_unsupported)}
     told = [f.tally for f in found_by.values() if f.applicable]
     diagnoses = diagnose_tallies(told, ctx.findings)  # the failing requirements' patterns, in one pass
     requirements = []
@@ -351,14 +374,38 @@ def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: int, ma
         return element
     worst = describe(*stats.worst_at) if stats.worst_at is not None else None
     run = RunResult(fmt.name, ctx.variant, len(calls), int(sum(c.n for _, _, c in calls)), requirements,
-                    stats.entry(worst, describe))
-    if len(calls) < listed:
-        run.recorded = (f"judged from a results file: {len(calls):,} of the {listed:,} calls certify makes "
-                        "(the board made each case's call once, in the case's own variant and core mask)")
+                    stats.entry(worst, describe) if judged else None)  # no largest error of no element
+    if len(calls) < listed.count:
+        made_by_board = len(calls) + len(listed.not_run)
+        run.recorded = (f"judged from a results file: {len(calls):,} of the {listed.count:,} calls certify makes "
+                        "(the board made each case's call once, in the case's own variant and core mask"
+                        + (f"; {len(listed.not_run):,} more of its {made_by_board:,} calls not run: "
+                           f"{listed.not_run[0][1]})" if listed.not_run else ")"))
     not_made = sum(o.detail.startswith("not run:") for o in answered_unsupported)
     run.incomplete = incomplete_reasons(requirements, len(calls), unsupported + len(answered_unsupported), not_made,
-                                        answered_unsupported[0].detail if answered_unsupported else "")
+                                        answered_unsupported[0].detail if answered_unsupported else "",
+                                        not_run=listed.not_run, unobserved=unobserved)
     return run
+
+
+def _checked_nothing(found) -> bool:
+    """Whether a check checked no call and no element and failed nothing (a tally of nothing),
+    or observed nothing (an empty observation)."""
+    if found.tally is not None:
+        return not found.tally.checked and not found.tally.failed
+    return "observed" in found.extra and found.extra["observed"] in ({}, [], "")
+
+
+def _nothing_observed(ctx: RunContext, calls: int, unsupported: list) -> str:
+    """What a requirement that checked nothing says, with the reason: no call of the run was
+    answered (a harness built without the dtype: its first answer), or nothing of what it
+    checks was in the run."""
+    if not calls:
+        return NOTHING_OBSERVED + "the run made no call"
+    if not ctx.judged and not ctx.broken and not ctx.rejected:
+        return (f"{NOTHING_OBSERVED}the implementation answered none of the {calls:,} {ctx.fmt.name} {ctx.variant} calls"
+                + (f" ({unsupported[0].detail.removeprefix('not run: ')})" if unsupported else ""))
+    return NOTHING_OBSERVED + "nothing this requirement checks was in the run (it checked no call and no element)"
 
 
 def _outputs(ctx: RunContext) -> dict:

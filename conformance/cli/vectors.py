@@ -109,6 +109,12 @@ def export(path, fmt_name: str, out, *, force: bool, platform=None, profile_file
         raise UsageError(f"{out}: cannot write the export ({exc.strerror or exc})") from None
     for p in written:
         echo(f"wrote {p}")
+    if fmt_name == "c-header":  # what the self-test will accept is the profile's: never left unsaid
+        from sl1conf.conformance.vectors.export import DEFAULT_PROFILE
+
+        echo(f"the self-test judges as certify --platform {profile.name} does" if profile is not None else
+             f"the self-test judges as certify --platform {DEFAULT_PROFILE} does (the default: export with "
+             "--platform NAME or --profile FILE to judge as the profile you certify on)")
     return 0
 
 
@@ -165,7 +171,7 @@ def register(sub) -> None:
                    help="output folder (c-header; default sl1_vectors_c) or file (hex; default sl1_vectors.txt)")
     v.add_argument("--force", action="store_true", help="replace output this command wrote before")
     v.add_argument("--platform", metavar="NAME",
-                   help="c-header: the built-in profile (ieee, ft78ne or mt7004) whose budget the self-test applies "
-                        "(max_ulp for the set's dtype, zero sign, flushing); default: ieee's")
+                   help="c-header: the built-in profile (ieee, ft78ne or mt7004) whose accepted results the self-test "
+                        "checks (what certify accepts under it, per element); default: ieee's")
     v.add_argument("--profile", type=path_arg, metavar="FILE", help="c-header: a profile TOML file instead of --platform")
     p.set_defaults(run=_run)

@@ -73,6 +73,7 @@ def render_html(report: dict) -> str:
              *([f"<p><b>{escape(v.headline)}</b></p>"] if v.headline != v.verdict.upper() else []),
              "<p>" + escape(", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"]))
              + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>",
+             *([f"<p>Files: {escape(v.provenance)}.</p>"] if v.provenance else []),
              *[f'<figure class="matrix">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
                for caption, svg in plots[:1] if caption.startswith("Pass/fail matrix")],
              *(["<p><b>Incomplete:</b></p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in missing)

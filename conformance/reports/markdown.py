@@ -40,6 +40,8 @@ def render_markdown(report: dict) -> str:
     out = [f"# {v.headline}: {v.title}", ""]
     runs = ", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"])
     out += [f"{runs}. Suite sl1conf {report['suite_version']}, {report.get('created', '')}.", ""]
+    if v.provenance:
+        out += [f"Files: {v.provenance}.", ""]
     if v.causes:
         out += [f"**Causes** ({len(v.causes)}; requirements whose failures share one pattern are one cause):", ""] + [
             f"- {line}" for line in v.causes] + [""]

@@ -17,6 +17,7 @@ from sl1conf.reference import formats
 
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.requirements import CATALOG_BY_ID
+from sl1conf.conformance.requirements.results import NOTHING_OBSERVED
 
 __all__ = ["distance_text", "inputs_text", "element_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Said", "failure_said", "failure_text", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER", "ACCEPTED_FAR"]
@@ -90,13 +91,20 @@ def over_the_run(entry: dict) -> tuple:
     return "pass", ""
 
 
+def judged_elements(err: "dict | None") -> int:
+    """How many elements a run's ``errors`` are of (its histograms' counts): a largest error is
+    said only of some (a report written before certify left ``errors`` out of a run that judged
+    none holds zeros)."""
+    return sum(sum(c) for c in (err or {}).get("ulp_histogram", {}).values())
+
+
 def accuracy_line(run: dict) -> str:
     """One run's accuracy in one line: the largest error of finite results within the budget,
     the elements accepted beyond it (how many, up to how far, as what), and the results that
     are no distance (infinity or NaN against a number), each named."""
     err = run.get("errors")
-    if not err:
-        return ""
+    if not judged_elements(err):
+        return f"{run['dtype']} {run['variant']}: no element judged, so no largest error"
     parts = [f"{run['dtype']} {run['variant']}: largest error {err['max_ulp']} ULP (finite results)"]
     far = err.get("beyond_budget")
     if far and far["elements"]:
@@ -317,6 +325,7 @@ class View:
     beyond_budget: list = field(default_factory=list)  # a row per requirement that accepted elements beyond the budget
     unobserved: list = field(default_factory=list)  # (dtype, variant, id, title, why) per not-applicable entry that says why
     causes: list = field(default_factory=list)  # "fp32 s: <cause line>" per cause of each run's failures (reports.causes)
+    provenance: str = ""  # the files the command named, by SHA-256, and the dtypes answered (sim:, --results)
 
 
 def _headline(report: dict) -> str:
@@ -391,7 +400,7 @@ def view(report: dict) -> View:
         d, v = run["dtype"], run["variant"]
         shared = {rid: cause_line(c) for c in causes(run) if len(c["requirements"]) > 1 for rid in c["requirements"]}
         err = run.get("errors")
-        if err:
+        if judged_elements(err):
             worst = err.get("worst")
             errors.append((d, v, err["max_ulp"], err["nan_mismatches"],
                            _with_decimals(d, worst) if worst else None))
@@ -412,10 +421,10 @@ def view(report: dict) -> View:
                      f"{w['expected']}, got {w['got']}" + (f" ({why})" if why else "")) if w else "",
                     explain_command(d, w["dy"], w["x1"], w["x2"], w["beta"]) if w else ""])
             req = CATALOG_BY_ID.get(r["id"])
-            if req is not None and req.observes and r.get("observed") is not None:
+            if r["status"] == "not-applicable" and r.get("observed"):  # "not observed by this harness", or
+                unobserved.append((d, v, r["id"], r["title"], _observation(r)))  # a check of nothing, and why
+            elif req is not None and req.observes and r.get("observed") is not None:
                 observed.append((d, v, r["id"], r["title"], _observation(r)))
-            elif r["status"] == "not-applicable" and r.get("observed"):  # R10 to R12: "not observed by this harness"
-                unobserved.append((d, v, r["id"], r["title"], _observation(r)))
             if r["status"] != "fail":
                 continue
             run_wide = [e["detail"] for e in r.get("examples") or [] if "case" not in e]
@@ -448,6 +457,9 @@ def view(report: dict) -> View:
         if key in impl:
             value = impl[key]
             identity.append((label, ", ".join(value) if isinstance(value, list) else str(value)))
+    identity += [(f"file {f['path']}", f"SHA-256 {f['sha256']}") for f in impl.get("files") or []]
+    if "answered_dtypes" in impl:
+        identity.append(("dtypes answered", ", ".join(impl["answered_dtypes"]) or "none"))
     prof = report["profile"]
     identity += [("profile", f"{prof['name']}: {prof['title']}"), ("profile file", prof["path"]),
                  ("profile SHA-256", prof["sha256"])]
@@ -462,7 +474,17 @@ def view(report: dict) -> View:
         identity.append(("scope", "--only " + ",".join(report["only"])))
     return View(report, title, report["verdict"], failures, rows, observed, identity, errors, _headline(report),
                 _scope(report), [line for line in map(accuracy_line, report["runs"]) if line], far_rows, unobserved,
-                run_causes(report))
+                run_causes(report), provenance(impl))
+
+
+def provenance(impl: dict) -> str:
+    """What identifies a board's or a simulator's run beyond its name, in one line for the
+    header: each file the command named (the harness, the results file) by its SHA-256, and the
+    dtypes the harness answered ("" for an adapter that records neither)."""
+    parts = [f"{f['path']} (SHA-256 {f['sha256']})" for f in impl.get("files") or []]
+    if "answered_dtypes" in impl:
+        parts.append("dtypes answered: " + (", ".join(impl["answered_dtypes"]) or "none"))
+    return "; ".join(parts)
 
 
 def run_causes(report: dict, shared: bool = False) -> list:
@@ -518,8 +540,12 @@ def sections(v: View) -> list:
         out.append(("Observed where the manual is silent", "", ["run", "id", "what", "observed"],
                     [[f"{d} {var}", rid, title, text] for d, var, rid, title, text in v.observed]))
     if v.unobserved:
+        nothing = any(text.startswith(NOTHING_OBSERVED) for *_, text in v.unobserved)
         out.append(("Not observed", "Requirements not applicable because the adapter or the harness cannot observe "
-                    "what they are about: nothing was checked, and the verdict does not rest on them.",
+                    "what they are about: nothing was checked, and the verdict does not rest on them."
+                    + (" Those that say \"not observed:\" had nothing to check in the run (a harness that answered "
+                       "no call of the dtype): none of them is a pass, and a required one makes the run incomplete."
+                       if nothing else ""),
                     ["run", "id", "what", "why"],
                     [[f"{d} {var}", rid, title, text] for d, var, rid, title, text in v.unobserved]))
     if v.report.get("waivers"):

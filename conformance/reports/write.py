@@ -153,6 +153,8 @@ def portable_paths(report: dict) -> dict:
         fix(report.get(section), key, lambda t: _portable_text(t, cwd, home))
     for vs in (report.get("vectors") or {}).values():
         fix(vs, "source", lambda t: portable_path(t, cwd, home))
+    for named in (report.get("implementation") or {}).get("files") or ():  # the files a sim: or --results run named
+        fix(named, "path", lambda t: portable_path(t, cwd, home))
     return report
 
 

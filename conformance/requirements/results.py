@@ -14,7 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["FamilyResult", "RequirementResult", "RunResult", "Report", "as_json", "incomplete_reasons"]
+__all__ = ["FamilyResult", "RequirementResult", "RunResult", "Report", "as_json", "incomplete_reasons",
+           "NOTHING_OBSERVED"]
+
+NOTHING_OBSERVED = "not observed: "
+"""How the entry (``observed``) of a requirement that checked nothing starts: certify says why
+after it, and the reports say that such a requirement is no pass."""
 
 
 def as_json(value):
@@ -190,12 +195,17 @@ class Report:
                    list(d.get("narrowed", ())), extra, d.get("waivers"))
 
 
-def incomplete_reasons(requirements: list, calls: int, unsupported: int, not_made: int = 0, first: str = "") -> list:
-    """Why a run that failed nothing still checked too little to pass: calls the implementation
-    answered ``unsupported`` (the profile requires them; ``not_made`` of them were not made once
-    the implementation had said so, ``first``: the first answer), no element judged at all, or a
-    required requirement that passed on nothing."""
+def incomplete_reasons(requirements: list, calls: int, unsupported: int, not_made: int = 0, first: str = "", *,
+                       not_run=(), unobserved=()) -> list:
+    """Why a run that failed nothing still checked too little to pass: calls never made
+    (``not_run``: (case id, why) each, a recorded output that stops before them), calls the
+    implementation answered ``unsupported`` (the profile requires them; ``not_made`` of them were
+    not made once the implementation had said so, ``first``: the first answer), no element
+    judged at all, required requirements that observed nothing (``unobserved``: ids; a check
+    of nothing is never a pass), or one that passed on nothing (a report read back)."""
     out = []
+    if not_run:
+        out.append(f"{len(not_run):,} calls not run ({not_run[0][1]}): first case {not_run[0][0]}")
     if unsupported:
         out.append(f"{unsupported} of {calls} calls answered unsupported"
                    + (f" ({first.removeprefix('not run: ')})" if first else "")
@@ -203,7 +213,8 @@ def incomplete_reasons(requirements: list, calls: int, unsupported: int, not_mad
     r01 = next((r for r in requirements if r.id == "R01"), None)
     if r01 is not None and not r01.checked:
         out.append("no element was judged")
-    empty = [r.id for r in requirements if r.kind == "required" and r.status == "pass" and not r.checked]
+    empty = list(unobserved) + [r.id for r in requirements if r.kind == "required" and r.status == "pass"
+                                and not r.checked and r.id not in unobserved]
     if empty:
-        out.append(f"{', '.join(empty)} passed having checked nothing")
+        out.append(f"{', '.join(empty)} not observed: checked nothing")
     return out

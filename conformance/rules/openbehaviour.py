@@ -60,6 +60,8 @@ and it stays exact (the oracle, within the budget or the error model).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from sl1conf.reference import exact
@@ -68,7 +70,7 @@ from sl1conf.reference import formats
 from sl1conf.reference.formats import Format
 
 __all__ = ["NOTES", "QUESTION_OF", "QUESTIONS", "alternatives", "CORE_MASK_ZERO", "BETA_NAN", "open_input",
-           "open_question", "within_bounds", "WITHIN_BOUNDS"]
+           "open_question", "Bounds", "open_bounds", "within_bounds", "WITHIN_BOUNDS"]
 
 NOTES = {
     "zero": "beta = +-0, diff = 0: 0/0 is invalid (the oracle: NaN); a library that guards "
@@ -151,26 +153,56 @@ def open_question(fmt: Format, x1, x2, beta, diff=None) -> np.ndarray:
     return out
 
 
-def within_bounds(fmt: Format, got, dy, x1, x2, question: np.ndarray, oracle, budget: int, diff=None) -> np.ndarray:
-    """Where ``question`` (:func:`open_question`) names an open input, whether ``got`` meets its
-    bounds (the module's docstring); False where the input is not open, and for the fill pattern
-    dx1 held before the call (an element left unwritten is no answer, whatever its value)."""
+@dataclass
+class Bounds:
+    """An open input's bounds (the module's docstring) per element, as data: the judge tests a
+    result against them (:func:`within_bounds`), the exported self-test's record lists what
+    meets them (rules.acceptance). ``at``: the elements with an open input; per those,
+    ``must_nan`` (NaN is the only answer), ``may_nan`` (NaN is one), ``limit`` (the largest
+    magnitude, as bits without the sign, a number may have); ``fill`` the bits never accepted
+    (dx1 as held before the call: an element left unwritten is no answer)."""
+
+    at: np.ndarray
+    must_nan: np.ndarray
+    may_nan: np.ndarray
+    limit: np.ndarray
+    fill: int
+
+
+def open_bounds(fmt: Format, dy, x1, x2, question: np.ndarray, oracle, budget: int, diff=None) -> Bounds:
+    """The :class:`Bounds` of the elements where ``question`` (:func:`open_question`) names an
+    open input; ``budget``: the profile's ULP budget; ``diff``: ``exact_diff(x1, x2)`` where the
+    caller has it."""
     from sl1conf.adapters.base import fill_bits
 
-    out = np.zeros(np.shape(got), bool)
     idx = np.flatnonzero(question >= 0)
     if not idx.size:
-        return out
+        return Bounds(idx, np.zeros(0, bool), np.zeros(0, bool), np.zeros(0, np.int64), int(fill_bits(fmt)))
     pick = lambda a: np.asarray(a, fmt.uint)[idx]  # noqa: E731
-    got, dy, x1, x2, oracle = (pick(a) for a in (got, dy, x1, x2, oracle))
+    dy, x1, x2, oracle = (pick(a) for a in (dy, x1, x2, oracle))
     mag_mask = np.array(~fmt.sign_mask & ((1 << fmt.bits) - 1), fmt.uint)
     mag = lambda b: (b & mag_mask).astype(np.int64)  # noqa: E731  on the ordered line of magnitudes
     is_nan = lambda b: mag(b) > fmt.exp_mask  # noqa: E731
-    s = (diff[0][idx] if diff is not None else exact.exact_diff(fmt, x1, x2)[0])
+    s = diff[0][idx] if diff is not None else exact.exact_diff(fmt, x1, x2)[0]
     must_nan = is_nan(dy) | is_nan(x1) | is_nan(x2) | (question[idx] == BOUNDED.index(BETA_NAN)) | np.isnan(s)
     may_nan = must_nan | (mag(dy) == fmt.exp_mask) | np.isinf(s) | is_nan(oracle)
-    bounded = ~is_nan(got) & ((mag(got) <= mag(dy) + budget) | (mag(dy) == fmt.exp_mask)) & (got != fill_bits(fmt))
-    out[idx] = np.where(must_nan, is_nan(got), bounded | (is_nan(got) & may_nan))
+    # |dy| plus the budget; any number where dy is infinite (or NaN: then NaN is a must anyway)
+    limit = np.where(mag(dy) >= fmt.exp_mask, fmt.exp_mask, np.minimum(mag(dy) + budget, fmt.exp_mask))
+    return Bounds(idx, must_nan, may_nan, limit, int(fill_bits(fmt)))
+
+
+def within_bounds(fmt: Format, got, dy, x1, x2, question: np.ndarray, oracle, budget: int, diff=None) -> np.ndarray:
+    """Where ``question`` (:func:`open_question`) names an open input, whether ``got`` meets its
+    bounds (:func:`open_bounds`); False where the input is not open, and for the fill pattern."""
+    out = np.zeros(np.shape(got), bool)
+    bd = open_bounds(fmt, dy, x1, x2, question, oracle, budget, diff)
+    if not bd.at.size:
+        return out
+    got = np.asarray(got, fmt.uint)[bd.at]
+    m = (got & np.array(~fmt.sign_mask & ((1 << fmt.bits) - 1), fmt.uint)).astype(np.int64)
+    nan = m > fmt.exp_mask
+    bounded = ~nan & (m <= bd.limit) & (got != bd.fill)
+    out[bd.at] = np.where(bd.must_nan, nan, bounded | (nan & bd.may_nan))
     return out
 
 

@@ -3,17 +3,18 @@
 Two forms (docs/vector-format.md, "Exports"):
 
 :func:`export_c_header`
-    ``sl1_vectors.h``: the set's inputs, the ``oracle`` and ``oracle-ftz`` columns and the
-    alternatives as ``static const`` arrays of bit patterns (hex literals of the stored
-    values), a case table and a family table; and ``sl1_selftest.c``: a C99 program (plus
-    ``_Float16`` for fp16 sets) that calls the library under test through the documented
-    API for every case, judges every element and prints one line per family, with no
-    file I/O, for running on the target itself. It judges as certify does under the profile
-    the header carries (``profile``: name, max_ulp for the set's dtype, strict zero sign,
-    flushing accepted; the ieee profile's by default), with no budget on the boundary
-    elements the header lists (the exact x1 - x2 is +-beta). The program is a fixed C source,
-    ``selftest.c`` beside this module, copied unchanged: everything that differs from one
-    set to another is in the header it includes, so the file compiles as it stands.
+    ``sl1_vectors.h``: the set's inputs and correctly rounded results as ``static const``
+    arrays of bit patterns (hex literals of the stored values), and per element every result
+    the suite's judge accepts under the profile the export names (``rules.acceptance``: an
+    interval of the data format, NaN and zero-sign flags, and the further intervals of the
+    few elements that need them), a case table and a family table; and ``sl1_selftest.c``: a
+    C99 program (plus ``_Float16`` for fp16 sets) that calls the library under test through
+    the documented API for every case, checks every element against its record with integer
+    comparisons and prints one line per family, with no file I/O, for running on the target
+    itself. Its verdict per family is certify's on the same results (``certify --results``),
+    tests/test_selftest_gate.py. The program is a fixed C source, ``selftest.c`` beside this
+    module, copied unchanged: everything that differs from one set to another is in the
+    header it includes, so the file compiles as it stands.
 
 :func:`export_hex`
     One text file in the manner of Berkeley TestFloat's test cases: ``#`` comment lines,
@@ -36,15 +37,14 @@ import numpy as np
 
 from sl1conf import __version__
 from sl1conf.adapters.base import FILL_BYTE, fill_bits
-from sl1conf.reference import exact
 from sl1conf.reference import formats
-from sl1conf.reference.models import accepted_models
 
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.vectors.store import VectorSet, VectorSetError
 
 __all__ = ["HEADER_NAME", "SELFTEST_NAME", "EXPORT_FORMATS", "export_c_header", "export_hex", "export",
-           "written_elements", "parse_hex_line", "boundary_elements", "DEFAULT_PROFILE"]
+           "written_elements", "parse_hex_line", "set_acceptance", "bytes_per_element", "bytes_per_extra",
+           "DEFAULT_PROFILE"]
 
 HEADER_NAME = "sl1_vectors.h"
 SELFTEST_NAME = "sl1_selftest.c"
@@ -76,11 +76,6 @@ def _hex_digits(fmt: formats.Format, arr) -> list[str]:
     width = fmt.bits // 4
     text = np.ascontiguousarray(arr, fmt.uint).astype(fmt.uint.newbyteorder(">")).tobytes().hex()
     return [text[i:i + width] for i in range(0, len(text), width)]
-
-
-def _models(vs: VectorSet) -> list[str]:
-    """The accepted evaluation models (reference.models.ACCEPTED) whose columns the set has."""
-    return [m.name for m in accepted_models(vs.format) if f"model-{m.name}" in vs.manifest["columns"]]
 
 
 def _check_columns(vs: VectorSet) -> None:
@@ -127,41 +122,81 @@ def _source_line(vs: VectorSet) -> str:
 # ---- C header and self-test -------------------------------------------------------------
 
 DEFAULT_PROFILE = "ieee"
-"""The profile whose budget the header carries when the export names none."""
+"""The profile whose accepted sets the header carries when the export names none."""
 
 
-def _profile_facts(vs: VectorSet, profile) -> dict:
-    """What the self-test takes from the profile: its name, the ULP budget for the set's dtype,
-    whether the sign of zero is checked, whether flushing is accepted (``profile``: a
-    rules.profiles.Profile, or None for the defaults, ieee's)."""
+def _profile_of(vs: VectorSet, profile):
+    """(the profile, whether the export was given it): ``profile`` (a rules.profiles.Profile), or
+    the defaults, ieee's, for None; refused where it has no budget for the set's dtype."""
     from sl1conf.conformance.rules.profiles import load_profile
 
-    given = profile is not None
-    p = profile if given else load_profile(DEFAULT_PROFILE)
-    fmt = vs.format
-    if fmt.name not in p.max_ulp:
-        raise VectorSetError(f"profile {p.name} has no {fmt.name} (it documents {', '.join(p.dtypes)}): "
-                             f"it gives no budget for the {fmt.name} vectors of {vs.path}")
-    return {"name": p.name, "given": given, "sha256": p.sha256 if given else "", "max_ulp": int(p.max_ulp[fmt.name]),
-            "strict_zero_sign": bool(p.strict_zero_sign), "accept_ftz": p.flush_to_zero == "accepted"}
+    p = profile if profile is not None else load_profile(DEFAULT_PROFILE)
+    if vs.format.name not in p.max_ulp:
+        raise VectorSetError(f"profile {p.name} has no {vs.format.name} (it documents {', '.join(p.dtypes)}): "
+                             f"it gives no budget for the {vs.format.name} vectors of {vs.path}")
+    return p, profile is not None
 
 
-def boundary_elements(vs: VectorSet) -> tuple[np.ndarray, np.ndarray]:
-    """(first, index): the elements on the boundary (the exact x1 - x2 is +beta or -beta,
-    reference.exact.at_boundary), as sorted element indices of the set's arrays; case k's are
-    index[first[k]:first[k + 1]] (first has one entry more than there are cases)."""
+def _regenerate(p, given: bool) -> str:
+    """The export's command line for this profile: ``--platform NAME`` where the profile is a
+    built-in one's bytes (read from a copy or not), else ``--profile FILE`` naming the file by its
+    name and sha256 (never a path: the export stays the same wherever it is made)."""
+    from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+
+    try:
+        builtin = load_profile(p.name).sha256 == p.sha256
+    except ProfileError:
+        builtin = False
+    if builtin or not given:
+        return f"--platform {p.name}"
+    return f"--profile FILE (FILE: the profile {p.name}, sha256 {p.sha256})"
+
+
+def _judged_case(row: dict, p) -> bool:
+    """Whether certify makes the case's call on profile ``p`` (certify.engine's _calls: a shared
+    call whose core_mask names cores the platform lacks is left out)."""
+    return not (row["variant"] == "s" and int(row["core_mask"], 16) & ~p.core_mask)
+
+
+def set_acceptance(vs: VectorSet, profile):
+    """Every result the judge accepts for each element of the set under ``profile``
+    (rules.acceptance.Accepted over the set's arrays), the elements a correct call leaves
+    unwritten accepting the fill pattern only: the case's own alternatives, the others'
+    columns holding the oracle there, as certify judges a run's calls at once."""
+    from sl1conf.conformance.rules.acceptance import Accepted, accepted
+    from sl1conf.conformance.rules.judge import Expected
+
     fmt = vs.format
-    rows = vs.manifest["cases"]
-    first = np.zeros(len(rows) + 1, np.int64)
-    found = []
+    oracle = vs.arrays["expected-oracle"]
+    beta = np.zeros(oracle.size, fmt.uint)
+    written = np.zeros(oracle.size, bool)
+    alternatives: dict = {}
+    for row in vs.manifest["cases"]:
+        off, n = row["offset"], row["n"]
+        beta[off:off + n] = int(row["beta"], 16)
+        written[off:off + written_elements(vs, row)] = True
+        for name, bits in vs.case(row).alternatives.items():
+            alternatives.setdefault(name, oracle.copy())[off:off + n] = bits
     with np.errstate(all="ignore"):
-        for k, row in enumerate(rows):
-            off, n = row["offset"], row["n"]
-            hit = np.flatnonzero(exact.at_boundary(fmt, vs.arrays["x1"][off:off + n], vs.arrays["x2"][off:off + n],
-                                               int(row["beta"], 16))) if n else np.zeros(0, np.int64)
-            found.append(hit + off)
-            first[k + 1] = first[k] + hit.size
-    return first, (np.concatenate(found).astype(np.int64) if found else np.zeros(0, np.int64))
+        acc = accepted(fmt, profile, Expected(oracle, vs.arrays["expected-oracle-ftz"], {}, alternatives),
+                       vs.arrays["dy"], vs.arrays["x1"], vs.arrays["x2"], beta)
+    fill = _fill_bits(vs)
+    keep = written[acc.extra_at]
+    return Accepted(fmt, np.where(written, acc.lo, fill).astype(fmt.uint), np.where(written, acc.hi, fill).astype(fmt.uint),
+                    np.where(written, acc.flags, 0).astype(np.uint8), acc.extra_at[keep], acc.extra_lo[keep],
+                    acc.extra_hi[keep])
+
+
+def bytes_per_element(fmt: formats.Format) -> int:
+    """What the header costs a board per element, compiled: dy, x1, x2, the correctly rounded
+    result, the interval's lo and hi (one pattern each) and the flags (one byte)."""
+    return 6 * fmt.dtype.itemsize + 1
+
+
+def bytes_per_extra(fmt: formats.Format) -> int:
+    """Per further interval: its element (uint32_t), lo and hi."""
+    return 4 + 2 * fmt.dtype.itemsize
+
 
 def _c_array(name: str, ctype: str, fmt: formats.Format, arr) -> Iterator[str]:
     arr = np.asarray(arr)
@@ -178,46 +213,54 @@ def _c_array(name: str, ctype: str, fmt: formats.Format, arr) -> Iterator[str]:
 
 
 def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
+    from sl1conf.conformance.rules import acceptance as A
+
     fmt = vs.format
-    prof = _profile_facts(vs, profile)
-    b_first, b_index = boundary_elements(vs)
+    p, given = _profile_of(vs, profile)
+    acc = set_acceptance(vs, p)
     m = vs.manifest
     rows = m["cases"]
-    alt_offsets: list[int] = []
     case_lines = []
     buf = 1
+    extra_first = np.searchsorted(acc.extra_at, [row["offset"] for row in rows] + [int(m["elements"])])
     for row in rows:
         core_mask = int(row["core_mask"], 16)
         if core_mask > 0xFFFFFFFF:
             raise VectorSetError(f"{vs.path}: case {row['id']}: core_mask {row['core_mask']} does not fit 32 bits")
         if not -2**31 <= row["length"] < 2**31:
             raise VectorSetError(f"{vs.path}: case {row['id']}: length {row['length']} does not fit an int")
-        first = len(alt_offsets)
-        alt_offsets.extend(a["offset"] for a in row["alternatives"])
         buf = max(buf, row["n"], row["length"])
         case_lines.append(
             f"    {{{_c_string(row['id'])}, {int(row['family'])}, {row['offset']}u, {row['n']}u, "
             f"{row['length']}, {written_elements(vs, row)}u, {formats.hex_bits(fmt, int(row['beta'], 16))}, "
-            f"'{row['variant']}', {core_mask:#x}u, {first}u, {len(row['alternatives'])}u}},"
+            f"'{row['variant']}', {core_mask:#x}u, {int(_judged_case(row, p))}}},"
             f" /* {row['result']}{': ' + _comment_safe(', '.join(row['flags'])) if row['flags'] else ''} */\n")
     cases_per_family: dict[int, int] = {}
     for row in rows:
         cases_per_family[row["family"]] = cases_per_family.get(row["family"], 0) + 1
+    n_boundary = int(((acc.flags & A.BOUNDARY) != 0).sum())
+    not_judged = sum(not _judged_case(row, p) for row in rows)
+    cost = bytes_per_element(fmt) * int(m["elements"]) + bytes_per_extra(fmt) * int(acc.extra_at.size)
 
     yield (f"/* {HEADER_NAME}: golden vectors for SmoothL1LossGrad ({fmt.name}), generated by sl1conf "
            f"{__version__}.\n"
-           f" * Do not edit: regenerate with `sl1conf vectors export DIR --format c-header`.\n"
+           f" * Do not edit: regenerate with `sl1conf vectors export DIR --format c-header {_regenerate(p, given)}`\n"
+           f" * (DIR: the vector set {vs.set_id}).\n"
            f" * {_comment_safe(_source_line(vs))}\n"
            " *\n"
            " * Values are the set's stored bit patterns (IEEE binary"
-           f"{fmt.bits}, as unsigned integers), one array\n"
-           " * per file of the set: inputs dy, x1, x2; expected dx1 in the columns oracle (correctly\n"
-           " * rounded, gradual underflow) and oracle-ftz (subnormal inputs and result flushed to\n"
-           " * zero); the further acceptable dx1 arrays of open cases (sl1_alternatives, one block\n"
-           " * of n elements per alternative, at sl1_alt_offsets[alt_first ...]). Case k's elements\n"
-           " * are [offset, offset + n) of every input and column array. Elements at index >= written\n"
-           f" * keep the fill pattern {formats.hex_bits(fmt, _fill_bits(vs))} (the byte {_fill_byte(vs):#04x} "
-           "in every byte).\n"
+           f"{fmt.bits}, as unsigned integers): inputs dy, x1, x2\n"
+           " * and the correctly rounded dx1 (sl1_oracle), one element per array entry; then per element\n"
+           " * every result the suite's judge accepts under the profile below (sl1conf's\n"
+           " * conformance/rules/acceptance.py): an interval sl1_lo .. sl1_hi on the ordered line of the\n"
+           " * numbers other than zero, flags (sl1_accept: SL1_ACCEPT_NAN, _PLUS_ZERO, _MINUS_ZERO; _BOUNDARY\n"
+           " * says no budget applies there), and the further intervals of the few elements whose accepted\n"
+           " * numbers are not one interval (sl1_extra_at/_lo/_hi, case k's from sl1_extra_first[k]).\n"
+           " * Case k's elements are [offset, offset + n) of every per-element array. Elements at\n"
+           f" * index >= written keep the fill pattern {formats.hex_bits(fmt, _fill_bits(vs))} (the byte "
+           f"{_fill_byte(vs):#04x} in every byte).\n"
+           f" * Compiled, the data costs {bytes_per_element(fmt)} bytes per element and {bytes_per_extra(fmt)} per "
+           f"further interval: {cost} bytes here.\n"
            " * See docs/vector-format.md of sl1conf, and sl1_selftest.c for the program that uses them.\n"
            " */\n"
            "#ifndef SL1_VECTORS_H\n#define SL1_VECTORS_H\n\n#include <stdint.h>\n\n")
@@ -231,32 +274,35 @@ def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
            f"#define SL1_VEC_ELEMENTS {int(m['elements'])}u\n"
            f"#define SL1_VEC_CASES {len(rows)}u\n"
            f"#define SL1_VEC_FAMILIES {len(m['families'])}u\n"
-           f"#define SL1_VEC_ALT_ELEMENTS {int(vs.arrays['alternatives'].size)}u\n"
-           f"#define SL1_VEC_MODELS {len(_models(vs))}u /* accepted evaluation models, bit for bit */\n"
            f"#define SL1_VEC_BUF {buf}u /* elements of the largest call (n or length), at least 1 */\n"
-           f"#define SL1_VEC_BOUNDARY {int(b_index.size)}u /* elements on the boundary (exact x1 - x2 == +-beta) */\n\n")
-    source = ("given to the export" + (f", sha256 {prof['sha256']}" if prof["sha256"] else "") if prof["given"]
+           f"#define SL1_VEC_BOUNDARY {n_boundary}u /* elements on the boundary (exact x1 - x2 == +-beta) */\n"
+           f"#define SL1_VEC_EXTRA {int(acc.extra_at.size)}u /* further intervals (sl1_extra_*) */\n"
+           f"#define SL1_VEC_NOT_JUDGED {not_judged}u /* cases certify does not call on the profile */\n"
+           f"#define SL1_VEC_BYTES {cost}u /* the data above, compiled */\n\n")
+    source = ("given to the export" + (f", sha256 {p.sha256}" if p.sha256 else "") if given
               else "the defaults: no --platform or --profile was given to the export")
-    yield (f"/* The profile judged by (certify's budget; -D options of sl1_selftest.c override): {prof['name']}, "
-           f"{_comment_safe(source)}. */\n"
-           f"#define SL1_PROFILE_NAME {_c_string(prof['name'])}\n"
-           f"#define SL1_PROFILE_GIVEN {int(prof['given'])} /* 0: the defaults ({DEFAULT_PROFILE}'s) */\n"
-           f"#define SL1_PROFILE_MAX_ULP {prof['max_ulp']}u /* ULPs from the oracle accepted off the boundary */\n"
-           f"#define SL1_PROFILE_STRICT_ZERO_SIGN {int(prof['strict_zero_sign'])}\n"
-           f"#define SL1_PROFILE_ACCEPT_FTZ {int(prof['accept_ftz'])} /* the oracle-ftz column is acceptable */\n\n")
+    yield (f"/* The profile the accepted sets are computed for: {p.name}, {_comment_safe(source)}. */\n"
+           f"#define SL1_PROFILE_NAME {_c_string(p.name)}\n"
+           f"#define SL1_PROFILE_GIVEN {int(given)} /* 0: the defaults ({DEFAULT_PROFILE}'s) */\n"
+           f"#define SL1_PROFILE_MAX_ULP {int(p.max_ulp[fmt.name])}u /* ULPs from the oracle accepted off the boundary */\n"
+           f"#define SL1_PROFILE_STRICT_ZERO_SIGN {int(p.strict_zero_sign)}\n"
+           f"#define SL1_PROFILE_ACCEPT_FTZ {int(p.flush_to_zero == 'accepted')} /* flushing subnormals accepted */\n\n")
+    yield (f"#define SL1_ACCEPT_NAN {A.NAN}u /* any NaN */\n"
+           f"#define SL1_ACCEPT_PLUS_ZERO {A.PLUS_ZERO}u\n"
+           f"#define SL1_ACCEPT_MINUS_ZERO {A.MINUS_ZERO}u\n"
+           f"#define SL1_ACCEPT_BOUNDARY {A.BOUNDARY}u /* on the boundary: no budget (said, not judged by) */\n\n")
     yield f"typedef uint{fmt.bits}_t sl1_bits_t;\n\n"
     yield ("struct sl1_case {\n"
            "    const char *id;      /* \"<family>.<index>\", stable */\n"
            "    int family;          /* family id */\n"
-           "    uint32_t offset;     /* first element in sl1_dy, sl1_x1, sl1_x2, sl1_oracle, sl1_oracle_ftz */\n"
+           "    uint32_t offset;     /* first element in every per-element array */\n"
            "    uint32_t n;          /* elements of the arrays */\n"
            "    int32_t length;      /* the length argument of the call (may differ from n) */\n"
            "    uint32_t written;    /* leading elements a correct call writes; the rest keep the fill */\n"
            "    sl1_bits_t beta;     /* beta's bits */\n"
            "    char variant;        /* 's' (shared storage, core_mask) or 'p' (private storage) */\n"
            "    uint32_t core_mask;  /* passed as int to the _s function */\n"
-           "    uint32_t alt_first;  /* first index in sl1_alt_offsets */\n"
-           "    uint32_t alt_count;  /* alternatives of the case (0 unless its result is acceptable) */\n"
+           "    int judged;          /* 0: certify makes no such call on the profile (cores it lacks) */\n"
            "};\n\n"
            "struct sl1_family {\n"
            "    int id;              /* stable family id */\n"
@@ -268,22 +314,17 @@ def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
     yield from _c_array("sl1_x1", "sl1_bits_t", fmt, vs.arrays["x1"])
     yield from _c_array("sl1_x2", "sl1_bits_t", fmt, vs.arrays["x2"])
     yield from _c_array("sl1_oracle", "sl1_bits_t", fmt, vs.arrays["expected-oracle"])
-    yield from _c_array("sl1_oracle_ftz", "sl1_bits_t", fmt, vs.arrays["expected-oracle-ftz"])
-    yield from _c_array("sl1_alternatives", "sl1_bits_t", fmt, vs.arrays["alternatives"])
-    models = _models(vs)
-    yield f"static const char *const sl1_model_names[{max(len(models), 1)}] = {{" + (
-        ", ".join(_c_string(name) for name in models) or "\"\"") + "};\n"
-    yield from _c_array("sl1_models", "sl1_bits_t", fmt,
-                        np.concatenate([vs.arrays[f"expected-model-{name}"] for name in models])
-                        if models else np.zeros(0, fmt.uint))
-    yield from _c_array("sl1_alt_offsets", "uint32_t", fmt, np.array(alt_offsets, np.int64))
-    yield ("/* The boundary: case k's elements whose exact x1 - x2 is +beta or -beta are\n"
-           " * sl1_boundary[sl1_boundary_first[k] ... sl1_boundary_first[k + 1]) (element indices of the\n"
-           " * input arrays, ascending). There no budget applies (certify's R02). */\n")
-    yield from _c_array("sl1_boundary_first", "uint32_t", fmt, b_first)
-    yield from _c_array("sl1_boundary", "uint32_t", fmt, b_index)
+    yield from _c_array("sl1_lo", "sl1_bits_t", fmt, acc.lo)
+    yield from _c_array("sl1_hi", "sl1_bits_t", fmt, acc.hi)
+    yield from _c_array("sl1_accept", "uint8_t", fmt, acc.flags)
+    yield ("/* The further intervals: case k's are sl1_extra_first[k] .. sl1_extra_first[k + 1] - 1, ascending by\n"
+           " * element (sl1_extra_at: an index of the per-element arrays). */\n")
+    yield from _c_array("sl1_extra_first", "uint32_t", fmt, extra_first)
+    yield from _c_array("sl1_extra_at", "uint32_t", fmt, acc.extra_at)
+    yield from _c_array("sl1_extra_lo", "sl1_bits_t", fmt, acc.extra_lo)
+    yield from _c_array("sl1_extra_hi", "sl1_bits_t", fmt, acc.extra_hi)
     yield f"static const struct sl1_case sl1_cases[{max(len(rows), 1)}] = {{\n"
-    yield from case_lines if case_lines else ["    {\"\", 0, 0u, 0u, 0, 0u, 0, 'p', 0u, 0u, 0u}, /* none */\n"]
+    yield from case_lines if case_lines else ["    {\"\", 0, 0u, 0u, 0, 0u, 0, 'p', 0u, 0}, /* none */\n"]
     yield "};\n\n"
     yield f"static const struct sl1_family sl1_families[{max(len(m['families']), 1)}] = {{\n"
     if not m["families"]:
@@ -297,10 +338,10 @@ def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
 def export_c_header(vs: VectorSet, out_dir, *, force: bool = False, profile=None) -> list[Path]:
     """Write ``sl1_vectors.h`` and ``sl1_selftest.c`` into ``out_dir``; their paths.
 
-    ``profile`` (a rules.profiles.Profile): the budget the header carries for the self-test
-    (its name, max_ulp for the set's dtype, strict zero sign, flushing accepted); None: the
-    defaults, the ieee profile's. Each file is written atomically; existing files are
-    replaced only with ``force`` (VectorSetError otherwise, before anything is written).
+    ``profile`` (a rules.profiles.Profile): the profile whose accepted results the header carries
+    per element (:func:`set_acceptance`), named in the header with the command that writes it
+    again; None: the defaults, the ieee profile's. Each file is written atomically; existing
+    files are replaced only with ``force`` (VectorSetError otherwise, before anything is written).
     """
     _check_columns(vs)
     out = Path(out_dir)
@@ -401,7 +442,7 @@ def export_hex(vs: VectorSet, out_path, *, force: bool = False) -> Path:
 
 def export(vs: VectorSet, fmt: str, out, *, force: bool = False, profile=None) -> list[Path]:
     """Export in ``fmt`` (``"c-header"``: ``out`` is a folder; ``"hex"``: ``out`` is a file); the paths
-    written. ``profile``: for the c-header, the profile whose budget the header carries."""
+    written. ``profile``: for the c-header, the profile whose accepted results the header carries."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; known: {', '.join(EXPORT_FORMATS)}")
     if fmt == "c-header":

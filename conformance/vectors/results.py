@@ -13,6 +13,10 @@ skipped; a ``\\r`` from a serial console is dropped):
     = <case id> <i> <hex>                                  every element, i from -guard to n + guard - 1
     = <case id> end <dy,x1,x2 or ->                        the call returned; the inputs it changed
     ALL PASS | FAILED <n> families                         the program's own verdict (kept for the report)
+
+A last result line without its line end that is not whole is what a cut transfer left: it is
+left out (``SelftestResults.cut``) and the output judged as one that stops there (R13 for the
+case it cuts, the cases after it not run), not refused as a damaged file.
 """
 
 from __future__ import annotations
@@ -66,11 +70,24 @@ class SelftestResults:
     config: str
     verdict: "str | None"
     cases: dict = field(default_factory=dict)  # case id -> CaseResult, in run order
+    cut: str = ""  # the unterminated last line left out: the output was cut mid-line (a cut transfer)
 
     def stopped_at(self, order: list) -> "str | None":
         """The first case id of ``order`` (the set's cases in the program's order) with no
         complete result: where the program died, hung or its output was cut; None if none."""
         return next((cid for cid in order if cid not in self.cases or not self.cases[cid].ended), None)
+
+
+def _whole(line: str, digits: int) -> bool:
+    """Whether an unterminated last line is one the program printed whole (the verdict, a
+    result line, anything not the program's): else it is what a cut left of one."""
+    if not line.startswith("="):
+        return True  # skipped, or read as it is
+    m = _END.match(line)
+    if m:
+        return m.group(2) == "-" or all(n in INPUTS for n in m.group(2).split(","))
+    m = _ELEMENT.match(line)
+    return bool(m) and len(m.group(3)) == digits
 
 
 def read_results(path, vs) -> SelftestResults:
@@ -86,7 +103,11 @@ def read_results(path, vs) -> SelftestResults:
     fmt = vs.format
     digits = fmt.bits // 4
     header, verdict, values, ends, order = None, None, {}, {}, []
-    for no, raw in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    cut = ""
+    if lines and not text.endswith(("\n", "\r")) and not _whole(lines[-1].rstrip("\r"), digits):
+        cut = lines.pop()  # a transfer cut mid-line: judged as an output that stops there (R13), not refused
+    for no, raw in enumerate(lines, 1):
         line = raw.rstrip("\r")
         m = _HEADER.match(line)
         if m:
@@ -141,7 +162,8 @@ def read_results(path, vs) -> SelftestResults:
         raise ResultsError(f"--results {path}: no element results ('= <case id> <index> <hex>' lines): build the "
                            "self-test with -DSL1_DUMP")
     rows = {row["id"]: row for row in vs.manifest["cases"]}
-    out = SelftestResults(path, hashlib.sha256(data).hexdigest(), dtype, set_id, guard, header.group(0), verdict)
+    out = SelftestResults(path, hashlib.sha256(data).hexdigest(), dtype, set_id, guard, header.group(0), verdict,
+                          cut=cut)
     for cid in order:
         if cid not in rows:
             raise ResultsError(f"--results {path}: case {cid} is not in vector set {vs.set_id}")
