@@ -409,9 +409,10 @@ def _nothing_observed(ctx: RunContext, calls: int, unsupported: list) -> str:
 
 
 def _outputs(ctx: RunContext) -> dict:
-    """Case id -> dx1 of the calls made with every core (all of the private version's): what the
-    shared and private versions are compared on."""
-    return {j.row["id"]: j.outcome.out for j in ctx.judged
+    """Case id -> (the call's case, dx1) of the calls made with every core (all of the private
+    version's): what the shared and private versions are compared on (the case: the inputs an
+    R09 example shows; views of the vector set's arrays, no copies)."""
+    return {j.row["id"]: (j.case, j.outcome.out) for j in ctx.judged
             if j.case.variant == "s" and j.case.core_mask == ctx.profile.core_mask or j.case.variant == "p"}
 
 
