@@ -71,12 +71,14 @@ class Recorded(Adapter):
         r = self.results.cases.get(case.id)
         if r is None or not r.ended:
             cut = self.results.cut
-            return Outcome("error", detail="the self-test's output stops " + (
-                f"inside this call's results: its last line is cut ({cut[:40]!r}): a cut transfer, or the program "
-                "killed while printing" if cut else
-                "inside this call's results: the output was cut or the program was killed while printing"
-                if r is not None else "before this call's results: the program crashed or hung in this call, "
-                "or its output was cut"))
+            if cut:
+                why = (f"inside this call's results: its last line is cut ({cut[:40]!r}): a cut transfer, or the "
+                       "program killed while printing")
+            elif r is not None:
+                why = "inside this call's results: the output was cut or the program was killed while printing"
+            else:
+                why = "before this call's results: the program crashed or hung in this call, or its output was cut"
+            return Outcome("error", detail="the self-test's output stops " + why)
         fill = fill_bits(case.format)
         out = r.dx1.copy()
         parts = []

@@ -18,7 +18,8 @@ under test and runs under the simulator of their choice::
 The command runs in its own process group, so a hang is killed with everything it
 started (``timeout``, per case: in version 2, since the previous record); death by a
 signal is a ``crash``; a nonzero exit or a missing, malformed or truncated results file
-(record) is an ``error`` whose detail names the problem.
+(record) is an ``error`` whose detail names the problem. The files themselves, bytes in and
+out, are :mod:`sl1conf.adapters.simfiles`.
 """
 
 from __future__ import annotations
@@ -28,17 +29,18 @@ import os
 import shlex
 import shutil
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Optional
-
-import numpy as np
 
 from .base import Adapter, AdapterError, Capabilities, Case, Outcome
+from .simfiles import (
+    BATCH_HEADER_BYTES, BATCH_MAGIC, BATCH_VERSION, CASE_MAGIC, EMPTY_RESULTS, INPUT_FLAGS, MEMORY_FLAGS,
+    MEMORY_MAGIC, PROTOCOL_VERSION, RESULT_MAGIC, STATUS, STREAM_MAGIC, UNSUPPORTED_STATUSES, WRITE_FLAGS,
+    ResultsError, ResultsReader, decode_records, decode_results, encode_batch, encode_case, record_bytes,
+)
 
 __all__ = [
     "PROTOCOL_VERSION", "BATCH_VERSION", "CASE_MAGIC", "RESULT_MAGIC", "MEMORY_MAGIC", "BATCH_MAGIC", "STREAM_MAGIC",
@@ -46,46 +48,7 @@ __all__ = [
     "SimulatorAdapter", "host_template", "named_files",
 ]
 
-PROTOCOL_VERSION = 1  # one case per run (every harness speaks it)
-BATCH_VERSION = 2  # many cases per run, one results record per case (docs/simulator-protocol.md)
-CASE_MAGIC = b"SL1C"
-RESULT_MAGIC = b"SL1R"
-MEMORY_MAGIC = b"SL1M"
-BATCH_MAGIC = b"SL1B"
-STREAM_MAGIC = b"SL1S"
-_CASE_HEADER = struct.Struct("<4sHBBiIII")  # magic, version, dtype, variant, length, n, beta, core_mask
-_RESULT_HEADER = struct.Struct("<4sHHI")  # magic, version, status, n
-_MEMORY_REPORT = struct.Struct("<4sI")  # magic, flags
-_BATCH_HEADER = struct.Struct("<4sHHII")  # magic, version, reserved, count, reserved
-_RECORD_HEADER = struct.Struct("<4sHHIIII")  # magic, version, status, index, n, has report, memory flags
 BATCH_CASES, BATCH_MIB = 512, 64  # default bounds of one batch (cases, MiB of batch file)
-
-STATUS = {
-    0: "ok",
-    1: "the harness was built without this dtype",
-    2: "the harness was built without this variant",
-    3: "length exceeds the number of elements: the harness did not make the call",
-}
-"""Results-file status values (anything else nonzero: the harness could not call)."""
-_UNSUPPORTED_STATUSES = (1, 2)
-
-MEMORY_FLAGS = {
-    1: "wrote before the start of dx1",
-    2: "wrote past the end of dx1",
-    4: "dy",
-    8: "x1",
-    16: "x2",
-    32: "wrote before the start of dy",
-    64: "wrote past the end of dy",
-    128: "wrote before the start of x1",
-    256: "wrote past the end of x1",
-    512: "wrote before the start of x2",
-    1024: "wrote past the end of x2",
-}
-"""Bits of the optional memory report: writes into the guard zones around dx1 (1, 2) and
-around each input (32 to 1024, newer harnesses), and inputs changed (4, 8, 16)."""
-_WRITE_FLAGS = (1, 2, 32, 64, 128, 256, 512, 1024)
-_INPUT_FLAGS = (4, 8, 16)
 
 GUARD_BYTES = 64  # the bundled harness's guard zones, before and after every array
 MEMORY_NOTES = (
@@ -105,145 +68,6 @@ MEMORY_NOTES = (
 """What the memory report of a harness observes, and what it does not (the report prints these)."""
 NO_REPORT_NOTE = ("not observed by this harness: it sent no memory report (SL1M) with its results, so writes "
                   "outside dx1 and changed inputs are not seen")
-
-_ELEMENT = {"fp16": np.dtype("<u2"), "fp32": np.dtype("<u4")}
-_DTYPE_CODE = {"fp16": 16, "fp32": 32}
-
-
-class ResultsError(ValueError):
-    """A results file that does not follow the protocol (the message names the problem)."""
-
-
-def encode_case(case: Case, version: int = PROTOCOL_VERSION) -> bytes:
-    """The case file of ``case`` (protocol version 1), or its record in a batch (version 2)."""
-    length = case.call_length
-    if not -(1 << 31) <= length < (1 << 31):
-        raise ValueError(f"length {length} does not fit the API's int (i32)")
-    if case.n >= 1 << 32:
-        raise ValueError(f"{case.n} elements do not fit the case file's u32 count")
-    fmt = case.format
-    if not 0 <= case.beta < (1 << fmt.bits):
-        raise ValueError(f"beta bit pattern {case.beta:#x} does not fit {fmt.name}")
-    header = _CASE_HEADER.pack(CASE_MAGIC, version, _DTYPE_CODE[case.dtype], ord(case.variant),
-                               length, case.n, case.beta, case.core_mask & 0xFFFFFFFF)
-    el = _ELEMENT[case.dtype]
-    arrays = (case.dy, case.x1, case.x2, case.initial_out())
-    return header + b"".join(np.ascontiguousarray(a).astype(el).tobytes() for a in arrays)
-
-
-def encode_batch(cases: list) -> bytes:
-    """The batch file of ``cases`` (protocol version 2): a header, then per case its byte count
-    (u32) and its case record (a version 1 case file with version 2 in its header)."""
-    records = [encode_case(c, BATCH_VERSION) for c in cases]
-    return _BATCH_HEADER.pack(BATCH_MAGIC, BATCH_VERSION, 0, len(cases), 0) + b"".join(
-        struct.pack("<I", len(r)) + r for r in records)
-
-
-def decode_records(data: bytes, cases: list) -> tuple[list, "str | None"]:
-    """The complete result records at the start of a version 2 results file, and the problem
-    that stopped the reading (None: the data ends at a record boundary, perhaps mid-write). Each
-    record is (status, dx1 bits or None, memory flags or None); records must come in order."""
-    records: list = []
-    problem, _ = _decode_from(data, cases, records, 0)
-    return records, problem
-
-
-def _decode_from(data, cases: list, records: list, at: int) -> tuple:
-    """Append to ``records`` the complete records of ``data`` from offset ``at`` (0: the file's
-    start, header included): (the problem that stopped the reading or None, the offset reached),
-    so that a growing file is read once, not from its start at every look."""
-    if at == 0:
-        if len(data) < _BATCH_HEADER.size:
-            return None, 0
-        magic, version, _, count, _ = _BATCH_HEADER.unpack_from(data)
-        if magic != STREAM_MAGIC or version != BATCH_VERSION:
-            return f"the results file does not start with a version 2 {STREAM_MAGIC.decode()} header", 0
-        if count != len(cases):
-            return f"the results file announces {count} cases, the batch has {len(cases)}", 0
-        at = _BATCH_HEADER.size
-    while len(records) < len(cases) and len(data) - at >= _RECORD_HEADER.size:
-        magic, version, status, index, n, has_report, flags = _RECORD_HEADER.unpack_from(data, at)
-        case = cases[len(records)]
-        if magic != RESULT_MAGIC or version != BATCH_VERSION:
-            return f"malformed result record (no version 2 {RESULT_MAGIC.decode()} header)", at
-        if index != len(records):
-            return f"result record {index} where record {len(records)} was due", at
-        if status != 0:
-            if n or has_report:
-                return f"result record with status {status} carries data", at
-            records.append((status, None, None))
-            at += _RECORD_HEADER.size
-            continue
-        if n != case.n:
-            return f"the result record holds {n} elements, the case has {case.n}", at
-        el = _ELEMENT[case.dtype]
-        end = at + _RECORD_HEADER.size + n * el.itemsize
-        if len(data) < end:
-            return None, at  # still being written (or cut short: the caller decides)
-        dx1 = np.frombuffer(bytes(data[at + _RECORD_HEADER.size:end]), dtype=el).astype(el.newbyteorder("="))
-        records.append((0, dx1, flags if has_report else None))
-        at = end
-    if len(records) == len(cases) and at != len(data):
-        return f"the results file has {len(data) - at} trailing bytes after the last record", at
-    return None, at
-
-
-class _Records:
-    """The records of a results file being written, read as it grows (each byte read once)."""
-
-    def __init__(self, path: str, cases: list):
-        self.path, self.cases, self.data, self.at = path, cases, bytearray(), 0
-        self.records, self.problem = [], None
-
-    def update(self) -> None:
-        if self.problem:
-            return
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(len(self.data))
-                more = f.read()
-        except FileNotFoundError:
-            return
-        if more or not self.at:
-            self.data += more
-            self.problem, self.at = _decode_from(self.data, self.cases, self.records, self.at)
-
-
-def decode_results(data: bytes, dtype: str, n: int) -> tuple[int, Optional[np.ndarray], Optional[int]]:
-    """(status, dx1 bits or None, memory-report flags or None) of a results file.
-
-    Raises :class:`ResultsError` naming the problem when the file breaks the protocol.
-    """
-    if len(data) == 0:
-        raise ResultsError("the results file is empty")
-    if len(data) < _RESULT_HEADER.size:
-        raise ResultsError(f"the results file is truncated: {len(data)} bytes, "
-                           f"shorter than the {_RESULT_HEADER.size}-byte header")
-    magic, version, status, count = _RESULT_HEADER.unpack_from(data)
-    if magic != RESULT_MAGIC:
-        raise ResultsError(f"the results file does not start with {RESULT_MAGIC.decode()} (it starts with {magic!r})")
-    if version != PROTOCOL_VERSION:
-        raise ResultsError(f"the results file has protocol version {version}; this suite reads {PROTOCOL_VERSION}")
-    rest = data[_RESULT_HEADER.size:]
-    if status != 0:
-        if count != 0 or rest:
-            raise ResultsError(f"the results file has status {status} but carries data")
-        return status, None, None
-    if count != n:
-        raise ResultsError(f"the results file holds {count} elements, the case has {n}")
-    el = _ELEMENT[dtype]
-    nbytes = n * el.itemsize
-    if len(rest) < nbytes:
-        raise ResultsError(f"the results file is truncated: {len(rest)} of {nbytes} bytes of dx1")
-    out = np.frombuffer(rest[:nbytes], dtype=el).astype(el.newbyteorder("="))
-    tail = rest[nbytes:]
-    if not tail:
-        return 0, out, None
-    if len(tail) == _MEMORY_REPORT.size and tail[:4] == MEMORY_MAGIC:
-        return 0, out, _MEMORY_REPORT.unpack(tail)[1]
-    if tail[:4] == MEMORY_MAGIC:
-        raise ResultsError(f"the results file's memory report is {len(tail)} bytes, not {_MEMORY_REPORT.size}")
-    raise ResultsError(f"the results file has {len(tail)} trailing bytes after dx1")
 
 
 def _write_atomic(path: str, data: bytes) -> None:
@@ -290,6 +114,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
             proc.kill()
     except (ProcessLookupError, PermissionError):
         pass
+
+
+class _NotStarted(Exception):
+    """The command could not be started: its message is ``'program': why`` (Popen's OSError)."""
 
 
 def _startable(program: str) -> None:
@@ -388,32 +216,19 @@ class SimulatorAdapter(Adapter):
             _write_atomic(case_path, encode_batch([]))
             argv = self.command(case_path, result_path)
             asked = f"sim: {self.template} gave no answer to the protocol question (an empty version 2 batch file)"
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                try:
-                    # its own process group, killed whole on a timeout (a board script's ssh and
-                    # children too), as every batch's run is
-                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                            start_new_session=(sys.platform != "win32"))
-                except OSError as exc:
-                    raise AdapterError(f"sim: cannot start {argv[0]!r}: {exc.strerror or exc}") from None
-                self.commands_run += 1
-                try:
-                    code = proc.wait(timeout=self.timeout)
-                except subprocess.TimeoutExpired:
-                    _kill_group(proc)
-                    proc.wait()
-                    raise AdapterError(f"{asked}: no exit within {self.timeout:g} s; killed") from None
-                finally:
-                    if proc.returncode is None:  # interrupted (KeyboardInterrupt): leave nothing behind
-                        _kill_group(proc)
-                        proc.wait()
+            try:
+                code = self._spawn(argv, out_path, err_path)
+            except _NotStarted as exc:
+                raise AdapterError(f"sim: cannot start {exc}") from None
+            if code is None:
+                raise AdapterError(f"{asked}: no exit within {self.timeout:g} s; killed")
             said = " | ".join(_tail(err_path).splitlines()[-3:]) or " | ".join(_tail(out_path).splitlines()[-3:])
             try:
                 with open(result_path, "rb") as f:
                     results = f.read()
             except FileNotFoundError:
                 results = None
-            if code == 0 and results == _BATCH_HEADER.pack(STREAM_MAGIC, BATCH_VERSION, 0, 0, 0):
+            if code == 0 and results == EMPTY_RESULTS:
                 return BATCH_VERSION
             if _refusal(code, results, said):
                 return PROTOCOL_VERSION
@@ -445,9 +260,9 @@ class SimulatorAdapter(Adapter):
             if early is not None:
                 out[i] = self._observed(c, early)
             else:
-                todo.append((i, c, 4 + _CASE_HEADER.size + 4 * c.n * _ELEMENT[c.dtype].itemsize))  # its record's bytes
+                todo.append((i, c, record_bytes(c)))
         while todo:
-            batch, size = [], _BATCH_HEADER.size
+            batch, size = [], BATCH_HEADER_BYTES
             while todo and len(batch) < self.batch and (not batch or size + todo[0][2] <= self.batch_bytes):
                 size += todo[0][2]
                 batch.append(todo.pop(0))
@@ -486,41 +301,34 @@ class SimulatorAdapter(Adapter):
             _write_atomic(case_path, encode_batch(cases))
             argv = self.command(case_path, result_path)
             start = last = time.perf_counter()
-            reader, stamps, hung = _Records(result_path, cases), [], False
-            with open(out_path, "wb") as out, open(err_path, "wb") as err:
-                try:
-                    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                            start_new_session=(sys.platform != "win32"))
-                except OSError as exc:
-                    return [Outcome("error", detail=f"cannot run {argv[0]!r}: {exc.strerror or exc}")]
-                self.commands_run += 1
-                try:
-                    while True:
-                        finished = proc.poll() is not None
-                        reader.update()
-                        records, problem = reader.records, reader.problem
-                        now = time.perf_counter()
-                        stamps += [now] * (len(records) - len(stamps))
-                        if len(stamps) > 0 and stamps[-1] > last:
-                            last = stamps[-1]
-                        if finished or problem or len(records) == len(cases):
-                            break
-                        if now - last > self.timeout:
-                            hung = True
-                            break
-                        if self._interrupted:  # the caller's thread was interrupted: the finally below kills it
-                            raise KeyboardInterrupt
-                        time.sleep(0.002 if now - start < 0.1 else 0.01)
-                    if proc.poll() is None and (hung or problem):
-                        _kill_group(proc)
-                    rc = proc.wait(timeout=None if hung or problem else self.timeout)
-                except subprocess.TimeoutExpired:  # every record in, but the command does not exit
-                    _kill_group(proc)
-                    rc = proc.wait()
-                finally:
-                    if proc.returncode is None:  # interrupted (KeyboardInterrupt): leave nothing behind
-                        _kill_group(proc)
-                        proc.wait()
+            reader, stamps, hung = ResultsReader(result_path, cases), [], False
+
+            def follow(proc: subprocess.Popen) -> bool:
+                """Read the records as they come until the command ends, every record is in or
+                one is malformed, or none came within the timeout: whether to kill it now."""
+                nonlocal last, hung
+                while True:
+                    finished = proc.poll() is not None
+                    reader.update()
+                    now = time.perf_counter()
+                    stamps.extend([now] * (len(reader.records) - len(stamps)))
+                    if len(stamps) > 0 and stamps[-1] > last:
+                        last = stamps[-1]
+                    if finished or reader.problem or len(reader.records) == len(cases):
+                        return bool(reader.problem)
+                    if now - last > self.timeout:
+                        hung = True
+                        return True
+                    if self._interrupted:  # the caller's thread was interrupted: _spawn kills it
+                        raise KeyboardInterrupt
+                    time.sleep(0.002 if now - start < 0.1 else 0.01)
+
+            try:
+                # None: every record in, but the command did not exit (killed); the outcomes are all there
+                rc = self._spawn(argv, out_path, err_path, follow)
+            except _NotStarted as exc:
+                return [Outcome("error", detail=f"cannot run {exc}")]
+            records, problem = reader.records, reader.problem
             if not hung and not problem:
                 reader.update()  # what came after the last look
                 records, problem = reader.records, reader.problem
@@ -551,6 +359,33 @@ class SimulatorAdapter(Adapter):
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
+    def _spawn(self, argv: list, out_path: str, err_path: str, follow=None) -> "int | None":
+        """Run ``argv`` once (the protocol question, a batch, a case): no stdin, stdout and stderr
+        to the two files, in its own process group, so that a hang is killed whole (a board
+        script's ssh and children too). ``follow(proc)``, while it runs, says whether to kill it
+        now; then, or without one, it has :attr:`timeout` seconds to exit. Its exit status, or
+        None when it did not exit in time (killed); :class:`_NotStarted` when it cannot start.
+        Interrupted (KeyboardInterrupt), it leaves nothing behind."""
+        with open(out_path, "wb") as out, open(err_path, "wb") as err:
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                        start_new_session=(sys.platform != "win32"))
+            except OSError as exc:
+                raise _NotStarted(f"{argv[0]!r}: {exc.strerror or exc}") from None
+            self.commands_run += 1
+            try:
+                kill = follow is not None and follow(proc)
+                if kill and proc.poll() is None:
+                    _kill_group(proc)
+                return proc.wait(timeout=None if kill else self.timeout)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                proc.wait()
+                return None
+            finally:
+                if proc.returncode is None:  # interrupted (KeyboardInterrupt): leave nothing behind
+                    _kill_group(proc)
+                    proc.wait()
 
     def interrupt(self) -> None:
         """The batch in progress (in another thread) is killed with everything it started."""
@@ -607,25 +442,13 @@ class SimulatorAdapter(Adapter):
         _write_atomic(case_path, data)
         argv = self.command(case_path, result_path)
         start = time.perf_counter()
-        with open(out_path, "wb") as out, open(err_path, "wb") as err:
-            try:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                        start_new_session=(sys.platform != "win32"))
-            except OSError as exc:
-                return Outcome("error", detail=f"cannot run {argv[0]!r}: {exc.strerror or exc}")
-            self.commands_run += 1
-            try:
-                rc = proc.wait(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                _kill_group(proc)
-                proc.wait()
-                return Outcome("timeout", detail=f"no exit within {self.timeout:g} s; killed",
-                               seconds=time.perf_counter() - start)
-            finally:
-                if proc.returncode is None:  # interrupted (KeyboardInterrupt): leave nothing behind
-                    _kill_group(proc)
-                    proc.wait()
+        try:
+            rc = self._spawn(argv, out_path, err_path)
+        except _NotStarted as exc:
+            return Outcome("error", detail=f"cannot run {exc}")
         seconds = time.perf_counter() - start
+        if rc is None:
+            return Outcome("timeout", detail=f"no exit within {self.timeout:g} s; killed", seconds=seconds)
         if rc < 0:
             return Outcome("crash", detail=_signal_name(-rc), seconds=seconds)
         if rc != 0:
@@ -698,13 +521,13 @@ def _outcome(case: Case, status: int, out, mem, seconds: float) -> Outcome:
     """The Outcome of one answered case (a version 1 results file or a version 2 record)."""
     if status != 0:
         what = STATUS.get(status, "the harness could not make the call")
-        return Outcome("unsupported" if status in _UNSUPPORTED_STATUSES else "error",
+        return Outcome("unsupported" if status in UNSUPPORTED_STATUSES else "error",
                        detail=f"harness status {status}: {what}", seconds=seconds)
     outcome = Outcome("ok", out=out.astype(case.format.uint), seconds=seconds)
     if mem is not None:
-        outcome.wrote_outside = any(mem & b for b in _WRITE_FLAGS)
-        outcome.inputs_changed = tuple(MEMORY_FLAGS[b] for b in _INPUT_FLAGS if mem & b)
-        faults = [MEMORY_FLAGS[b] for b in _WRITE_FLAGS if mem & b]
+        outcome.wrote_outside = any(mem & b for b in WRITE_FLAGS)
+        outcome.inputs_changed = tuple(MEMORY_FLAGS[b] for b in INPUT_FLAGS if mem & b)
+        faults = [MEMORY_FLAGS[b] for b in WRITE_FLAGS if mem & b]
         if faults:
             outcome.fault = " and ".join(faults) + " (the harness's guard zone changed)"
     return outcome

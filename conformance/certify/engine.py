@@ -166,7 +166,7 @@ def _calls(vs: store.VectorSet, variant: str, profile: Profile, cases=None) -> l
             continue
         vc = vs.case(row)
         mask = vc.core_mask if vc.variant == "s" else profile.core_mask
-        if variant == "s" and mask & ~profile.core_mask:
+        if variant == "s" and profile.lacks_cores(mask):
             continue  # names cores this platform does not have
         if variant == "p" and vc.variant == "s" and vc.core_mask == 0:
             continue  # core_mask 0 means nothing to the private version

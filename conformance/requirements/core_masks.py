@@ -76,26 +76,21 @@ def _element_words(fmt: formats.Format, case: Case, k: int, case_id: str) -> str
 
 @dataclass
 class _Differ:
-    """A call whose shared and private results differ: its case (None where only its bits were
-    given), both results, and the elements that differ."""
+    """A call whose shared and private results differ: its case, both results, and the elements
+    that differ."""
 
     case_id: str
-    case: Optional[Case]
+    case: Case
     shared: np.ndarray
     private: np.ndarray
     at: np.ndarray
-
-
-def _call_and_bits(value) -> tuple:
-    """(case or None, dx1) of an ``outputs_*`` value: (the call's case, dx1), or dx1 alone."""
-    return value if isinstance(value, tuple) else (None, value)
 
 
 def compare_variants(shared, fmt: formats.Format, outputs_shared: dict, outputs_private: dict,
                      findings: "dict | None" = None) -> None:
     """R09's second half, added to the evidence of the shared run's R09 result (RunResult): the
     shared version (all cores) and the private version give the same bits, case by case
-    (``outputs_*``: case id -> (the call's adapters Case, dx1), or dx1 alone). Each differing
+    (``outputs_*``: case id -> (the call's adapters Case, dx1)). Each differing
     call's example is its first differing element (:func:`_variant_example`): the inputs, both
     results, the correctly rounded one, how many elements differ, and, in the first, what every
     difference has in common (:func:`_causes`). ``findings``: the call findings of both runs
@@ -109,8 +104,7 @@ def compare_variants(shared, fmt: formats.Format, outputs_shared: dict, outputs_
     examples = entry.setdefault("examples", [])
     compared, differing = [], []  # (case, both dx1) per call compared; _Differ per call that differs
     for cid in sorted(set(outputs_shared) & set(outputs_private)):
-        (case, a), (case_p, b) = _call_and_bits(outputs_shared[cid]), _call_and_bits(outputs_private[cid])
-        case = case if case is not None else case_p
+        (case, a), (_, b) = outputs_shared[cid], outputs_private[cid]
         checked += 1
         compared.append((case, a, b))
         same = formats.same_result(fmt, a, b)
@@ -143,7 +137,7 @@ def _variant_example(fmt: formats.Format, d: _Differ, over: str) -> dict:
     how many of the call's elements differ, and ``over``: what is said of every difference)."""
     k, case = int(d.at[0]), d.case
     a, b = formats.hex_bits(fmt, d.shared[k]), formats.hex_bits(fmt, d.private[k])
-    if case is None or k >= case.n:  # no inputs to show: the bits alone
+    if k >= case.n:  # past the call's inputs: the bits alone
         detail = f"element {k}: the shared version (all cores) gives {a}, the private version {b}"
         return {"case": d.case_id, "detail": detail + f"; {d.at.size:,} elements of the call differ"
                 + (f" ({over})" if over else "")}
@@ -166,9 +160,7 @@ def _causes(fmt: formats.Format, differing: list, compared: list) -> list:
     an open input of the call's beta (``beta < 0: the manual leaves this open``), the tail of
     the call (the last n mod W elements, rarer among the differing calls' own elements), the
     elements past the call's length, a NaN or a subnormal among the element's inputs and
-    either result. Nothing where a call's inputs are not known."""
-    if any(c is None for c, _, _ in compared):
-        return []
+    either result."""
     total = sum(a.size for _, a, _ in compared)
     rare = lambda n, of: of > 0 and n * MIN_LIFT <= of  # noqa: E731
     out = []

@@ -53,6 +53,11 @@ class Profile:
         """The mask of every core the platform has."""
         return (1 << self.cores) - 1
 
+    def lacks_cores(self, mask: int) -> bool:
+        """Whether ``mask`` names a core the platform does not have: certify makes no shared call
+        with it (and the exported self-test judges none)."""
+        return bool(mask & ~self.core_mask)
+
     def require_dtype(self, dtype: str) -> None:
         if dtype not in self.dtypes:
             raise ProfileError(f"profile {self.name} has no {dtype} (it documents {', '.join(self.dtypes)})")

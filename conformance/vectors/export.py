@@ -153,9 +153,8 @@ def _regenerate(p, given: bool) -> str:
 
 
 def _judged_case(row: dict, p) -> bool:
-    """Whether certify makes the case's call on profile ``p`` (certify.engine's _calls: a shared
-    call whose core_mask names cores the platform lacks is left out)."""
-    return not (row["variant"] == "s" and int(row["core_mask"], 16) & ~p.core_mask)
+    """Whether certify makes the case's call on profile ``p`` (Profile.lacks_cores)."""
+    return not (row["variant"] == "s" and p.lacks_cores(int(row["core_mask"], 16)))
 
 
 def set_acceptance(vs: VectorSet, profile):
