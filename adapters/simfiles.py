@@ -19,7 +19,7 @@ __all__ = [
     "PROTOCOL_VERSION", "BATCH_VERSION", "CASE_MAGIC", "RESULT_MAGIC", "MEMORY_MAGIC", "BATCH_MAGIC", "STREAM_MAGIC",
     "STATUS", "UNSUPPORTED_STATUSES", "MEMORY_FLAGS", "WRITE_FLAGS", "INPUT_FLAGS", "BATCH_HEADER_BYTES",
     "EMPTY_RESULTS", "encode_case", "encode_batch", "record_bytes", "decode_results", "decode_records",
-    "ResultsReader", "ResultsError",
+    "ResultsReader", "ProtocolError",
 ]
 
 PROTOCOL_VERSION = 1  # one case per run (every harness speaks it)
@@ -71,7 +71,7 @@ _ELEMENT = {"fp16": np.dtype("<u2"), "fp32": np.dtype("<u4")}
 _DTYPE_CODE = {"fp16": 16, "fp32": 32}
 
 
-class ResultsError(ValueError):
+class ProtocolError(ValueError):
     """A results file that does not follow the protocol (the message names the problem)."""
 
 
@@ -178,29 +178,29 @@ class ResultsReader:
 def decode_results(data: bytes, dtype: str, n: int) -> tuple[int, Optional[np.ndarray], Optional[int]]:
     """(status, dx1 bits or None, memory-report flags or None) of a results file.
 
-    Raises :class:`ResultsError` naming the problem when the file breaks the protocol.
+    Raises :class:`ProtocolError` naming the problem when the file breaks the protocol.
     """
     if len(data) == 0:
-        raise ResultsError("the results file is empty")
+        raise ProtocolError("the results file is empty")
     if len(data) < _RESULT_HEADER.size:
-        raise ResultsError(f"the results file is truncated: {len(data)} bytes, "
+        raise ProtocolError(f"the results file is truncated: {len(data)} bytes, "
                            f"shorter than the {_RESULT_HEADER.size}-byte header")
     magic, version, status, count = _RESULT_HEADER.unpack_from(data)
     if magic != RESULT_MAGIC:
-        raise ResultsError(f"the results file does not start with {RESULT_MAGIC.decode()} (it starts with {magic!r})")
+        raise ProtocolError(f"the results file does not start with {RESULT_MAGIC.decode()} (it starts with {magic!r})")
     if version != PROTOCOL_VERSION:
-        raise ResultsError(f"the results file has protocol version {version}; this suite reads {PROTOCOL_VERSION}")
+        raise ProtocolError(f"the results file has protocol version {version}; this suite reads {PROTOCOL_VERSION}")
     rest = data[_RESULT_HEADER.size:]
     if status != 0:
         if count != 0 or rest:
-            raise ResultsError(f"the results file has status {status} but carries data")
+            raise ProtocolError(f"the results file has status {status} but carries data")
         return status, None, None
     if count != n:
-        raise ResultsError(f"the results file holds {count} elements, the case has {n}")
+        raise ProtocolError(f"the results file holds {count} elements, the case has {n}")
     el = _ELEMENT[dtype]
     nbytes = n * el.itemsize
     if len(rest) < nbytes:
-        raise ResultsError(f"the results file is truncated: {len(rest)} of {nbytes} bytes of dx1")
+        raise ProtocolError(f"the results file is truncated: {len(rest)} of {nbytes} bytes of dx1")
     out = np.frombuffer(rest[:nbytes], dtype=el).astype(el.newbyteorder("="))
     tail = rest[nbytes:]
     if not tail:
@@ -208,5 +208,5 @@ def decode_results(data: bytes, dtype: str, n: int) -> tuple[int, Optional[np.nd
     if len(tail) == _MEMORY_REPORT.size and tail[:4] == MEMORY_MAGIC:
         return 0, out, _MEMORY_REPORT.unpack(tail)[1]
     if tail[:4] == MEMORY_MAGIC:
-        raise ResultsError(f"the results file's memory report is {len(tail)} bytes, not {_MEMORY_REPORT.size}")
-    raise ResultsError(f"the results file has {len(tail)} trailing bytes after dx1")
+        raise ProtocolError(f"the results file's memory report is {len(tail)} bytes, not {_MEMORY_REPORT.size}")
+    raise ProtocolError(f"the results file has {len(tail)} trailing bytes after dx1")

@@ -39,12 +39,12 @@ from .base import Adapter, AdapterError, Capabilities, Case, Outcome
 from .simfiles import (
     BATCH_HEADER_BYTES, BATCH_MAGIC, BATCH_VERSION, CASE_MAGIC, EMPTY_RESULTS, INPUT_FLAGS, MEMORY_FLAGS,
     MEMORY_MAGIC, PROTOCOL_VERSION, RESULT_MAGIC, STATUS, STREAM_MAGIC, UNSUPPORTED_STATUSES, WRITE_FLAGS,
-    ResultsError, ResultsReader, decode_records, decode_results, encode_batch, encode_case, record_bytes,
+    ProtocolError, ResultsReader, decode_records, decode_results, encode_batch, encode_case, record_bytes,
 )
 
 __all__ = [
     "PROTOCOL_VERSION", "BATCH_VERSION", "CASE_MAGIC", "RESULT_MAGIC", "MEMORY_MAGIC", "BATCH_MAGIC", "STREAM_MAGIC",
-    "STATUS", "MEMORY_FLAGS", "MEMORY_NOTES", "encode_case", "encode_batch", "decode_results", "decode_records", "ResultsError",
+    "STATUS", "MEMORY_FLAGS", "MEMORY_NOTES", "encode_case", "encode_batch", "decode_results", "decode_records", "ProtocolError",
     "SimulatorAdapter", "host_template", "named_files",
 ]
 
@@ -464,7 +464,7 @@ class SimulatorAdapter(Adapter):
             with open(result_path, "rb") as f:
                 raw = f.read()
             status, out, mem = decode_results(raw, case.dtype, case.n)
-        except (OSError, ResultsError) as exc:
+        except (OSError, ProtocolError) as exc:
             return Outcome("error", detail=str(exc), seconds=seconds)
         return _outcome(case, status, out, mem, seconds)
 

@@ -79,7 +79,7 @@ def measure(reps: int = 3) -> dict:
     from sl1conf.adapters.sample import build_library
 
     adapter, profile = load("builtin:kernel"), load_profile("ieee")
-    runs = certify(adapter, profile, dtypes=["fp16"])["runs"]
+    runs = [run.to_json() for run in certify(adapter, profile, dtypes=["fp16"]).runs]
     committed = lambda: V.in_memory("fp16", generate("fp16", 2026), seed=2026)  # noqa: E731
     rows = {"engine, in memory, --quick": _best(lambda: certify(adapter, profile, dtypes=["fp16"], quick=True), reps),
             "engine, in memory, no lengths-long": _best(lambda: certify(adapter, profile, dtypes=["fp16"],

@@ -1,6 +1,7 @@
-"""The machinery fuzz and sweep share (search/campaign.py, search/ranges.py, shards.missing_shards):
-the range codec round-trips and rejects bad text, the checkpoint saves when it should and only
-then, each worker keeps one adapter per run, a stopped pool ends its workers at once."""
+"""The machinery fuzz and sweep share (search/campaign.py, search/ranges.py, shards.missing_shards)
+and the pool they and the self-test run on (common/pool.py): the range codec round-trips and
+rejects bad text, the checkpoint saves when it should and only then, each worker keeps one adapter
+per run, a stopped pool ends its workers at once."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sl1conf.conformance.cli import main
+from sl1conf.conformance.common import pool as common_pool
 from sl1conf.conformance.search import campaign, ranges
 from sl1conf.conformance.search.shards import Shard, missing_shards
 
@@ -134,7 +136,7 @@ def test_a_worker_keeps_one_object_per_key_and_closes_the_last_one():
 
 def test_a_stopped_pool_ends_its_workers_at_once():
     started = time.monotonic()
-    with campaign.process_pool(2, stop=lambda: True) as pool:
+    with common_pool.process_pool(2, stop=lambda: True) as pool:
         futures = [pool.submit(time.sleep, 60) for _ in range(2)]
         time.sleep(0.5)
         processes = list(pool._processes.values())
@@ -144,5 +146,5 @@ def test_a_stopped_pool_ends_its_workers_at_once():
 
 
 def test_a_pool_that_ends_normally_runs_its_tasks():
-    with campaign.process_pool(2) as pool:
+    with common_pool.process_pool(2) as pool:
         assert sorted(pool.map(abs, [-3, -1, 2])) == [1, 2, 3]

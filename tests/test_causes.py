@@ -5,20 +5,26 @@ else itself; requirements with one cause are one line, the widest first."""
 
 from __future__ import annotations
 
-from sl1conf.conformance.reports.causes import NOT_WRITTEN, causes
+from sl1conf.conformance.reports.causes import NOT_WRITTEN, Cause, causes
+from sl1conf.conformance.requirements.results import RequirementResult, RunResult
 
 
-def req(rid, failed, *, diagnosis=(), bulk=None, examples=(), status="fail", kind="required"):
-    out = {"id": rid, "title": f"title-{rid}", "status": status, "kind": kind, "failed": failed, "checked": 10 * failed,
-           "diagnosis": [{"pattern": p, "failed": f, "of": failed, "checked_share": c, "example": {}}
-                         for p, f, c in diagnosis], "examples": list(examples)}
+def req(rid, failed, *, diagnosis=(), bulk=None, examples=(), kind="required"):
+    """A typed result: its status follows from the kind and the failures (fail, recorded or pass)."""
+    fields = {"checked": 10 * failed, "failed": failed,
+              "diagnosis": [{"pattern": p, "failed": f, "of": failed, "checked_share": c, "example": {}}
+                            for p, f, c in diagnosis], "examples": list(examples)}
     if bulk:
-        out["bulk"] = {"kind": bulk[0], "failed": bulk[1], "of": failed, "example": {}}
-    return out
+        fields["bulk"] = {"kind": bulk[0], "failed": bulk[1], "of": failed, "example": {}}
+    return RequirementResult(rid, f"title-{rid}", kind, "", True, fields)
+
+
+def run_of(*requirements):
+    return RunResult("fp32", "p", 1, 1, list(requirements))
 
 
 def test_requirements_sharing_a_pattern_are_one_cause():
-    run = {"requirements": [
+    run = run_of(
         req("R01", 100, diagnosis=[("beta < 0", 100, 0.01), ("calls of 16 to 1,023 elements", 100, 0.2)]),
         req("R04", 8, diagnosis=[("beta < 0", 8, 0.02)]),
         # unspecific pattern first (97% of the elements checked): the unwritten bulk wins
@@ -27,19 +33,19 @@ def test_requirements_sharing_a_pattern_are_one_cause():
         # a run-level check whose examples show the fill
         req("R14", 3, examples=[{"case": "1.0", "detail": "call #2 gave 0x5a5a5a5a, call #9 0x3f800000"}] * 3),
         req("R13", 2, examples=[{"case": "2.0", "detail": "crash: killed by SIGSEGV"}]),
-        req("R05", 4, status="fail", kind="recorded"),  # recorded: no cause of a failure
-        req("R02", 0, status="pass"),
-    ]}
+        req("R05", 4, kind="recorded"),  # recorded: no cause of a failure
+        req("R02", 0),
+    )
     assert causes(run) == [
-        {"cause": "beta < 0", "requirements": ["R01", "R04"], "failed": 108},
-        {"cause": NOT_WRITTEN, "requirements": ["R06", "R14"], "failed": 53},
-        {"cause": "R13 title-R13", "requirements": ["R13"], "failed": 2},
+        Cause("beta < 0", ["R01", "R04"], 108),
+        Cause(NOT_WRITTEN, ["R06", "R14"], 53),
+        Cause("R13 title-R13", ["R13"], 2),
     ]
 
 
 def test_a_pattern_holding_too_few_failures_is_no_cause():
-    run = {"requirements": [req("R01", 100, diagnosis=[("beta < 0", 80, 0.01)])]}
-    assert causes(run) == [{"cause": "R01 title-R01", "requirements": ["R01"], "failed": 100}]
+    run = run_of(req("R01", 100, diagnosis=[("beta < 0", 80, 0.01)]))
+    assert causes(run) == [Cause("R01 title-R01", ["R01"], 100)]
 
 
 # ------------------------------------------------------------------ flushing, end to end
@@ -91,11 +97,11 @@ def test_an_fpu_flushing_subnormals_on_ieee_is_one_cause(tmp_path):
     code, failed, report = certify_library(tmp_path, _library(tmp_path, "fpu-flush"), "ieee", "--dtype", "fp32",
                                            "--variant", "p")
     assert code == 1 and {"R01", "R02", "R06"} <= failed
-    found = causes(report["runs"][0])
-    assert found[0]["cause"] == FLUSHING and {"R01", "R02", "R03", "R04", "R06", "R07"} <= set(found[0]["requirements"])
+    found = causes(RunResult.from_json(report["runs"][0]))
+    assert found[0].cause == FLUSHING and {"R01", "R02", "R03", "R04", "R06", "R07"} <= set(found[0].requirements)
     r06 = next(r for r in report["runs"][0]["requirements"] if r["id"] == "R06")
     assert r06["diagnosis"][0]["key"] == FLUSHED
-    assert "R05" not in found[0]["requirements"]
+    assert "R05" not in found[0].requirements
 
 
 def test_a_zero_sign_defect_is_not_put_down_to_flushing(tmp_path):
@@ -108,7 +114,7 @@ def test_a_zero_sign_defect_is_not_put_down_to_flushing(tmp_path):
     code, failed, report = certify_library(tmp_path, _library(tmp_path, "zero-sign-lost"), "ieee", "--dtype", "fp32",
                                            "--variant", "p")
     assert code == 1 and "R05" in failed
-    assert all(c["cause"] != FLUSHING for c in causes(report["runs"][0]))
+    assert all(c.cause != FLUSHING for c in causes(RunResult.from_json(report["runs"][0])))
 
 
 def test_flushing_in_some_calls_only_is_the_cause_of_the_history_and_position_failures_too(tmp_path):
@@ -123,8 +129,8 @@ def test_flushing_in_some_calls_only_is_the_cause_of_the_history_and_position_fa
     code, failed, report = certify_library(tmp_path, _library(tmp_path, "flush-sometimes"), "ieee", "--dtype", "fp32",
                                            "--variant", "p")
     assert code == 1 and {"R01", "R14"} <= failed
-    found = causes(report["runs"][0])
-    assert found[0]["cause"] == f"{FLUSHING}, in some calls and not in others", found
-    assert {"R01", "R14"} <= set(found[0]["requirements"])
+    found = causes(RunResult.from_json(report["runs"][0]))
+    assert found[0].cause == f"{FLUSHING}, in some calls and not in others", found
+    assert {"R01", "R14"} <= set(found[0].requirements)
     r14 = next(r for r in report["runs"][0]["requirements"] if r["id"] == "R14")
     assert r14["diagnosis"][0]["key"] == FLUSH_VARIES

@@ -73,7 +73,7 @@ def _ddr_path(dy, x1, x2, beta):
 
 def test_a_library_wrong_only_on_its_ddr_path_fails_the_default_run():
     report = certify(ArrayFunction("ddr", _ddr_path, ("fp32",), variants=("p",)), load_profile("ieee"),
-                     dtypes=["fp32"], variants=["p"])
+                     dtypes=["fp32"], variants=["p"]).to_json()
     [run] = report["runs"]
     r01 = next(r for r in run["requirements"] if r["id"] == "R01")
     assert report["verdict"] == "fail" and r01["status"] == "fail"

@@ -23,7 +23,7 @@ FILL32 = np.frombuffer(bytes([FILL_BYTE]) * 4, np.uint32)[0]
 
 def _run(fn, platform="ieee"):
     report = certify(ArrayFunction("made", fn, ("fp32",), variants=("p",)), load_profile(platform),
-                     dtypes=["fp32"], variants=["p"], quick=True)
+                     dtypes=["fp32"], variants=["p"], quick=True).to_json()
     [run] = report["runs"]
     return {r["id"]: r for r in run["requirements"]}
 

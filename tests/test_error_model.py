@@ -263,12 +263,12 @@ def test_a_profile_cannot_flush_where_flushing_is_forbidden(tmp_path):
 
 
 def _budget_classify():
-    """bench/accuracy_budget.py's classify: the ordinary elements its budget is about."""
+    """The accuracy budget's classify (bench/budget_classes.py): the ordinary elements the budget is about."""
     import importlib.util
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "bench" / "accuracy_budget.py"
-    spec = importlib.util.spec_from_file_location("accuracy_budget", path)
+    path = Path(__file__).resolve().parents[1] / "bench" / "budget_classes.py"
+    spec = importlib.util.spec_from_file_location("budget_classes", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.classify

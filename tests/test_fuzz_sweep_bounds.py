@@ -70,12 +70,12 @@ def test_sweep_out_in_an_immutable_folder_is_one_line(where, immutable, capsys, 
 
 
 def test_a_sweep_state_write_that_fails_late_is_one_line(capsys, tmp_path, monkeypatch):
-    from sl1conf.conformance.search import sweep as S
+    from sl1conf.conformance.search import sweep_state
 
     def refuse(path, data):
         raise OSError(28, "No space left on device", str(path))
 
-    monkeypatch.setattr(S, "write_atomic", refuse)
+    monkeypatch.setattr(sweep_state, "write_atomic", refuse)
     code, _, err = cli(capsys, *SWEEP, "--out", tmp_path / "o")
     one_line(code, err, f"{tmp_path / 'o'}: cannot write there (No space left on device)")
 

@@ -3,7 +3,7 @@
 The defect is one: a missing barrier. Its symptoms are many (elements read back unwritten,
 repeats that differ, the variants and core masks disagreeing, rearranged elements changing),
 so without direct evidence a report shows a list of red requirements. The ctypes worker
-watches each call's dx1 after the call returns (adapters.isolation._Watch); R13 fails with
+watches each call's dx1 after the call returns (adapters.worker_side._Watch); R13 fails with
 what changed, named after the call, and the report's causes lead with that one cause.
 """
 
@@ -14,6 +14,7 @@ import pytest
 from sl1conf.adapters.base import Case
 from sl1conf.adapters.ctypes_lib import CtypesAdapter
 from sl1conf.conformance.reports.causes import causes
+from sl1conf.conformance.requirements.results import RunResult
 from sl1conf.conformance.selftest import zoo
 from conftest import certify_library as certify, requirement_entry as entry
 
@@ -52,10 +53,10 @@ def test_the_late_writing_library_is_one_cause(late_lib, tmp_path):
     assert code == 1 and {"R01", "R13"} <= failed, failed
     shared, private = report["runs"]
     assert private["verdict"] == "pass"
-    found = causes(shared)
+    found = causes(RunResult.from_json(shared))
     assert len(found) == 1, found
-    assert found[0]["cause"].startswith("in calls that wrote dx1 after they returned")
-    assert set(found[0]["requirements"]) == {r["id"] for r in shared["requirements"] if r["status"] == "fail"}
+    assert found[0].cause.startswith("in calls that wrote dx1 after they returned")
+    assert set(found[0].requirements) == {r["id"] for r in shared["requirements"] if r["status"] == "fail"}
     # the unwritten elements are no distance: named apart, not the largest error of the run
     assert shared["errors"]["not_a_distance"]["not written (dx1 still holds the fill)"]["elements"] > 0
     assert shared["errors"]["max_ulp"] <= 4, shared["errors"]["max_ulp"]

@@ -710,3 +710,68 @@ def test_no_driver_uses_another_drivers_internals():
         if module.startswith(DRIVER_UNITS):
             bad += [f"{path}:{line}: {what}" for line, what in internal_uses(source, module)]
     assert not bad, "a driver uses another driver's internals (names outside its __all__):\n" + "\n".join(bad)
+
+
+# --------------------------------------------------------------- typed from the engine to the page
+
+TYPED_CONSUMERS = ("sl1conf.conformance.reports", "sl1conf.conformance.pytest_plugin", "sl1conf.conformance.cli.certify",
+                   "sl1conf.conformance.cli.reports")
+"""What reads a certification's results after the engine: the renderers, the gate and compare,
+the pytest plugin, the command line's summary. They read the typed results
+(``requirements.results``: Report, RunResult, RequirementResult, FamilyResult), never the
+report's JSON rebuilt as dicts (issue 37: one data type from ``sl1conf certify`` to report.html)."""
+RESULT_KEYS = ("runs", "requirements", "verdict", "status", "incomplete", "missing_runs")
+"""Keys of the report's JSON that only a dict-typed result is read by: a typed one has attributes."""
+JSON_READERS = {"sl1conf.conformance.reports.write": ("upgraded_from_1",)}
+"""Functions that work on the JSON itself, at a file's boundary: reading an older schema's report."""
+
+
+def dict_result_reads(tree: ast.AST, allowed=()) -> list:
+    """(line, text) of each ``x["runs"]``, ``x.get("status")`` and the like (RESULT_KEYS) outside
+    the functions named in ``allowed``."""
+    skip = {id(n) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and f.name in allowed for n in ast.walk(f)}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        key = None
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            key = node.slice.value
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+              and node.args and isinstance(node.args[0], ast.Constant)):
+            key = node.args[0].value
+        if key in RESULT_KEYS:
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_dict_result_reads_are_found():
+    tree = ast.parse('def f(r):\n    return r["runs"], r.get("status"), r.fields["worst"], r.runs\n'
+                     'def upgraded_from_1(d):\n    return d["runs"]\n')
+    assert [line for line, _ in dict_result_reads(tree, ("upgraded_from_1",))] == [2, 2]
+    assert len(dict_result_reads(tree)) == 3
+
+
+def test_results_cross_from_the_engine_to_the_page_typed():
+    source, _ = repository()
+    bad = []
+    for module, (tree, _, path) in sorted(source.files.items()):
+        if module.startswith(TYPED_CONSUMERS):
+            bad += [f"{path}:{line}: {text}" for line, text in dict_result_reads(tree, JSON_READERS.get(module, ()))]
+    assert not bad, "results read as dicts after the engine (read the typed results instead):\n" + "\n".join(bad)
+    # and the engine hands over the typed report: certify() and report_of() say so, as load_report() does
+    returns = {}
+    for module, name in (("sl1conf.conformance.certify.engine", "certify"),
+                         ("sl1conf.conformance.certify.engine", "report_of"),
+                         ("sl1conf.conformance.reports.write", "load_report")):
+        tree = source.files[module][0]
+        fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
+        returns[name] = ast.unparse(fn.returns) if fn.returns else None
+    assert returns == {"certify": "Report", "report_of": "Report", "load_report": "Report"}
+    # and every renderer takes the one View built from it
+    for module, name in (("sl1conf.conformance.reports.markdown", "render_markdown"),
+                         ("sl1conf.conformance.reports.html", "render_html"),
+                         ("sl1conf.conformance.reports.junit", "render_junit")):
+        tree = source.files[module][0]
+        fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
+        assert [ast.unparse(a.annotation) if a.annotation else None for a in fn.args.args] == ["View"], name

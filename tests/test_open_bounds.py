@@ -24,6 +24,8 @@ from sl1conf.conformance.rules.profiles import load_profile
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats as F
 
+NEGATIVE = "beta < 0: the manual leaves this open; outside the stated bounds"  # the cause, as a failure on an open input says it
+
 
 def _with_negative_beta(answer):
     def fn(dy, x1, x2, beta):
@@ -40,7 +42,7 @@ TWICE = _with_negative_beta(lambda dy, d, beta: np.float32(2) * dy)
 
 def _run(fn):
     report = certify(ArrayFunction("made", fn, ("fp32",), variants=("p",)), load_profile("ieee"),
-                     dtypes=["fp32"], variants=["p"], quick=True)
+                     dtypes=["fp32"], variants=["p"], quick=True).to_json()
     [run] = report["runs"]
     return report, {r["id"]: r for r in run["requirements"]}
 
@@ -63,16 +65,18 @@ def test_twice_dy_at_negative_betas_fails_and_the_diagnosis_names_the_beta_class
     report, reqs = _run(TWICE)
     assert report["verdict"] == "fail" and reqs["R01"]["status"] == "fail"
     # one cause for every red requirement, led by the call's beta class (reports.causes)
-    from sl1conf.conformance.reports.causes import causes
+    from sl1conf.conformance.reports.causes import Cause, causes
     from sl1conf.conformance.reports.markdown import render_markdown
+    from sl1conf.conformance.reports.view import view
+    from sl1conf.conformance.requirements.results import Report, RunResult
 
     failing = sorted(r["id"] for r in reqs.values() if r["status"] == "fail" and r["kind"] == "required")
-    assert len(failing) > 1 and causes(report["runs"][0]) == [
-        {"cause": "beta < 0", "requirements": failing, "failed": sum(reqs[i]["failed"] for i in failing)}]
-    md = render_markdown(report)
+    assert len(failing) > 1 and causes(RunResult.from_json(report["runs"][0])) == [
+        Cause(NEGATIVE, failing, sum(reqs[i]["failed"] for i in failing))]
+    md = render_markdown(view(Report.from_json(report)))
     assert md.index("**Causes** (1;") < md.index("| id | requirement |") and "- fp32 p: beta < 0: " in md
     first = reqs["R01"]["diagnosis"][0]
-    assert first["pattern"] == "beta < 0" and first["failed"] == first["of"] == reqs["R01"]["failed"]
+    assert first["pattern"] == NEGATIVE and first["failed"] == first["of"] == reqs["R01"]["failed"]
     assert reqs["R16"]["observed"]["beta < 0"]["answers"]["other"] > 0
 
 
@@ -126,6 +130,7 @@ def test_a_pattern_waiver_covers_the_known_deviation_and_nothing_else(tmp_path):
     deviation and a second defect (the middle line 1% high at ordinary betas) still fails, and
     the report says how many failures the waiver would have covered."""
     from sl1conf.conformance.certify.waivers import apply_waivers, load_waivers
+    from sl1conf.conformance.requirements.results import Report
 
     report, reqs = _run(TWICE)
     failing = [r["id"] for r in reqs.values() if r["status"] == "fail"]
@@ -133,7 +138,7 @@ def test_a_pattern_waiver_covers_the_known_deviation_and_nothing_else(tmp_path):
     f.write_text("".join(f'[[waiver]]\nid = "{rid}"\npattern = "beta-negative"\nreason = "BUG-7: 2 * dy for beta < 0"\n'
                          for rid in failing))
     waivers = load_waivers(f)
-    waived = apply_waivers(report, waivers)
+    waived = apply_waivers(Report.from_json(report), waivers).to_json()
     assert waived["verdict"] == "pass"
     assert all(w["matched"] >= 1 for w in waived["waivers"])  # (R01 is waived family by family)
     assert sum(w["failures"] for w in waived["waivers"]) == sum(reqs[r]["failed"] for r in failing)
@@ -147,7 +152,7 @@ def test_a_pattern_waiver_covers_the_known_deviation_and_nothing_else(tmp_path):
                 out = np.where(mid, (out * np.float32(1.01)).astype(np.float32), out)
         return out
     report, reqs = _run(both)
-    waived = apply_waivers(report, waivers)
+    waived = apply_waivers(Report.from_json(report), waivers).to_json()
     assert waived["verdict"] == "fail"
     r01 = next(r for r in waived["runs"][0]["requirements"] if r["id"] == "R01")
     assert r01["status"] == "fail" and "pattern beta-negative " in r01["waiver_partial"]

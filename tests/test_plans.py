@@ -163,7 +163,7 @@ def test_a_toy_requirement_declared_in_one_place_is_checked_and_reported(monkeyp
         adapter.drifting = drift and stage == "judged"
         return make_stage(ctx, stage)
     monkeypatch.setattr(engine, "make_stage", staged)
-    report = engine.certify(adapter, load_profile("ieee"), dtypes=["fp16"], variants=["p"], quick=True)
+    report = engine.certify(adapter, load_profile("ieee"), dtypes=["fp16"], variants=["p"], quick=True).to_json()
     entry = next(q for q in report["runs"][0]["requirements"] if q["id"] == "R99")
     assert made == ["before", "after", "judged"]
     assert entry["checked"] == 3 and entry["status"] == ("fail" if drift else "pass")
@@ -192,8 +192,8 @@ def test_a_simulator_queued_in_a_worker_gives_the_report_made_call_by_call(tmp_p
         threads.add(threading.current_thread().name)
         return run(cases)
     queued.run = watching
-    a = engine.certify(queued, profile, quick=True)
-    b = engine.certify(sequential, profile, quick=True)
+    a = engine.certify(queued, profile, quick=True).to_json()
+    b = engine.certify(sequential, profile, quick=True).to_json()
     assert threads == {"sl1conf-calls"}  # every call made by the worker
     assert _comparable(a) == _comparable(b)
     assert {r["verdict"] for r in a["runs"]} == {"pass"}
@@ -229,7 +229,7 @@ IMPL = "builtin:model:muldiv-fp16"  # fp16 arithmetic step by step: often 1 ULP 
 
 
 def test_certify_reports_a_toy_element_requirement(toy_element_requirement):
-    report = engine.certify(load_adapter(IMPL), load_profile("ieee"), dtypes=["fp16"], variants=["p"], quick=True)
+    report = engine.certify(load_adapter(IMPL), load_profile("ieee"), dtypes=["fp16"], variants=["p"], quick=True).to_json()
     entry = next(q for q in report["runs"][0]["requirements"] if q["id"] == "R97")
     assert entry["status"] == "fail" and entry["failed"] > 0 and entry["worst"]["ulp"] == 1
 
@@ -327,7 +327,7 @@ def test_certify_fuzz_and_sweep_report_a_toy_run_level_requirement(toy_run_requi
     from sl1conf.conformance.search import fuzz, sweep
 
     profile = load_profile("ieee")
-    report = engine.certify(_AloneWrong(wrong), profile, dtypes=["fp16"], variants=["p"], quick=True)
+    report = engine.certify(_AloneWrong(wrong), profile, dtypes=["fp16"], variants=["p"], quick=True).to_json()
     entry = next(q for q in report["runs"][0]["requirements"] if q["id"] == "R96")
     assert entry["checked"] > 0 and entry["status"] == ("fail" if wrong else "pass") and bool(entry["failed"]) == wrong
 

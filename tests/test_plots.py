@@ -9,11 +9,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from sl1conf.conformance.reports import plots as P
+from sl1conf.conformance.requirements.results import Report
 
 ROOT = Path(__file__).resolve().parents[1]
 PASSING = ROOT / "reports" / "kernel-ieee" / "report.json"  # committed, read only
@@ -23,24 +25,25 @@ RUNS = [("fp16", "s"), ("fp16", "p"), ("fp32", "s"), ("fp32", "p")]
 
 
 def run(dtype="fp32", variant="s", max_ulp=None, elements=None, nan=None, families=10, requirements=18,
-        seed=0) -> dict:
-    """A run of report.json, with what the plots read: requirements, histogram, by_ratio."""
+        seed=0) -> SimpleNamespace:
+    """A run (as requirements.results.RunResult has it), with what the plots read: the requirements'
+    statuses, the histogram, by_ratio."""
     rng = np.random.default_rng(seed)
     max_ulp = [0] * 80 if max_ulp is None else [int(v) for v in max_ulp]
     elements = [int(v) for v in (rng.integers(1, 1000, 80) if elements is None else elements)]
     statuses = list(P._COLOURS)
-    return {
-        "dtype": dtype, "variant": variant,
-        "requirements": [{"id": f"R{i:02d}", "title": f"requirement-{i}", "status": statuses[i % len(statuses)]}
-                         for i in range(1, requirements + 1)],
-        "errors": {
+    return SimpleNamespace(
+        dtype=dtype, variant=variant,
+        requirements=[SimpleNamespace(id=f"R{i:02d}", title=f"requirement-{i}", status=statuses[i % len(statuses)])
+                      for i in range(1, requirements + 1)],
+        errors={
             "max_ulp": max(max_ulp), "nan_mismatches": 0, "beyond_budget_elements": 0, "buckets": BUCKETS,
             "ulp_histogram": {f"family-{i}-{'x' * (i % 20)}": [int(v) for v in rng.integers(0, 3 * 10 ** 6, 9)]
                               for i in range(families)},
             "by_ratio": {"edges": EDGES, "elements": elements,
                          "inexact": [int(e * rng.random()) for e in elements], "max_ulp": max_ulp,
                          "nan": [0] * 80 if nan is None else [int(v) for v in nan], "outside": 7}},
-    }
+    )
 
 
 def failing_runs() -> list:
@@ -148,21 +151,21 @@ def test_the_legend_names_only_runs_with_something_drawn():
 
 
 def test_the_passing_committed_report_plots_the_same_way():
-    report = json.loads(PASSING.read_text())
-    runs = [r for r in report["runs"] if r.get("errors")]
+    report = Report.from_json(json.loads(PASSING.read_text()))
+    runs = [r for r in report.runs if r.errors]
     fig = laid_out(P.ratio_figure(runs))
     assert len(fig.axes) == 2  # no NaN strip: a passing kernel has no NaN against a number in -4..4
     assert_tick_labels_readable(fig)
     assert [t.get_text() for t in P.drawn_ticklabels(fig.axes[0].yaxis)] == ["0", "1", "2", "3", "4"]
     [legend] = fig.legends
     assert all(not legend.get_window_extent().overlaps(ax.get_window_extent()) for ax in fig.axes)
-    assert legend_entries(fig) == [f"{r['dtype']} {r['variant']}: {what}" for r in runs
+    assert legend_entries(fig) == [f"{r.dtype} {r.variant}: {what}" for r in runs
                                    for what in ("max ULP", "share inexact")]
     caption = P.ratio_caption(runs)
     assert "NaN" in caption and "strip" not in caption  # NaN named only as what is not shown
     for r in runs:
         assert_tick_labels_readable(laid_out(P.histogram_figure(r)), most=20)
-    assert_tick_labels_readable(laid_out(P.matrix_figure(report)), most=20)
+    assert_tick_labels_readable(laid_out(P.matrix_figure(report.runs)), most=20)
 
 
 # --- histogram and matrix: category labels -------------------------------------------------------------
@@ -182,8 +185,8 @@ def test_histogram_family_labels_never_overlap(families):
 
 def test_many_wide_buckets_stand_upright_and_do_not_overlap():
     r = run(families=5)
-    r["errors"]["buckets"] = [f"bucket number {i}" for i in range(30)]
-    r["errors"]["ulp_histogram"] = {f"f{i}": list(range(30)) for i in range(5)}
+    r.errors["buckets"] = [f"bucket number {i}" for i in range(30)]
+    r.errors["ulp_histogram"] = {f"f{i}": list(range(30)) for i in range(5)}
     fig = laid_out(P.histogram_figure(r))
     assert_tick_labels_readable(fig, most=30)
     assert {t.get_rotation() for t in P.drawn_ticklabels(fig.axes[0].xaxis)} == {90.0}
@@ -198,7 +201,7 @@ def test_the_usual_buckets_lie_flat_and_nan_takes_two_lines():
 
 @pytest.mark.parametrize("requirements", [18, 60, 150])
 def test_matrix_requirement_labels_never_overlap(requirements):
-    fig = laid_out(P.matrix_figure({"runs": [run(d, v, requirements=requirements) for d, v in RUNS]}))
+    fig = laid_out(P.matrix_figure([run(d, v, requirements=requirements) for d, v in RUNS]))
     assert_tick_labels_readable(fig, most=80)
     words = [t.get_text() for t in fig.axes[0].texts]
     assert len(words) == (4 * requirements if requirements <= 60 else 0)  # a word per cell while it fits
@@ -213,7 +216,7 @@ def test_cell_counts_and_ulp_labels_are_short():
 # --- the SVG ---------------------------------------------------------------------------------------
 
 def test_the_svg_of_a_failing_report_is_reproducible_small_and_text():
-    report = {"runs": failing_runs()[1:3]}  # fp16 p and fp32 s: different errors, NaN in both
+    report = SimpleNamespace(runs=failing_runs()[1:3])  # fp16 p and fp32 s: different errors, NaN in both
     first, again = P.all_plots(report), P.all_plots(report)
     assert first == again
     assert [c.split(":")[0] for c, _ in first][:2] == ["Pass/fail matrix", "Error against (x1 - x2) / beta"]

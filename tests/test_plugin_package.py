@@ -108,7 +108,7 @@ def test_a_refused_ordinary_input_fails_the_requirement_of_its_family():
     """Refusing every call of 7 elements (a length the manual defines) fails: filed under the
     requirement the case's family is aimed at, with the adapter's message."""
     report = certify(_refusing(lambda dy, beta: dy.size == 7), load_profile("ieee"), dtypes=["fp32"],
-                     variants=["p"], quick=True)
+                     variants=["p"], quick=True).to_json()
     [run] = report["runs"]
     assert run["verdict"] == "fail"
     failed = [r for r in run["requirements"] if r["status"] == "fail"]
@@ -121,7 +121,7 @@ def test_a_refused_ordinary_input_fails_the_requirement_of_its_family():
 def test_a_refused_open_input_is_recorded_not_failed():
     """Refusing beta <= 0 (open) passes; every such call shows under R16 as rejected."""
     report = certify(_refusing(lambda dy, beta: not beta > 0 and not np.isnan(beta)), load_profile("ieee"),
-                     dtypes=["fp32"], variants=["p"], quick=True)
+                     dtypes=["fp32"], variants=["p"], quick=True).to_json()
     [run] = report["runs"]
     assert run["verdict"] == "pass", [r["id"] for r in run["requirements"] if r["status"] == "fail"]
     r16 = next(r for r in run["requirements"] if r["id"] == "R16")["observed"]

@@ -28,7 +28,10 @@ from sl1conf.adapters.base import FILL_BYTE
 from sl1conf.adapters.cbuild import build_shared
 from sl1conf.conformance.cli import main
 from sl1conf.conformance.reports import write as W
-from sl1conf.conformance.reports.junit import case_names, render_junit
+from sl1conf.conformance.reports import junit
+from sl1conf.conformance.reports.junit import case_names
+from sl1conf.conformance.reports.view import view
+from sl1conf.conformance.requirements.results import Report
 from sl1conf.conformance.reports.view import distance_text
 
 pytest_plugins = ["pytester"]
@@ -218,7 +221,12 @@ def test_certify_junit_names_its_cases_as_the_pytest_plugin_does(pytester, monke
 def failing_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("fail")
     assert main(["certify", *DEFECT, "--out", str(out)]) == 1
-    return W.load_report(out)
+    return W.load_report(out).to_json()
+
+
+def render_junit(report: dict) -> str:
+    """junit.xml of a report's JSON (edited here as a file would be), read back typed."""
+    return junit.render_junit(view(Report.from_json(report)))
 
 
 def test_junit_times_come_from_the_duration(failing_report):

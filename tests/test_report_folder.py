@@ -24,6 +24,7 @@ import pytest
 
 from sl1conf.conformance.cli import main
 from sl1conf.conformance.reports import write as W
+from sl1conf.conformance.requirements.results import Report
 
 FILES = ("report.json", "report.md", "report.html", "junit.xml")
 
@@ -147,9 +148,11 @@ def test_an_interrupted_certify_leaves_one_whole_report(old_reports, tmp_path, o
 @pytest.fixture(scope="module")
 def two_reports(old_reports):
     old = W.load_report(old_reports / "pass")
-    new = json.loads(json.dumps(old))
-    new["created"], new["verdict"] = "2030-01-02T03:04:05+00:00", "fail"
-    new["runs"][0]["verdict"] = "fail"
+    new = old.to_json()
+    new["created"] = "2030-01-02T03:04:05+00:00"
+    new["runs"][0]["verdict"] = "fail"  # read back as a run that broke: the report fails
+    new = Report.from_json(new)
+    assert new.verdict == "fail" and old.verdict == "pass"
     return old, new
 
 
@@ -158,21 +161,24 @@ def quick_html(monkeypatch):
     """A stand-in for the HTML renderer (its plots take seconds; the folder logic is what is tested)."""
     from sl1conf.conformance.reports import html
 
-    monkeypatch.setattr(html, "render_html", lambda r: f"<html>{r['verdict']} {r['created']}</html>\n")
+    monkeypatch.setattr(html, "render_html", lambda v: f"<html>{v.verdict} {v.report.created}</html>\n")
 
 
 _RENDERED = {}
 
 
-def _rendered(report: dict) -> dict:
+def _rendered(report) -> dict:
     """The four files of ``report`` as write_report writes them (rendered once per report)."""
+    import dataclasses
+
     from sl1conf.conformance.reports import html
+    from sl1conf.conformance.reports.view import view
 
     assert html.render_html.__name__ == "<lambda>", "use the quick_html fixture"
-    if report["created"] not in _RENDERED:
-        clean = W.portable_paths({k: v for k, v in report.items() if not k.startswith("_")})
-        _RENDERED[report["created"]] = {fname: render(clean) for fname, render in W.FORMATS.values()}
-    return _RENDERED[report["created"]]
+    if report.created not in _RENDERED:
+        clean = dataclasses.replace(report, envelope=W.portable_paths(report.envelope))
+        _RENDERED[report.created] = {fname: render(clean.to_json(), view(clean)) for fname, render in W.FORMATS.values()}
+    return _RENDERED[report.created]
 
 
 @pytest.fixture
@@ -270,7 +276,7 @@ def test_a_folder_where_a_file_goes_is_refused_before_anything_is_replaced(two_r
     (tmp_path / "junit.xml").mkdir()
     with pytest.raises(W.ReportError, match="junit.xml is a folder"):
         W.write_report(new, tmp_path, replace_all=True)
-    assert json.loads((tmp_path / "report.json").read_text())["created"] == old["created"]
+    assert json.loads((tmp_path / "report.json").read_text())["created"] == old.created
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FILES)
 
 

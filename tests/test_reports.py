@@ -24,6 +24,8 @@ from sl1conf.conformance.cli import main
 from sl1conf.conformance.reports.junit import render_junit
 from sl1conf.conformance.reports.markdown import render_markdown
 from sl1conf.conformance.reports import write as W
+from sl1conf.conformance.reports.view import view
+from sl1conf.conformance.requirements.results import Report
 from sl1conf.reference import formats as F
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -214,13 +216,13 @@ def test_a_runs_statistics_at_once_are_those_of_its_calls_one_by_one(impl, dtype
     distance only) gives what add() call by call gives: every count, the worst and the first
     of each kind, on mt7004 (an error model: elements accepted beyond the budget)."""
     from sl1conf.adapters import load as load_adapter
-    from sl1conf.conformance.certify import engine
+    from sl1conf.conformance.certify import engine, judging
     from sl1conf.conformance.rules.profiles import load_profile
 
     adapter, profile = load_adapter(impl), load_profile("mt7004")
     vs = engine.vectors_for(dtype, quick=True)
     calls = engine._calls(vs, "p", profile)
-    judged, _, _, (whole, bounds) = engine._judge_outcomes(adapter, profile, vs, calls,
+    judged, _, _, (whole, bounds) = judging.judge_outcomes(adapter, profile, vs, calls,
                                                            adapter.run([c for _, _, c in calls]), 0)
     one_by_one, at_once = errorstats.ErrorStats(), errorstats.ErrorStats()
     for i, j in enumerate(judged):
@@ -460,8 +462,9 @@ def test_each_committed_report_is_valid_and_its_renderings_are_current(folder):
     report = json.loads((folder / "report.json").read_text())
     jsonschema.validate(report, SCHEMA)
     assert sorted(p.name for p in folder.iterdir()) == sorted(FILES)
-    assert (folder / "report.md").read_text() == render_markdown(report)
-    assert (folder / "junit.xml").read_text() == render_junit(report)
+    v = view(Report.from_json(report))  # read at the file's boundary, then typed
+    assert (folder / "report.md").read_text() == render_markdown(v)
+    assert (folder / "junit.xml").read_text() == render_junit(v)
 
 
 # --- observed behaviour ---------------------------------------------------------------------------
@@ -559,15 +562,16 @@ def test_an_implementation_that_supports_nothing_is_incomplete_not_a_pass():
         def supports(self, case):
             return False
 
-    report = certify(Refuses("refuses", lambda dy, x1, x2, beta: dy, ("fp16",)), load_profile("ieee"),
-                     dtypes=["fp16"], variants=["p"], quick=True)
+    typed = certify(Refuses("refuses", lambda dy, x1, x2, beta: dy, ("fp16",)), load_profile("ieee"),
+                    dtypes=["fp16"], variants=["p"], quick=True)
+    report = typed.to_json()
     [run] = report["runs"]
     assert run["verdict"] == "incomplete" and report["verdict"] == "incomplete"
     assert run["incomplete"][0].endswith("calls answered unsupported") and "no element was judged" in run["incomplete"]
     jsonschema.validate(report, SCHEMA)
-    md = render_markdown(report)
+    md = render_markdown(view(typed))
     assert md.startswith("# INCOMPLETE") and "**Incomplete:**" in md
-    assert 'name="completeness"' in render_junit(report)
+    assert 'name="completeness"' in render_junit(view(typed))
 
 
 def test_runs_the_profile_lists_and_the_library_lacks_make_it_incomplete(tmp_path, capsys):
@@ -612,4 +616,4 @@ def test_a_version_1_report_is_read_as_version_2(reports, tmp_path):
         run["requirements"] = [{back.get(k, k): v for k, v in r.items()} for r in run["requirements"]]
     assert any("accepted_far" in r for run in old["runs"] for r in run["requirements"])  # the test is about something
     (tmp_path / "report.json").write_text(json.dumps(old))
-    assert W.load_report(tmp_path) == new
+    assert W.load_report(tmp_path).to_json() == new

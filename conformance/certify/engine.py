@@ -21,21 +21,20 @@ from sl1conf import __version__
 from sl1conf.adapters.base import Adapter
 from sl1conf.conformance.certify.calls import CallQueue, make_stage
 from sl1conf.conformance.certify.errorstats import ErrorStats
+from sl1conf.conformance.certify.judging import Columns, columns_of, judge_outcomes
 from sl1conf.conformance.certify.waivers import waive
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.jsonfiles import REPORT_SCHEMA_VERSION
 from sl1conf.conformance.common.memory import keep_freed_memory
 from sl1conf.conformance.requirements import CATALOG
-from sl1conf.conformance.requirements.base import JudgedCall, RunContext, Tally, diagnose_tallies
+from sl1conf.conformance.requirements.base import RunContext, Tally, diagnose_tallies
 from sl1conf.conformance.requirements.core_masks import compare_variants
 from sl1conf.conformance.requirements.filing import rejection_failures
 from sl1conf.conformance.requirements.results import (
     NOTHING_OBSERVED, Report, RequirementResult, RunResult, incomplete_reasons,
 )
-from sl1conf.conformance.rules.judge import Expected, InputFacts, input_facts, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store
-from sl1conf.reference.models import accepted_models
 
 __all__ = ["quick_families", "default_families", "SelectionError", "vectors_for", "dtypes_to_run", "judge_run", "certify",
            "narrowed_by", "report_of"]
@@ -89,72 +88,6 @@ def dtypes_to_run(profile: Profile, dtypes=None, vectors=None):
     if dtypes is not None or not isinstance(vectors, dict):
         return dtypes
     return [d for d in profile.dtypes if d in vectors] + [d for d in vectors if d not in profile.dtypes]
-
-
-@dataclass
-class _Columns:
-    """What judging a run's calls reads from the vector set, and the judge's facts of their inputs:
-    all known before the results are (the engine gathers them while a simulator works)."""
-
-    key: list  # (case id, elements written) per call, in order
-    bounds: np.ndarray  # where each call's elements start, and where the last ends
-    expected: Expected
-    inputs: list  # dy, x1, x2
-    beta: np.ndarray  # one per element
-    facts: InputFacts
-
-
-def _columns(vs: store.VectorSet, calls: list) -> _Columns:
-    """The columns of the written elements of ``calls`` ((row, vector case, call) each)."""
-    fmt = vs.format
-    ws = [call.elements_written for _, _, call in calls]
-    bounds = np.concatenate([[0], np.cumsum(ws, dtype=np.int64)]).astype(np.int64)
-    cat = lambda parts: np.concatenate(parts).astype(fmt.uint, copy=False) if parts else np.zeros(0, fmt.uint)  # noqa: E731
-    spans = []  # where the calls' written elements lie in the set's arrays, adjacent ones as one
-    for (row, *_), w in zip(calls, ws):
-        if spans and spans[-1][1] == row["offset"]:
-            spans[-1][1] += w
-        else:
-            spans.append([row["offset"], row["offset"] + w])
-        if w < row["n"]:
-            spans.append([row["offset"] + row["n"]] * 2)  # the unwritten rest breaks adjacency
-    column = lambda name: cat([vs.arrays[name][a:b] for a, b in spans])  # noqa: E731
-    oracle = column("expected-oracle")
-    names = sorted({n for _, vc, _ in calls for n in vc.alternatives})
-    alternatives = {n: cat([vc.alternatives[n][:w] if n in vc.alternatives else oracle[lo:lo + w]
-                            for (_, vc, _), w, lo in zip(calls, ws, bounds)]) for n in names}
-    expected = Expected(oracle, column("expected-oracle-ftz"),
-                        {m.name: column(f"expected-model-{m.name}") for m in accepted_models(fmt)}, alternatives)
-    inputs = [column(a) for a in ("dy", "x1", "x2")]
-    beta = np.repeat(np.array([call.beta for _, _, call in calls], np.int64), ws).astype(fmt.uint)
-    return _Columns([(row["id"], w) for (row, *_), w in zip(calls, ws)], bounds, expected, inputs, beta,
-                    input_facts(fmt, *inputs, beta))
-
-
-def _judge_all(vs: store.VectorSet, profile: Profile, items: list, columns: "_Columns | None" = None) -> tuple:
-    """One JudgedCall per (row, vector case, call, outcome, family) of ``items``, judged in one
-    pass over all their written elements (every rule is a function of the element and its
-    call's beta, so judging the calls together gives each the bits it would get alone): (the
-    judgements, the judgement of all their elements, where each one's elements start in it
-    and where the last ends). ``columns``: those gathered beforehand for the run's calls (used
-    where every call returned, else gathered again for those that did)."""
-    fmt = vs.format
-    key = [(row["id"], call.elements_written) for row, _, call, _, _ in items]
-    if columns is None or columns.key != key:
-        columns = _columns(vs, [item[:3] for item in items])
-    ws = [w for _, w in key]
-    bounds, expected, inputs, beta = columns.bounds, columns.expected, columns.inputs, columns.beta
-    got = (np.concatenate([o.out[:w] for (_, _, _, o, _), w in zip(items, ws)]).astype(fmt.uint, copy=False)
-           if items else np.zeros(0, fmt.uint))
-    whole = judge(fmt, profile, got, expected, *inputs, beta, facts=columns.facts)
-    out = []
-    for k, (row, vc, call, o, family) in enumerate(items):
-        j = whole.part(int(bounds[k]), int(bounds[k + 1]))
-        j.alt = {n: m for n, m in j.alt.items() if n in vc.alternatives}  # the case's own alternatives
-        j.expected.alternatives = {n: a for n, a in j.expected.alternatives.items() if n in vc.alternatives}
-        out.append(JudgedCall.of(j, case=call, row=row, outcome=o, family=family,
-                                 fill_ok=bool((o.out[ws[k]:] == call.initial_out()[ws[k]:]).all())))
-    return out, whole, bounds
 
 
 def _calls(vs: store.VectorSet, variant: str, profile: Profile, cases=None) -> list:
@@ -234,41 +167,12 @@ def _queue_calls(queue: CallQueue, ctx: RunContext, seen) -> tuple:
     return before, own, queue.submit(functools.partial(make_stage, ctx, "after"))
 
 
-def _judge_outcomes(adapter: Adapter, profile: Profile, vs: store.VectorSet, calls: list, outcomes: list, first: int,
-                    unsupported: "list | None" = None, columns: "_Columns | None" = None) -> tuple:
-    """Judge the outcomes of ``calls``: (judgements of the calls that returned, (row, call,
-    outcome) of those that did not, (row, call, outcome, family) of those refused). Each
-    judgement's ``call_no`` is the call's number in the adapter's history (``first``: the
-    adapter's ``calls_made`` before the calls; it counts every call since the last restart).
-    ``unsupported``, if given, collects the outcomes of calls the adapter offers that the
-    implementation answered unsupported (a harness built without it)."""
-    fam_name = {f["id"]: f["name"] for f in vs.manifest["families"]}
-    returned, broken, rejected, numbers, no = [], [], [], [], first
-    for (row, vc, case), o in zip(calls, outcomes):
-        if o.status == "unsupported":
-            if unsupported is not None and adapter.supports(case):
-                unsupported.append(o)
-            continue
-        no += 1
-        if o.status == "ok":
-            returned.append((row, vc, case, o, fam_name[row["family"]]))
-            numbers.append(no)
-        elif o.status == "rejected":
-            rejected.append((row, case, o, fam_name[row["family"]]))
-        else:
-            broken.append((row, case, o))
-    judged, whole, bounds = _judge_all(vs, profile, returned, columns)
-    for j, no in zip(judged, numbers):
-        j.call_no = no
-    return judged, broken, rejected, (whole, bounds)
-
-
 def judge_run(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: str, cases=None) -> tuple:
     """Run the variant's calls of the set and judge them: (calls, judgements of the calls that
     returned, (row, call, outcome) of those that did not, rejected inputs included)."""
     calls = _calls(vs, variant, profile, cases)
     first = adapter.calls_made
-    judged, broken, rejected, _ = _judge_outcomes(adapter, profile, vs, calls, adapter.run([c for _, _, c in calls]),
+    judged, broken, rejected, _ = judge_outcomes(adapter, profile, vs, calls, adapter.run([c for _, _, c in calls]),
                                                   first)
     return calls, judged, broken + [r[:3] for r in rejected]
 
@@ -294,98 +198,130 @@ def _context(adapter: Adapter, profile: Profile, vs: store.VectorSet, variant: s
             _Listed(len(listed), [(c[0]["id"], w) for c, w in zip(held, why) if w]))
 
 
-def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: _Listed, made: tuple, seen: _Seen,
-         bar=None, columns: "_Columns | None" = None, idle=None) -> RunResult:
-    """One run's result, once ``made`` (the futures :func:`_queue_calls` gave) is
-    done: its calls judged, the plans that read judgements made, every requirement checked.
-    ``listed``: the calls certify makes of the set (more than the run's where a recorded run
-    holds fewer, or its output stops before some). Judging starts once the run's own calls are made: the plans made after them
-    (R14's repeats, R15's in-place calls, the second buffer layout) are made meanwhile. ``bar``: the run's progress bar (closed here). ``columns``: the run's, gathered
-    beforehand; ``idle()``: more work to do while the calls are made, once its own is done."""
-    adapter, profile, fmt, calls = ctx.adapter, ctx.profile, ctx.fmt, ctx.calls
-    try:
-        before, own, last = made
-        while True:  # a bar not attached to the calls moves as they are made
-            try:
-                own.result(timeout=0.1)  # judging need not wait for the plans made after them
-                break
-            except FutureTimeout:
-                seen.drain(bar)
-                if columns is None:  # the time the calls take is the time to gather what judging reads
-                    columns = _columns(vs, calls)
-                elif idle is not None:
-                    idle()
-                    idle = None
-        seen.drain(bar)
-        before.result()  # raises what the adapter raised, in the order the calls were made
-        first, outcomes = own.result()
-        answered_unsupported: list = []
-        ctx.judged, ctx.broken, ctx.rejected, (ctx.whole, ctx.bounds) = _judge_outcomes(
-            adapter, profile, vs, calls, outcomes, first, answered_unsupported, columns)
-        if bar is not None:
-            bar.update(0, failures=len(ctx.broken) + sum(not bool(np.all(j.ok)) for j in ctx.judged))
-    finally:
-        if bar is not None:
-            bar.close()
-    last.result()  # the plans made after the run's calls (made while it was judged), before any of the next
+def _await_own_calls(ctx: RunContext, vs: store.VectorSet, made: tuple, seen: _Seen, bar, columns, idle) -> tuple:
+    """Wait for the run's own calls (``made``: :func:`_queue_calls`'s futures), the bar moving,
+    gathering what judging reads meanwhile (``idle()``: more of that, once the run's own is
+    gathered): (the adapter's last call number before them, their outcomes, the columns)."""
+    before, own, _ = made
+    while True:  # a bar not attached to the calls moves as they are made
+        try:
+            own.result(timeout=0.1)  # judging need not wait for the plans made after them
+            break
+        except FutureTimeout:
+            seen.drain(bar)
+            if columns is None:  # the time the calls take is the time to gather what judging reads
+                columns = columns_of(vs, ctx.calls)
+            elif idle is not None:
+                idle()
+                idle = None
+    seen.drain(bar)
+    before.result()  # raises what the adapter raised, in the order the calls were made
+    first, outcomes = own.result()
+    return first, outcomes, columns
+
+
+def _checks(queue: CallQueue, ctx: RunContext, answered_unsupported: list) -> tuple:
+    """Every requirement's check of the run, those marked last after the others (they read what
+    every call did); the checks that read no plan of the judged stage run while its calls are
+    made. Refused calls are noted in the requirement they are filed under, and a required
+    requirement that checked nothing says so (not observed, never a pass): (requirement id ->
+    Check, the ids of the required ones that observed nothing)."""
     judged_stage = queue.submit(functools.partial(_judged_stage, ctx, queue.background), urgent=True)
-    judged = ctx.judged
-    unsupported = sum(not adapter.supports(c) for _, _, c in calls)
     refusals = rejection_failures(ctx, CATALOG)
-    # every check, those marked last after the others (they read what every call did), then the
-    # entries; the checks that read no plan of the judged stage run while its calls are made
     found_by = {}
     for req in sorted(CATALOG, key=lambda r: r.last):
         if req.last or any(p.stage == "judged" for p in req.plans):
             judged_stage.result()
         found_by[req.id] = req.check(ctx, req)
     judged_stage.result()
+    unobserved = []
     for req in CATALOG:
         found = found_by[req.id]
         for cid, detail in refusals.get(req.id, ()):
-            found.tally = found.tally or Tally(fmt)
+            found.tally = found.tally or Tally(ctx.fmt)
             found.tally.checked += 1
             found.tally.note(cid, detail)
             found.applicable = True
-    unobserved = []  # required requirements that checked nothing: not observed, never a pass
-    for req in CATALOG:
-        found = found_by[req.id]
         if _checked_nothing(found) and (found.applicable or "observed" in found.extra):
-            if found.applicable and req.kind_for(profile) == "required":
+            if found.applicable and req.kind_for(ctx.profile) == "required":
                 unobserved.append(req.id)
             found.applicable = False  # and what it would have observed is said of nothing: the reason instead
-            found.extra = {**found.extra, "observed": _nothing_observed(ctx, len(calls), answered_unsupported)}
+            found.extra = {**found.extra, "observed": _nothing_observed(ctx, len(ctx.calls), answered_unsupported)}
+    return found_by, unobserved
+
+
+def _requirement_results(ctx: RunContext, found_by: dict) -> list:
+    """Each requirement's result, in catalog order, built once from its check (the failing
+    requirements' patterns diagnosed in one pass)."""
     told = [f.tally for f in found_by.values() if f.applicable]
-    diagnoses = diagnose_tallies(told, ctx.findings)  # the failing requirements' patterns, in one pass
-    requirements = []
+    diagnoses = diagnose_tallies(told, ctx.findings)
+    out = []
     for req in CATALOG:
         found = found_by[req.id]
         fields = (found.tally.entry(findings=ctx.findings, diagnosis=diagnoses.get(id(found.tally)))
                   if found.applicable and found.tally is not None else {})
-        requirements.append(RequirementResult(req.id, req.title, req.kind_for(profile), req.statement, found.applicable,
-                                              {**fields, **found.extra}))
+        out.append(RequirementResult(req.id, req.title, req.kind_for(ctx.profile), req.statement, found.applicable,
+                                     {**fields, **found.extra}))
+    return out
 
+
+def _errors(ctx: RunContext) -> "dict | None":
+    """The run's error statistics (the plots' data), None where no element was judged."""
+    if not ctx.judged:
+        return None  # no largest error of no element
     stats = ErrorStats()
-    stats.add_run(fmt, ctx.whole, judged, ctx.bounds)
+    stats.add_run(ctx.fmt, ctx.whole, ctx.judged, ctx.bounds)
 
     def describe(i, k):
-        element = Tally(fmt).element(judged[i], k)
+        element = Tally(ctx.fmt).element(ctx.judged[i], k)
         element.pop("ulp_value")
         return element
-    worst = describe(*stats.worst_at) if stats.worst_at is not None else None
-    run = RunResult(fmt.name, ctx.variant, len(calls), int(sum(c.n for _, _, c in calls)), requirements,
-                    stats.entry(worst, describe) if judged else None)  # no largest error of no element
-    if len(calls) < listed.count:
-        made_by_board = len(calls) + len(listed.not_run)
-        run.recorded = (f"judged from a results file: {len(calls):,} of the {listed.count:,} calls certify makes "
-                        "(the board made each case's call once, in the case's own variant and core mask"
-                        + (f"; {len(listed.not_run):,} more of its {made_by_board:,} calls not run: "
-                           f"{listed.not_run[0][1]})" if listed.not_run else ")"))
+    return stats.entry(describe(*stats.worst_at) if stats.worst_at is not None else None, describe)
+
+
+def _recorded(calls: int, listed: _Listed) -> str:
+    """What a run judged from a results file covers ("" where certify made every call it lists)."""
+    if calls >= listed.count:
+        return ""
+    made_by_board = calls + len(listed.not_run)
+    return (f"judged from a results file: {calls:,} of the {listed.count:,} calls certify makes "
+            "(the board made each case's call once, in the case's own variant and core mask"
+            + (f"; {len(listed.not_run):,} more of its {made_by_board:,} calls not run: "
+               f"{listed.not_run[0][1]})" if listed.not_run else ")"))
+
+
+def _run(queue: CallQueue, ctx: RunContext, vs: store.VectorSet, listed: _Listed, made: tuple, seen: _Seen,
+         bar=None, columns: "Columns | None" = None, idle=None, only_reqs=None) -> RunResult:
+    """One run's result, once ``made`` (the futures :func:`_queue_calls` gave) is
+    done: its calls judged, the plans that read judgements made, every requirement checked.
+    ``listed``: the calls certify makes of the set (more than the run's where a recorded run
+    holds fewer, or its output stops before some). Judging starts once the run's own calls are made: the plans made after them
+    (R14's repeats, R15's in-place calls, the second buffer layout) are made meanwhile. ``bar``: the run's progress bar (closed here). ``columns``: the run's, gathered
+    beforehand; ``idle()``: more work to do while the calls are made, once its own is done;
+    ``only_reqs``: the requirement ids reported (all where None; the run's completeness is
+    judged on all of them)."""
+    adapter, calls = ctx.adapter, ctx.calls
+    answered_unsupported: list = []
+    try:
+        first, outcomes, columns = _await_own_calls(ctx, vs, made, seen, bar, columns, idle)
+        ctx.judged, ctx.broken, ctx.rejected, (ctx.whole, ctx.bounds) = judge_outcomes(
+            adapter, ctx.profile, vs, calls, outcomes, first, answered_unsupported, columns)
+        if bar is not None:
+            bar.update(0, failures=len(ctx.broken) + sum(not bool(np.all(j.ok)) for j in ctx.judged))
+    finally:
+        if bar is not None:
+            bar.close()
+    made[2].result()  # the plans made after the run's calls (made while it was judged), before any of the next
+    found_by, unobserved = _checks(queue, ctx, answered_unsupported)
+    requirements = _requirement_results(ctx, found_by)
+    unsupported = sum(not adapter.supports(c) for _, _, c in calls)
     not_made = sum(o.detail.startswith("not run:") for o in answered_unsupported)
-    run.incomplete = incomplete_reasons(requirements, len(calls), unsupported + len(answered_unsupported), not_made,
-                                        answered_unsupported[0].detail if answered_unsupported else "",
-                                        not_run=listed.not_run, unobserved=unobserved)
-    return run
+    incomplete = incomplete_reasons(requirements, len(calls), unsupported + len(answered_unsupported), not_made,
+                                    answered_unsupported[0].detail if answered_unsupported else "",
+                                    not_run=listed.not_run, unobserved=unobserved)
+    return RunResult(ctx.fmt.name, ctx.variant, len(calls), int(sum(c.n for _, _, c in calls)),
+                     [r for r in requirements if not only_reqs or r.id in only_reqs], _errors(ctx),
+                     recorded=_recorded(len(calls), listed), incomplete=incomplete)
 
 
 def _checked_nothing(found) -> bool:
@@ -425,10 +361,85 @@ def _merged(*findings: dict) -> dict:
     return out
 
 
+def _selection(only) -> tuple:
+    """``only`` (requirement ids and case ids) as (all of it, the requirement ids, the case ids
+    or None); SelectionError for a requirement that does not exist."""
+    only = set(only or ())
+    known = {r.id for r in CATALOG}
+    only_reqs = {o.upper() for o in only if o.upper().startswith("R")}
+    only_cases = only - {o for o in only if o.upper().startswith("R")} or None
+    if only_reqs - known:
+        raise SelectionError(f"--only: no requirement {', '.join(sorted(only_reqs - known))}; "
+                             f"requirements are {min(known)} to {max(known)}")
+    return only, only_reqs, only_cases
+
+
+def _set_entry(vs: store.VectorSet, given) -> dict:
+    """What a report says of the vector set of a dtype (``given``: the set or folder the caller gave, if any)."""
+    return {"source": (str(vs.path) if vs.path else "given in memory") if given is not None
+            else "generated (canonical families)",
+            "id": vs.set_id, "seed": vs.manifest["seed"], "elements": vs.manifest["elements"],
+            "families": [f["name"] for f in vs.manifest["families"]], "manifest_sha256": vs.manifest_sha256}
+
+
+class _Certification:
+    """The runs of one certification in flight: planned (their vector sets and contexts), their
+    calls queued (where the adapter's runs are independent a worker makes the next run's calls
+    while this one is judged), judged in report order, the variants compared per dtype."""
+
+    def __init__(self, adapter: Adapter, profile: Profile, quick: bool, only_cases):
+        self.adapter, self.profile, self.quick, self.only_cases = adapter, profile, quick, only_cases
+        self.queue = CallQueue(background=adapter.capabilities.independent_runs)
+        self.planned = []  # (vector set, run context, calls listed) per run, in report order
+        self.made, self.seen, self.prepared = {}, {}, {}
+        self.sets, self.seen_cases = {}, set()
+
+    def plan(self, dtypes, variants, vectors) -> None:
+        for dtype in dtypes:
+            given = vectors.get(dtype) if isinstance(vectors, dict) else vectors
+            vs = vectors_for(dtype, given, self.quick)
+            self.sets[dtype] = _set_entry(vs, given)
+            if self.only_cases:
+                self.seen_cases |= self.only_cases & {row["id"] for row in vs.manifest["cases"]}
+            for variant in variants:
+                self.planned.append((vs, *_context(self.adapter, self.profile, vs, variant, self.only_cases)))
+                if self.queue.background:  # queued now: the worker makes the next run's calls while this one is judged
+                    self._make(len(self.planned) - 1)
+
+    def _make(self, k, bar=None) -> None:
+        """Run k's calls, queued (made at once, the bar moving, where the queue has no worker)."""
+        self.seen[k] = _Seen(bar)
+        self.made[k] = _queue_calls(self.queue, self.planned[k][1], self.seen[k])
+
+    def _idle(self, k) -> None:
+        """Waiting for run k's calls: gather what judging the next run reads."""
+        if k + 1 < len(self.planned) and k + 1 not in self.prepared:
+            vs, ctx, _ = self.planned[k + 1]
+            self.prepared[k + 1] = columns_of(vs, ctx.calls)
+
+    def run_all(self, variants, progress, only_reqs) -> list:
+        """Every planned run's result, in order; the shared and the private runs of a dtype compared
+        once both are judged (R09's evidence on the shared one's result)."""
+        runs = []
+        done = {}  # (dtype, variant) -> (run, its outputs, its call findings): what the variants are compared on
+        for k, (vs, ctx, listed) in enumerate(self.planned):
+            bar = progress(f"{vs.format.name} {ctx.variant}", len(ctx.calls)) if progress else None
+            if k not in self.made:
+                self._make(k, bar)
+            runs.append(_run(self.queue, ctx, vs, listed, self.made.pop(k), self.seen.pop(k), bar,
+                             self.prepared.pop(k, None), functools.partial(self._idle, k), only_reqs))
+            done[ctx.fmt.name, ctx.variant] = (runs[-1], _outputs(ctx), ctx.findings)
+            self.planned[k] = (vs, None, listed)  # its judgements are no longer needed
+            shared, private = done.get((ctx.fmt.name, "s")), done.get((ctx.fmt.name, "p"))
+            if shared and private and ctx.variant == variants[-1]:
+                compare_variants(shared[0], vs.format, shared[1], private[1], findings=_merged(private[2], shared[2]))
+        return runs
+
+
 def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, vectors=None,
-            quick: bool = False, progress=None, only=None, invocation=None, waivers=None) -> dict:
-    """The report (the schema's JSON object: the typed results, ``requirements.results.Report``,
-    serialised once): one run per dtype and variant the profile and the adapter share.
+            quick: bool = False, progress=None, only=None, invocation=None, waivers=None) -> Report:
+    """The report (``requirements.results.Report``, typed: ``to_json`` gives the schema's JSON
+    object where a file is written): one run per dtype and variant the profile and the adapter share.
 
     ``progress(desc, total)``, if given, makes the progress bar of one run (``desc`` names the
     run, ``total`` its calls): an object with ``update(n, elements=, failures=)`` and ``close()``
@@ -445,77 +456,29 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     from sl1conf.conformance.common.hostinfo import describe_host
 
     keep_freed_memory()  # judging allocates and frees the same large arrays run after run
-    only = set(only or ())
-    known = {r.id for r in CATALOG}
-    only_reqs = {o.upper() for o in only if o.upper().startswith("R")}
-    only_cases = only - {o for o in only if o.upper().startswith("R")} or None
-    if only_reqs - known:
-        raise SelectionError(f"--only: no requirement {', '.join(sorted(only_reqs - known))}; "
-                         f"requirements are {min(known)} to {max(known)}")
+    only, only_reqs, only_cases = _selection(only)
     dtypes_asked, variants_asked = dtypes is not None, variants is not None
     by_vectors = isinstance(vectors, dict) and not dtypes_asked  # the sets given decide the dtypes
     dtypes, variants = profile.select(adapter, dtypes_to_run(profile, dtypes, vectors), variants)
-    runs, sets, seen_cases = [], {}, set()
     started = datetime.now(timezone.utc)
-    planned = []  # (vector set, run context, calls listed) per run, in report order
-    queue = CallQueue(background=adapter.capabilities.independent_runs)
-    made, seen, prepared = {}, {}, {}
-
-    def make(k, bar=None):  # the run's calls, queued (made at once, the bar moving, where the queue has no worker)
-        seen[k] = _Seen(bar)
-        made[k] = _queue_calls(queue, planned[k][1], seen[k])
-
-    def idle(k):  # waiting for run k's calls: gather what judging the next run reads
-        if k + 1 < len(planned) and k + 1 not in prepared:
-            vs, ctx, _ = planned[k + 1]
-            prepared[k + 1] = _columns(vs, ctx.calls)
+    c = _Certification(adapter, profile, quick, only_cases)
     try:
-        for dtype in dtypes:
-            given = vectors.get(dtype) if isinstance(vectors, dict) else vectors
-            vs = vectors_for(dtype, given, quick)
-            manifest_sha = vs.manifest_sha256
-            sets[dtype] = {"source": (str(vs.path) if vs.path else "given in memory") if given is not None
-                           else "generated (canonical families)",
-                           "id": vs.set_id,
-                           "seed": vs.manifest["seed"], "elements": vs.manifest["elements"],
-                           "families": [f["name"] for f in vs.manifest["families"]],
-                           "manifest_sha256": manifest_sha}
-            if only_cases:
-                seen_cases |= only_cases & {row["id"] for row in vs.manifest["cases"]}
-            for variant in variants:
-                planned.append((vs, *_context(adapter, profile, vs, variant, only_cases)))
-                if queue.background:  # queued now: the worker makes the next run's calls while this one is judged
-                    make(len(planned) - 1)
-        done = {}  # (dtype, variant) -> (run, its outputs, its call findings): what the variants are compared on
-        for k, (vs, ctx, listed) in enumerate(planned):
-            bar = progress(f"{vs.format.name} {ctx.variant}", len(ctx.calls)) if progress else None
-            if k not in made:
-                make(k, bar)
-            runs.append(_run(queue, ctx, vs, listed, made.pop(k), seen.pop(k), bar, prepared.pop(k, None),
-                             functools.partial(idle, k)))
-            done[ctx.fmt.name, ctx.variant] = (runs[-1], _outputs(ctx), ctx.findings)
-            planned[k] = (vs, None, listed)  # its judgements are no longer needed
-            shared, private = done.get((ctx.fmt.name, "s")), done.get((ctx.fmt.name, "p"))
-            if shared and private and ctx.variant == variants[-1]:
-                compare_variants(shared[0], vs.format, shared[1], private[1],
-                                 findings=_merged(private[2], shared[2]))
+        c.plan(dtypes, variants, vectors)
+        runs = c.run_all(variants, progress, only_reqs)
     except BaseException:
-        queue.close(interrupt=adapter.interrupt)  # Ctrl-C, or an error: the calls in progress stop too
+        c.queue.close(interrupt=adapter.interrupt)  # Ctrl-C, or an error: the calls in progress stop too
         raise
-    queue.close()
-    if only_cases and only_cases - seen_cases:
-        raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - seen_cases))} in the vectors"
+    c.queue.close()
+    if only_cases and only_cases - c.seen_cases:
+        raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - c.seen_cases))} in the vectors"
                              + (" (--quick generates the edge families only)" if quick and not vectors else ""))
-    if only_reqs:
-        for run in runs:
-            run.requirements = [r for r in run.requirements if r.id in only_reqs]
     listed = [f"{d} {v}" for d in profile.dtypes for v in profile.variants]
     narrowed = narrowed_by(profile, dtypes_asked, variants_asked, set(vectors) if by_vectors else None)
     missing = [] if narrowed else [r for r in listed if r not in {f"{run.dtype} {run.variant}" for run in runs}]
     used = waive(runs, waivers) if waivers is not None else None  # after the comparison
     return report_of(runs, started=started, implementation=adapter.describe(), profile=profile,
-                     invocation=invocation, only=only, host=describe_host(), vectors=sets, quick=quick,
-                     missing=missing, narrowed=narrowed, waivers=used).to_json()
+                     invocation=invocation, only=only, host=describe_host(), vectors=c.sets, quick=quick,
+                     missing=missing, narrowed=narrowed, waivers=used)
 
 
 def narrowed_by(profile: Profile, dtypes_asked, variants_asked, vector_dtypes=None) -> list:

@@ -4,7 +4,12 @@ Why one module: the command line's ``certify`` and the pytest plugin read the sa
 platform or a profile file, dtypes, vector sets, waivers, the implementation and its variants)
 and must refuse the same bad ones with the same one line, each naming the option as its
 driver spells it (``--vectors``, ``--sl1-vectors``): :class:`InputError`, before any call is
-made or any file written.
+made or any file written. The platform is every command's: :func:`platform_profile` is how
+certify, the plugin, fuzz, sweep, the vector export and the self-test load the profile
+``--platform`` names (``common.platforms``: a name or a .toml file, ieee's by default), with the
+same one-line error; the entry points sit above this module, and the search engine, which
+cannot import it, is handed a platform already loaded here and loads it again in its workers
+by the same name.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.platforms import chosen_platform
 
-__all__ = ["InputError", "Inputs", "checked_inputs", "loaded_implementation", "selected_runs", "cli_option",
-           "plugin_option"]
+__all__ = ["InputError", "Inputs", "checked_inputs", "platform_profile", "loaded_implementation", "selected_runs",
+           "cli_option", "plugin_option"]
 
 
 class InputError(SuiteError):
@@ -42,23 +48,32 @@ class Inputs:
     waivers: Optional[list]
 
 
-def checked_inputs(*, platform: "str | None", profile_file: "str | None", dtypes=None, vector_dirs=(),
-                   waivers_file=None, option: Callable[[str], str] = cli_option) -> Inputs:
-    """The inputs, each checked: exactly one of a platform and a profile file, each dtype one the
-    profile documents, the vector sets (schema, checksums; one per dtype, each of a dtype of
-    the profile, one for each dtype asked for) and the waivers file."""
+def platform_profile(platform: "str | None" = None, profile_file: "str | None" = None, *, dtypes=(),
+                     option: Callable[[str], str] = cli_option):
+    """The profile ``--platform`` (a built-in name or a .toml file) or ``--profile FILE`` names, at
+    most one of them (neither: ``common.platforms.DEFAULT_PLATFORM``), checked to document each
+    of ``dtypes``: InputError, one line naming the option as ``option`` spells it, for an unknown
+    name, a file that is missing or malformed, or a dtype the profile lacks."""
     from sl1conf.conformance.rules.profiles import ProfileError, load_profile
 
-    if bool(platform) == bool(profile_file):
-        raise InputError(f"give exactly one of {option('platform')} NAME and {option('profile')} FILE")
-    where = f"{option('platform')} {platform}" if platform else f"{option('profile')} {profile_file}"
-    asked = list(dict.fromkeys(dtypes)) if dtypes else None
+    chosen, where = chosen_platform(platform, profile_file, option=option, error=InputError)
     try:
-        profile = load_profile(platform or profile_file)
-        for d in asked or []:
+        profile = load_profile(chosen)
+        for d in dtypes:
             profile.require_dtype(d)
     except ProfileError as exc:
         raise InputError(f"{where}: {exc}") from None
+    return profile
+
+
+def checked_inputs(*, platform: "str | None", profile_file: "str | None", dtypes=None, vector_dirs=(),
+                   waivers_file=None, option: Callable[[str], str] = cli_option) -> Inputs:
+    """The inputs, each checked: the profile (:func:`platform_profile`: at most one of a platform
+    and a profile file, ieee's by default), each dtype one the profile documents, the vector sets
+    (schema, checksums; one per dtype, each of a dtype of the profile, one for each dtype asked
+    for) and the waivers file."""
+    asked = list(dict.fromkeys(dtypes)) if dtypes else None
+    profile = platform_profile(platform, profile_file, dtypes=asked or (), option=option)
     vectors = _vector_sets(vector_dirs, asked, profile, option) if vector_dirs else None
     waivers = None
     if waivers_file:

@@ -103,12 +103,13 @@ def _pattern_holds(w: dict, result) -> "tuple[bool, int]":
     return d["failed"] == d["of"], d["failed"]
 
 
-def apply_waivers(report: dict, waivers: list[dict]) -> dict:
-    """A finished report (read from its JSON) with ``waivers`` applied (:func:`waive`), its
-    statuses and verdicts following (``certify(waivers=...)`` applies them as it certifies)."""
-    typed = Report.from_json(report)
+def apply_waivers(report: Report, waivers: list[dict]) -> Report:
+    """A finished report (read back, ``reports.write.load_report``) with ``waivers`` applied
+    (:func:`waive`), its statuses and verdicts following (``certify(waivers=...)`` applies them
+    as it certifies). The report given is left as it was."""
+    typed = Report.from_json(report.to_json())  # a copy: waiving names the waiver on the results
     typed.waivers = waive(typed.runs, waivers)
-    return typed.to_json()
+    return typed
 
 
 def waive(runs: list, waivers: list[dict]) -> list:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import argparse
 
 from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.platforms import DEFAULT_PLATFORM
 from sl1conf.reference import formats
 
 __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values",
-           "path_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU", "add_action"]
+           "path_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU", "add_action",
+           "add_platform", "PLATFORM_HELP"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
 
@@ -134,3 +136,15 @@ def add_action(actions, name: str, help_text: str, usage: str, description: str,
     return parser
 
 
+PLATFORM_HELP = "a built-in profile (ieee, ft78ne, mt7004) or a profile .toml file"
+"""What ``--platform`` takes, on every subcommand (``common.platforms``: one meaning everywhere)."""
+
+
+def add_platform(parser, role: str = "the profile that judges, as certify does", default: "str | None" = None,
+                 note: str = "") -> None:
+    """``--platform NAME|FILE`` on a subcommand's parser, with the one help text (``role``: what the
+    profile does there; ``note``: anything the subcommand adds). ``default`` None: the option is
+    None when not given, and ``certify.session.platform_profile`` loads ieee's (the one default
+    rule); a subcommand that records the platform it ran under gives the default's name instead."""
+    parser.add_argument("--platform", metavar="NAME|FILE", default=default,
+                        help=f"{role}: {PLATFORM_HELP} (default {DEFAULT_PLATFORM}{note})")

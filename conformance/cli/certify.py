@@ -8,7 +8,7 @@ does not have, corrupt vectors).
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, dtype_arg, names_arg, path_arg
+from sl1conf.conformance.cli.args import EXIT_FAIL, EXIT_OK, UsageError, add_platform, dtype_arg, names_arg, path_arg
 
 __all__ = ["register"]
 
@@ -83,24 +83,30 @@ def _certified(args, inputs, out_of) -> int:
     from sl1conf.conformance.reports.write import FORMATS, write_report
 
     write_report(report, out, ["json", *(args.format or ["md", "html", "junit"])], replace_all=True)
-    for run in report["runs"]:
-        failed = [r["id"] + " " + r["title"] for r in run["requirements"] if r["status"] == "fail"]
-        waived = [r["id"] for r in run["requirements"] if r["status"] == "waived"]
-        print(f"{run['dtype']} {run['variant']}: {run['verdict'].upper()} ({run['cases']} cases, "
-              f"{run['elements']} elements)" + (f"; failed: {', '.join(failed)}" if failed else "")
-              + (f"; waived: {', '.join(waived)}" if waived else ""))
+    _summary(report)
+    print(f"verdict: {report.verdict.upper()} for {impl.name} on {profile.name}; report: {out / 'report.json'} "
+          f"(and {', '.join(FORMATS[f][0] for f in (args.format or ['md', 'html', 'junit']))})")
+    return EXIT_OK if report.verdict == "pass" else EXIT_FAIL
+
+
+def _summary(report) -> None:
+    """What the terminal shows of a report (``requirements.results.Report``): each run's verdict,
+    the causes shared by several requirements, each failure briefly, the waivers that matched nothing."""
     from sl1conf.conformance.reports.view import failure_text, run_causes, view
 
+    for run in report.runs:
+        failed = [r.id + " " + r.title for r in run.requirements if r.status == "fail"]
+        waived = [r.id for r in run.requirements if r.status == "waived"]
+        print(f"{run.dtype} {run.variant}: {run.verdict.upper()} ({run.cases} cases, "
+              f"{run.elements} elements)" + (f"; failed: {', '.join(failed)}" if failed else "")
+              + (f"; waived: {', '.join(waived)}" if waived else ""))
     for line in run_causes(report, shared=True):  # one cause behind several requirements' failures
         print(f"cause: {line}")
     for f in view(report).failures:  # each in the report's words, briefly: the report has the rest
         print(failure_text(f, brief=True))
-    for w in report.get("waivers", []):
+    for w in report.waivers or []:
         if not w["matched"]:
             print(f"waiver {w['id']} matched nothing: {w['reason']}")
-    print(f"verdict: {report['verdict'].upper()} for {impl.name} on {profile.name}; report: {out / 'report.json'} "
-          f"(and {', '.join(FORMATS[f][0] for f in (args.format or ['md', 'html', 'junit']))})")
-    return EXIT_OK if report["verdict"] == "pass" else EXIT_FAIL
 
 
 def register(sub) -> None:
@@ -116,7 +122,7 @@ def register(sub) -> None:
     p.add_argument("--results", type=path_arg, metavar="FILE",
                    help="instead of --impl: judge what the exported self-test (built with -DSL1_DUMP) printed on "
                         "the board, against the one --vectors set it was exported from")
-    p.add_argument("--platform", metavar="NAME", help="ieee, ft78ne or mt7004")
+    add_platform(p)
     p.add_argument("--profile", type=path_arg, metavar="FILE", help="a profile TOML file instead of a built-in platform")
     p.add_argument("--dtype", type=dtype_arg, action="append",
                    help="fp16 or fp32; repeatable (default: every dtype the profile lists; one the "

@@ -16,14 +16,15 @@ from pathlib import Path
 
 from sl1conf.conformance.cli import summaries
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
-                                          count_arg, dtype_arg, path_arg, seed_arg, workers_arg)
+                                          add_platform, count_arg, dtype_arg, path_arg, seed_arg, workers_arg)
 from sl1conf.conformance.common.commands import certify_command
+from sl1conf.conformance.common.platforms import DEFAULT_PLATFORM
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import fuzz, fuzz_campaign, shards
 
 __all__ = ["register"]
 
-USAGE = """sl1conf fuzz --impl SPEC --platform NAME --out DIR [--elements N | --seconds S] [options]
+USAGE = """sl1conf fuzz --impl SPEC [--platform NAME|FILE] --out DIR [--elements N | --seconds S] [options]
        sl1conf fuzz merge DIR [DIR ...] --out DIR [--force]
        sl1conf fuzz replay DIR --batch K [--impl SPEC]"""
 MAX_CASES = 20
@@ -38,12 +39,12 @@ def register(sub) -> None:
     """Add ``sl1conf fuzz`` (with the actions merge and replay) to the parser."""
     p = sub.add_parser(
         "fuzz", help="fuzz an implementation; save every failure as a minimized regression vector", usage=USAGE,
-        description="sl1conf fuzz --impl SPEC --platform NAME --out DIR: a campaign. "
+        description="sl1conf fuzz --impl SPEC [--platform NAME|FILE] --out DIR: a campaign. "
                     "sl1conf fuzz merge DIR... --out DIR: one summary of shards' outputs. "
                     "sl1conf fuzz replay DIR --batch K: run one recorded batch again "
                     "(sl1conf fuzz merge --help, sl1conf fuzz replay --help: their options). See docs/fuzzing.md.")
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ...")
-    p.add_argument("--platform", metavar="NAME", help="ieee, ft78ne, mt7004 or a profile .toml file")
+    add_platform(p, default=DEFAULT_PLATFORM)
     p.add_argument("--dtype", type=dtype_arg, action="append", help="fp16 or fp32 (default: all in common)")
     p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
     p.add_argument("--seconds", type=float, help="run for this long (default 60 unless --elements)")
@@ -81,13 +82,13 @@ def register(sub) -> None:
 
 # ------------------------------------------------------------------ argument checks
 
-CAMPAIGN_DEFAULTS = {"workers": 1, "shard": "1/1", "batch_elements": fuzz.BATCH_ELEMENTS, "max_cases": MAX_CASES,
-                     "force": False}
+CAMPAIGN_DEFAULTS = {"platform": DEFAULT_PLATFORM, "workers": 1, "shard": "1/1",
+                     "batch_elements": fuzz.BATCH_ELEMENTS, "max_cases": MAX_CASES, "force": False}
 
 
 def _no_campaign_options(args, action: str) -> None:
     """merge and replay take none of the campaign's options (given before the action)."""
-    given = ("impl", "platform", "dtype", "variant", "seconds", "elements", "seed", "scheduler", "out")
+    given = ("impl", "dtype", "variant", "seconds", "elements", "seed", "scheduler", "out")
     extra = sorted(n for n in given if getattr(args, n) is not None)
     extra += sorted(n for n, d in CAMPAIGN_DEFAULTS.items() if getattr(args, n) != d)
     if extra:
@@ -132,11 +133,12 @@ def _campaign_from(args, adapter, profile) -> fuzz.Campaign:
                          batches, seconds, args.shard)
 
 
-def _load(impl: str, platform: str):
-    from sl1conf.conformance.certify.session import loaded_implementation
-    from sl1conf.conformance.rules.profiles import load_profile
+def _load(impl: str, platform: str, option=None):
+    """(the adapter, the profile): the profile first (``certify.session.platform_profile``: its one
+    line names ``--platform``, or what ``option`` says held the platform)."""
+    from sl1conf.conformance.certify.session import cli_option, loaded_implementation, platform_profile
 
-    profile = load_profile(platform)  # its errors name the file or the unknown platform
+    profile = platform_profile(platform, option=option or cli_option)
     return loaded_implementation(impl), profile
 
 
@@ -151,7 +153,7 @@ def _commands(summary: dict, out: Path) -> list:
 
 
 def _campaign(args) -> int:
-    for name in ("impl", "platform", "out"):
+    for name in ("impl", "out"):
         if getattr(args, name) is None:
             raise UsageError(f"a campaign needs --{name}")
     if args.scheduler and args.workers != 1:
@@ -199,7 +201,8 @@ def _replay(args) -> int:
         raise UsageError(f"--batch must be at least 0, not {args.batch}")
     campaign = fuzz_campaign.replayed_campaign(fuzz_campaign.read_summary(Path(args.dirs[0])), args.batch,
                                                args.dirs[0])
-    adapter, profile = _load(args.replay_impl or campaign.impl, campaign.platform)
+    recorded = Path(args.dirs[0]) / "summary.json"
+    adapter, profile = _load(args.replay_impl or campaign.impl, campaign.platform, lambda name: f"{recorded}: {name}")
     with adapter:
         cases = fuzz.make_batch(campaign, profile, args.batch)
         findings = fuzz.check_cases(adapter, profile, cases)

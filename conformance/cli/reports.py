@@ -37,7 +37,7 @@ def _cmd_report(args) -> int:
     return EXIT_OK
 
 
-def _refuse_foreign_report(out: Path, report: dict) -> None:
+def _refuse_foreign_report(out: Path, report) -> None:
     """Renderings of ``report`` beside another report's ``report.json`` would disagree with it
     (the very mix an interrupted certify must not leave): refused, --force or not."""
     import json
@@ -46,7 +46,7 @@ def _refuse_foreign_report(out: Path, report: dict) -> None:
     if not out.is_dir() or not theirs.is_file():
         return
     try:
-        same = json.loads(theirs.read_text(encoding="utf-8")) == report
+        same = json.loads(theirs.read_text(encoding="utf-8")) == report.to_json()
     except (OSError, ValueError, RecursionError):
         same = False
     if not same:
@@ -59,8 +59,8 @@ def _cmd_gate(args) -> int:
 
     new, old = _load(args.new), _load(args.baseline)
     result = gate(new, old)
-    print(f"gate: {label(new)} ({new.get('created', '?')}) against the baseline {label(old)} "
-          f"({old.get('created', '?')})")
+    print(f"gate: {label(new)} ({new.created or '?'}) against the baseline {label(old)} "
+          f"({old.created or '?'})")
     for line in result.lines():
         print(f"  {line}")
     if result.regressions:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 from sl1conf.conformance.cli import summaries
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
-                                          dtype_arg, path_arg, workers_arg)
+                                          add_platform, dtype_arg, path_arg, workers_arg)
 from sl1conf.reference import formats
 
+from sl1conf.conformance.common.platforms import DEFAULT_PLATFORM
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import sweep
 
@@ -42,8 +43,7 @@ def register(sub) -> None:
                    help=f"processes (default: the CPUs available; at most {WORKERS_PER_CPU} per CPU)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run the blocks on this Dask scheduler (docs/sweeps.md)")
     p.add_argument("--shard", metavar="I/N", help="run only the blocks k with k %% N == I - 1")
-    p.add_argument("--platform", default="ieee", metavar="NAME",
-                   help="profile that judges, as certify does (default ieee; kept in the checkpoint)")
+    add_platform(p, default=DEFAULT_PLATFORM, note="; kept in the checkpoint")
     p.add_argument("--max-blocks", type=int, metavar="N", help="stop after N blocks (run again to continue)")
     p.add_argument("--out", type=path_arg, metavar="DIR", help="folder for sweep.json (the checkpoint and the result)")
     actions = p.add_subparsers(dest="action", parser_class=Parser, title="actions (default: a sweep)",
@@ -58,12 +58,12 @@ def register(sub) -> None:
     p.set_defaults(run=lambda args: _merge(args) if args.action == "merge" else _sweep(args))
 
 
-def _profile(name):
-    from sl1conf.conformance.rules.profiles import load_profile
+def _profile(platform, option=None):
+    """The fp16 profile the sweep is judged under (``certify.session.platform_profile``: its one line
+    names ``--platform``, or what ``option`` says held the platform)."""
+    from sl1conf.conformance.certify.session import cli_option, platform_profile
 
-    profile = load_profile(name)
-    profile.require_dtype("fp16")
-    return profile
+    return platform_profile(platform, dtypes=["fp16"], option=option or cli_option)
 
 
 def _sweep(args) -> int:
@@ -111,7 +111,8 @@ def _sweep(args) -> int:
 def _merge(args) -> int:
     out = sweep.state_folder(args.merge_out)
     merged = sweep.merge_folders([Path(d) for d in args.dirs], out)
-    profile = _profile(merged["config"]["platform"])  # the profile the shards judged under
+    # the profile the shards judged under
+    profile = _profile(merged["config"]["platform"], lambda name: f"the inputs' {sweep.STATE_FILE}: {name}")
     missing = merged["blocks"] - len(merged["done"])
     note = f"incomplete: {missing} blocks are in none of the inputs" if missing else ""
     code = _finish(merged, profile, out, note)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sl1conf.conformance.cli.args import Parser, UsageError, dtype_arg, names_arg, path_arg, seed_arg
+from sl1conf.conformance.cli.args import Parser, UsageError, add_platform, dtype_arg, names_arg, path_arg, seed_arg
 from sl1conf.reference import formats
 
 from sl1conf.conformance.vectors import store
@@ -92,15 +92,13 @@ def show(path, key: str, echo=print, limit: int = 8) -> int:
 def export(path, fmt_name: str, out, *, force: bool, platform=None, profile_file=None, echo=print) -> int:
     from sl1conf.conformance.vectors.export import export as write_export
 
-    if platform and profile_file:
-        raise UsageError("give at most one of --platform NAME and --profile FILE")
     if (platform or profile_file) and fmt_name != "c-header":
         raise UsageError("--platform and --profile apply to --format c-header only")
     profile = None
-    if platform or profile_file:
-        from sl1conf.conformance.rules.profiles import load_profile
+    if platform or profile_file:  # neither: None, and the header says it holds the default profile's
+        from sl1conf.conformance.certify.session import platform_profile
 
-        profile = load_profile(platform or profile_file)
+        profile = platform_profile(platform, profile_file)
     vs = store.load(path)
     try:
         written = write_export(vs, fmt_name, out or ("sl1_vectors_c" if fmt_name == "c-header" else "sl1_vectors.txt"),
@@ -170,8 +168,7 @@ def register(sub) -> None:
     v.add_argument("--out", type=path_arg, metavar="PATH",
                    help="output folder (c-header; default sl1_vectors_c) or file (hex; default sl1_vectors.txt)")
     v.add_argument("--force", action="store_true", help="replace output this command wrote before")
-    v.add_argument("--platform", metavar="NAME",
-                   help="c-header: the built-in profile (ieee, ft78ne or mt7004) whose accepted results the self-test "
-                        "checks (what certify accepts under it, per element); default: ieee's")
+    add_platform(v, "c-header: the profile whose accepted results the self-test checks (what certify accepts "
+                    "under it, per element)")
     v.add_argument("--profile", type=path_arg, metavar="FILE", help="c-header: a profile TOML file instead of --platform")
     p.set_defaults(run=_run)

@@ -20,10 +20,12 @@ def explain_command(dtype: str, dy, x1, x2, beta) -> str:
 
 def certify_command(impl: "str | None", *, platform=None, profile=None, dtype=None, variant=None, vectors=None,
                     quick: bool = False, waivers=None, only=(), out=None, results=None) -> str:
-    """``sl1conf certify`` with exactly these options (``platform`` or ``profile``; ``results``, a
-    board's results file, instead of ``impl``; the rest as given)."""
+    """``sl1conf certify`` with exactly these options (``platform`` or ``profile``, neither where the
+    run had neither: the default platform; ``results``, a board's results file, instead of
+    ``impl``; the rest as given)."""
     parts = ["sl1conf", "certify", *(["--results", str(results)] if results else ["--impl", impl])]
-    parts += ["--platform", platform] if platform else ["--profile", str(profile)]
+    if platform or profile:
+        parts += ["--platform", platform] if platform else ["--profile", str(profile)]
     for opt, value in (("--dtype", dtype), ("--variant", variant), ("--vectors", vectors), ("--waivers", waivers)):
         if value:
             parts += [opt, str(value)]

@@ -7,17 +7,18 @@ pattern a failing requirement's failures share: what was seen of the failing cal
 (a write after the return, R13's evidence) when it holds nearly all of them (``SHARE``), else
 the most specific pattern of its diagnosis holding that many, elements left unwritten when its examples show the fill,
 else the requirement itself. Requirements with the same cause are one line, led by the cause.
-Derived from a report's run entries (after waivers), so every format says the same.
+Derived from a report's typed runs (after waivers), so every format says the same.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from sl1conf.adapters.base import FILL_BYTE
 from sl1conf.conformance.rules.diagnosis import CALL_FINDINGS, EXPLANATIONS, NOT_WRITTEN
 
-__all__ = ["SHARE", "SPECIFIC", "NOT_WRITTEN", "causes", "cause_line"]
+__all__ = ["SHARE", "SPECIFIC", "NOT_WRITTEN", "Cause", "causes", "cause_line"]
 
 SHARE = 0.9  # a pattern is a requirement's cause when it holds this share of its failures ...
 SPECIFIC = 0.5  # ... and, to come before the unwritten elements, at most this share of the elements checked
@@ -31,53 +32,63 @@ def _unwritten(example: dict) -> bool:
     return bool(example.get("not_written")) or bool(_FILL.search(example.get("detail", "")))
 
 
-def _cause_of(req: dict) -> tuple:
+def _cause_of(req) -> tuple:
     """One failing requirement's cause and what its evidence adds to it ("in some calls and not in
     others": a flush seen to come and go): the most specific pattern of its diagnosis (of those holding
     SHARE of its failures, the one covering the fewest of the elements checked, at most SPECIFIC), else elements left unwritten (most of
     its failures, or of its examples, the fill), else any pattern holding SHARE of them, else the
     requirement itself."""
-    failed = req.get("failed") or 0
+    failed, fields = req.failed or 0, req.fields
     # direct evidence about the calls that failed (a write after the return), then a hypothesis that
     # gives the failing bits themselves (flushing), outrank every inferred pattern
-    direct = [d for key in (*CALL_FINDINGS, *EXPLANATIONS) for d in req.get("diagnosis") or []
+    direct = [d for key in (*CALL_FINDINGS, *EXPLANATIONS) for d in fields.get("diagnosis") or []
               if d.get("key") == key and d["failed"] >= SHARE * failed]
     if direct:
         return EXPLANATIONS.get(direct[0]["key"], (direct[0]["pattern"], ""))
     # the most specific pattern holding nearly all of them: the smallest share of the elements checked
-    diagnosis = sorted((d for d in req.get("diagnosis") or [] if failed and d["failed"] >= SHARE * failed
+    diagnosis = sorted((d for d in fields.get("diagnosis") or [] if failed and d["failed"] >= SHARE * failed
                         and (d["checked_share"] <= POSITION_SPECIFIC or not d.get("key", "").startswith(POSITIONS))),
                        key=lambda d: d["checked_share"])
     if diagnosis and diagnosis[0]["checked_share"] <= SPECIFIC:
         return diagnosis[0]["pattern"], ""
-    bulk = req.get("bulk")
+    bulk = fields.get("bulk")
     if bulk and bulk["kind"].startswith("not written") and bulk["failed"] >= SHARE * bulk["of"]:
         return NOT_WRITTEN, ""
-    examples = req.get("examples") or []
+    examples = fields.get("examples") or []
     if examples and sum(map(_unwritten, examples)) >= SHARE * len(examples):
         return NOT_WRITTEN, ""
     if diagnosis:
         return diagnosis[0]["pattern"], ""
-    return f"{req['id']} {req['title']}", ""
+    return f"{req.id} {req.title}", ""
 
 
-def causes(run: dict) -> list:
-    """[{cause, requirements (ids), failed}] of a run's failing required requirements, the causes
-    shared by the most requirements first."""
-    groups: dict = {}
-    for req in run["requirements"]:
-        if req["status"] != "fail" or req.get("kind") != "required":
+@dataclass
+class Cause:
+    """One cause of a run's failures: the pattern (with what the evidence adds to it), the
+    requirements whose failures it explains, and how many failures they have together."""
+
+    cause: str
+    requirements: list = field(default_factory=list)  # ids, in catalog order
+    failed: int = 0
+
+
+def causes(run) -> list:
+    """The Causes of a run's (``requirements.results.RunResult``) failing required requirements,
+    the causes shared by the most requirements first."""
+    groups: dict = {}  # pattern -> (the cause, what the evidence adds)
+    for req in run.requirements:
+        if req.status != "fail" or req.kind != "required":
             continue
-        cause, adds = _cause_of(req)
-        g = groups.setdefault(cause, {"requirements": [], "failed": 0, "adds": []})
-        g["requirements"].append(req["id"])
-        g["failed"] += req.get("failed") or 0
-        if adds and adds not in g["adds"]:
-            g["adds"].append(adds)
-    out = [{"cause": ", ".join([cause, *g.pop("adds")]), **g} for cause, g in groups.items()]
-    return sorted(out, key=lambda c: (-len(c["requirements"]), -c["failed"]))
+        pattern, adds = _cause_of(req)
+        c, added = groups.setdefault(pattern, (Cause(pattern), []))
+        c.requirements.append(req.id)
+        c.failed += req.failed or 0
+        if adds and adds not in added:
+            added.append(adds)
+    out = [Cause(", ".join([c.cause, *added]), c.requirements, c.failed) for c, added in groups.values()]
+    return sorted(out, key=lambda c: (-len(c.requirements), -c.failed))
 
 
-def cause_line(c: dict) -> str:
+def cause_line(c: Cause) -> str:
     """``not written (...): R01, R02, R14 (9,900 failures)``."""
-    return f"{c['cause']}: {', '.join(c['requirements'])} ({c['failed']:,} failure{'s' if c['failed'] != 1 else ''})"
+    return f"{c.cause}: {', '.join(c.requirements)} ({c.failed:,} failure{'s' if c.failed != 1 else ''})"

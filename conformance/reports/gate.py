@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sl1conf.conformance.requirements import CATALOG_BY_ID
+from sl1conf.conformance.requirements.results import Report
 from sl1conf.conformance.reports.view import element_text
 
 __all__ = ["GateResult", "gate", "label", "compare_rows"]
@@ -30,47 +31,48 @@ class GateResult:
                 + [f"note: {n}" for n in self.notes])
 
 
-def label(report: dict) -> str:
+def label(report: Report) -> str:
     """``impl on profile``, short enough for a column head (a library is named by its file)."""
-    impl = (report.get("invocation") or {}).get("impl") or report["implementation"]["adapter"]
+    impl = report.invocation.get("impl") or report.implementation["adapter"]
     if impl.startswith("ctypes:") and "/" in impl:
         impl = "ctypes:" + impl.rsplit("/", 1)[1]
-    return f"{impl} on {report['profile']['name']}"
+    return f"{impl} on {report.profile['name']}"
 
 
-def _runs(report: dict) -> dict:
-    return {(r["dtype"], r["variant"]): r for r in report["runs"]}
+def _runs(report: Report) -> dict:
+    return {(r.dtype, r.variant): r for r in report.runs}
 
 
-def _worst_text(req: dict) -> str:
-    w = req.get("worst")
+def _worst_text(req) -> str:
+    """``; worst <element>`` of a RequirementResult or a FamilyResult, if it has a worst element."""
+    w = req.fields.get("worst")
     if not w:
         return ""
     return f"; worst {element_text(w)}"
 
 
-def _identity_notes(new: dict, old: dict, out: GateResult) -> bool:
+def _identity_notes(new: Report, old: Report, out: GateResult) -> bool:
     """Notes on what differs between the two reports' setups; True if the vectors are the same."""
-    ni, oi = new["implementation"], old["implementation"]
+    ni, oi = new.implementation, old.implementation
     if ni.get("sha256") and oi.get("sha256") and ni["sha256"] != oi["sha256"]:
         out.notes.append(f"the library changed: SHA-256 {oi['sha256'][:12]} -> {ni['sha256'][:12]}")
     if ni["adapter"] != oi["adapter"]:
         out.notes.append(f"the implementation changed: {oi['adapter']} -> {ni['adapter']}")
-    if new["profile"]["sha256"] != old["profile"]["sha256"]:
-        out.notes.append(f"the profile changed: {old['profile']['name']} -> {new['profile']['name']} "
+    if new.profile["sha256"] != old.profile["sha256"]:
+        out.notes.append(f"the profile changed: {old.profile['name']} -> {new.profile['name']} "
                          "(its file's SHA-256 differs)")
-    common = new["vectors"].keys() & old["vectors"].keys()
-    same = all(new["vectors"][d]["manifest_sha256"] == old["vectors"][d]["manifest_sha256"] for d in common)
+    common = new.vectors.keys() & old.vectors.keys()
+    same = all(new.vectors[d]["manifest_sha256"] == old.vectors[d]["manifest_sha256"] for d in common)
     if not same:
         out.notes.append("the vector sets differ, so counts and largest errors are not compared")
-    if new.get("only") != old.get("only") or new.get("quick") != old.get("quick"):
+    if new.envelope.get("only") != old.envelope.get("only") or new.envelope.get("quick") != old.envelope.get("quick"):
         out.notes.append("the two runs had a different scope (--quick or --only), so counts and largest "
                          "errors are not compared")
         same = False
     return same
 
 
-def gate(new: dict, old: dict) -> GateResult:
+def gate(new: Report, old: Report) -> GateResult:
     """What got worse (and better) from ``old`` (the baseline) to ``new``."""
     out = GateResult()
     same_vectors = _identity_notes(new, old, out)
@@ -81,39 +83,39 @@ def gate(new: dict, old: dict) -> GateResult:
         if nrun is None:
             out.regressions.append(f"{where}: the run is missing from the new report")
             continue
-        if orun["verdict"] == "pass" and nrun["verdict"] == "incomplete":
-            out.regressions.append(f"{where}: pass -> INCOMPLETE ({'; '.join(nrun.get('incomplete', []))})")
-        nreqs = {r["id"]: r for r in nrun["requirements"]}
-        for oreq in orun["requirements"]:
-            rid, title = oreq["id"], oreq["title"]
+        if orun.verdict == "pass" and nrun.verdict == "incomplete":
+            out.regressions.append(f"{where}: pass -> INCOMPLETE ({'; '.join(nrun.incomplete)})")
+        nreqs = {r.id: r for r in nrun.requirements}
+        for oreq in orun.requirements:
+            rid, title = oreq.id, oreq.title
             nreq = nreqs.get(rid)
             if nreq is None:
-                if oreq["status"] in HELD:
+                if oreq.status in HELD:
                     out.regressions.append(f"{where} {rid} {title}: no longer in the report")
                 continue
-            os_, ns = oreq["status"], nreq["status"]
+            os_, ns = oreq.status, nreq.status
             if os_ in HELD and ns not in HELD:
-                counts = f" ({nreq.get('failed', 0)} of {nreq.get('checked', 0)} failed{_worst_text(nreq)})" \
+                counts = f" ({nreq.failed} of {nreq.checked} failed{_worst_text(nreq)})" \
                     if ns in ("fail", "waived") else ""
                 out.regressions.append(f"{where} {rid} {title}: {os_} -> {ns.upper()}{counts}")
             elif os_ not in HELD and ns in HELD and os_ != "not-applicable":
                 out.improvements.append(f"{where} {rid} {title}: {os_} -> {ns}")
             elif os_ == "fail" and ns == "waived":
-                out.notes.append(f"{where} {rid} {title}: still fails, now waived ({nreq.get('waiver', 'no reason')})")
-            elif os_ == ns == "fail" and same_vectors and nreq.get("failed", 0) > oreq.get("failed", 0):
+                out.notes.append(f"{where} {rid} {title}: still fails, now waived ({nreq.waiver or 'no reason'})")
+            elif os_ == ns == "fail" and same_vectors and nreq.failed > oreq.failed:
                 out.regressions.append(f"{where} {rid} {title}: still fails, with more failing elements "
-                                       f"({oreq.get('failed', 0)} -> {nreq.get('failed', 0)}){_worst_text(nreq)}")
+                                       f"({oreq.failed} -> {nreq.failed}){_worst_text(nreq)}")
             if os_ == ns == "fail":  # already failing: a family that held and now fails is still news
-                nfam = {f["family"]: f for f in nreq.get("families") or []}
-                for of in oreq.get("families") or []:
-                    nf = nfam.get(of["family"])
-                    if of["status"] == "pass" and nf is not None and nf["status"] == "fail":
-                        out.regressions.append(f"{where} {rid} {title} [{of['family']}]: pass -> FAIL "
-                                               f"({nf['failed']} of {nf['checked']} failed{_worst_text(nf)})")
-            ow, nw = (oreq.get("worst") or {}).get("ulp"), (nreq.get("worst") or {}).get("ulp")
+                nfam = {f.family: f for f in nreq.families}
+                for of in oreq.families:
+                    nf = nfam.get(of.family)
+                    if of.status == "pass" and nf is not None and nf.status == "fail":
+                        out.regressions.append(f"{where} {rid} {title} [{of.family}]: pass -> FAIL "
+                                               f"({nf.failed} of {nf.checked} failed{_worst_text(nf)})")
+            ow, nw = (oreq.fields.get("worst") or {}).get("ulp"), (nreq.fields.get("worst") or {}).get("ulp")
             if isinstance(ow, int) and isinstance(nw, int) and nw > ow and os_ == ns == "fail":
                 out.regressions.append(f"{where} {rid} {title}: worst failing error grew {ow} -> {nw} ULP")
-        oerr, nerr = orun.get("errors"), nrun.get("errors")
+        oerr, nerr = orun.errors, nrun.errors
         if oerr and nerr and not same_vectors:
             if (nerr["max_ulp"], nerr["nan_mismatches"]) != (oerr["max_ulp"], oerr["nan_mismatches"]):
                 out.notes.append(f"{where} largest error {oerr['max_ulp']} -> {nerr['max_ulp']} ULP, NaN against a "
@@ -147,17 +149,17 @@ def _cell(runs: list, rid: str) -> str:
     """One requirement over a report's runs: one status if all agree, else which runs failed."""
     statuses = {}
     for run in runs:
-        for r in run["requirements"]:
-            if r["id"] == rid:
-                statuses[f"{run['dtype']} {run['variant']}"] = r
+        for r in run.requirements:
+            if r.id == rid:
+                statuses[f"{run.dtype} {run.variant}"] = r
     if not statuses:
         return "-"
-    kinds = {r["status"] for r in statuses.values()}
+    kinds = {r.status for r in statuses.values()}
     if kinds == {"not-applicable"}:
         return "n/a"
     parts = []
     for status, shown in (("fail", "FAIL"), ("waived", "waived")):
-        runs = [k for k, r in statuses.items() if r["status"] == status]
+        runs = [k for k, r in statuses.items() if r.status == status]
         if runs:
             parts.append(shown if len(runs) == len(statuses) else f"{shown} ({', '.join(runs)})")
     if parts:
@@ -166,27 +168,27 @@ def _cell(runs: list, rid: str) -> str:
 
 
 def compare_rows(reports: list) -> tuple:
-    """(header, rows): the side-by-side matrix of several reports (one column each)."""
+    """(header, rows): the side-by-side matrix of several reports (Report each, one column each)."""
     labels = []
     for r in reports:  # the same implementation twice (another date, scope): number the repeats
         text = label(r)
         labels.append(text if text not in labels else f"{text} (#{sum(x.startswith(text) for x in labels) + 1})")
     header = ["", *labels]
-    rows = [["verdict", *(r["verdict"].upper() for r in reports)],
-            ["scope", *("; ".join((["--quick"] if r.get("quick") else []) + (
-                ["--only " + ",".join(r["only"])] if r.get("only") else [])) or "full" for r in reports)],
-            ["date", *(r.get("created", "?")[:16].replace("T", " ") for r in reports)]]
-    dtypes = sorted({run["dtype"] for r in reports for run in r["runs"]})
+    rows = [["verdict", *(r.verdict.upper() for r in reports)],
+            ["scope", *("; ".join((["--quick"] if r.quick else []) + (
+                ["--only " + ",".join(r.only)] if r.only else [])) or "full" for r in reports)],
+            ["date", *(r.envelope.get("created", "?")[:16].replace("T", " ") for r in reports)]]
+    dtypes = sorted({run.dtype for r in reports for run in r.runs})
     for d in dtypes:
         cells = []
         for r in reports:
-            errs = [run["errors"]["max_ulp"] for run in r["runs"] if run["dtype"] == d and run.get("errors")]
+            errs = [run.errors["max_ulp"] for run in r.runs if run.dtype == d and run.errors]
             cells.append(str(max(errs)) if errs else "-")
         rows.append([f"largest error {d} (ULP)", *cells])
     for d in dtypes:  # what the largest error leaves out: accepted-far elements, infinities and NaNs
         cells = []
         for r in reports:
-            errs = [run["errors"] for run in r["runs"] if run["dtype"] == d and run.get("errors")]
+            errs = [run.errors for run in r.runs if run.dtype == d and run.errors]
             far = [e["beyond_budget"] for e in errs if e.get("beyond_budget")]
             special = sum(k["elements"] for e in errs for k in (e.get("not_a_distance") or {}).values())
             top = max((f["max_ulp"] for f in far), default=0)
@@ -198,22 +200,22 @@ def compare_rows(reports: list) -> tuple:
         cells = []
         for r in reports:
             seen = {}
-            for run in r["runs"]:
-                for req in run["requirements"]:
-                    entry = CATALOG_BY_ID.get(req["id"])
-                    if run["dtype"] == d and entry is not None and entry.reports_model:
-                        o = req.get("observed")
-                        combo = req.get("combination")
+            for run in r.runs:
+                for req in run.requirements:
+                    entry = CATALOG_BY_ID.get(req.id)
+                    if run.dtype == d and entry is not None and entry.reports_model:
+                        o = req.fields.get("observed")
+                        combo = req.fields.get("combination")
                         text = (o if isinstance(o, str) else ", ".join(o)) if not combo else " + ".join(
                             f"{p['model']} ({p['where']})" for p in combo["parts"])
-                        seen.setdefault("none" if text.startswith("none") else text, []).append(run["variant"])
+                        seen.setdefault("none" if text.startswith("none") else text, []).append(run.variant)
             cells.append("-" if not seen else next(iter(seen)) if len(seen) == 1 else
                          "; ".join(f"{' and '.join(vs)}: {m}" for m, vs in seen.items()))
         rows.append([f"model matched {d}", *cells])
     ids = []
     for r in reports:
-        for run in r["runs"]:
-            ids += [(q["id"], q["title"]) for q in run["requirements"] if (q["id"], q["title"]) not in ids]
+        for run in r.runs:
+            ids += [(q.id, q.title) for q in run.requirements if (q.id, q.title) not in ids]
     for rid, title in sorted(ids):
-        rows.append([f"{rid} {title}", *(_cell(r["runs"], rid) for r in reports)])
+        rows.append([f"{rid} {title}", *(_cell(r.runs, rid) for r in reports)])
     return header, rows

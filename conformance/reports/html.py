@@ -11,7 +11,7 @@ from html import escape
 
 from sl1conf.conformance.reports.plots import all_plots
 from sl1conf.conformance.reports.view import (
-    ACCEPTED_FAR, View, all_held, distance_text, failure_said, incompleteness, sections, view, where_text,
+    ACCEPTED_FAR, View, all_held, distance_text, failure_said, sections, where_text,
 )
 
 __all__ = ["render_html", "render_table_page"]
@@ -63,16 +63,15 @@ def _element(label: str, e: dict) -> str:
             f"<b>{escape(distance)}</b></p>" + _table(["", *names], rows, raw_cols=range(1, 7)))
 
 
-def render_html(report: dict) -> str:
-    v: View = view(report)
-    missing = incompleteness(report)
+def render_html(v: View) -> str:
+    """``report.html`` of a report's view (reports.view)."""
+    report, missing = v.report, v.incomplete
     plots = all_plots(report)  # the pass/fail matrix first, right under the verdict; the others after the failures
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              f"<title>{escape(v.headline)}: {escape(v.title)}</title>", f"<style>{_CSS}</style></head><body>",
              f"<h1>{_badge(v.verdict)} {escape(v.title)}</h1>",
              *([f"<p><b>{escape(v.headline)}</b></p>"] if v.headline != v.verdict.upper() else []),
-             "<p>" + escape(", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"]))
-             + escape(f". Suite sl1conf {report['suite_version']}, {report.get('created', '')}.") + "</p>",
+             "<p>" + escape(v.runs_line) + escape(f". Suite sl1conf {report.suite_version}, {report.created}.") + "</p>",
              *([f"<p>Files: {escape(v.provenance)}.</p>"] if v.provenance else []),
              *[f'<figure class="matrix">{svg}<figcaption>{escape(caption)}</figcaption></figure>'
                for caption, svg in plots[:1] if caption.startswith("Pass/fail matrix")],

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sl1conf.conformance.reports.view import element_text, failure_text, over_the_run, view
+from sl1conf.conformance.reports.view import View, element_text, failure_text, over_the_run
 from sl1conf.conformance.requirements import CATALOG_BY_ID
 
 __all__ = ["render_junit", "case_names"]
@@ -63,86 +63,106 @@ def _worst(w: dict) -> str:
     return f"worst: {element_text(w)}"
 
 
-def _families(report: dict, run: dict, r: dict) -> list:
+def _families(report, run, r) -> list:
     """The families the per-family cases of ``r`` are: those of the run's vectors (as the plugin
     collects them), then any judged family the report lists beside them."""
-    names = list(((report.get("vectors") or {}).get(run["dtype"]) or {}).get("families") or [])
-    return names + [f["family"] for f in r.get("families") or [] if f["family"] not in names]
+    names = list((report.vectors.get(run.dtype) or {}).get("families") or [])
+    return names + [f.family for f in r.families if f.family not in names]
 
 
-def render_junit(report: dict) -> str:
-    v = view(report)
+def _requirement_out(r, observed: dict, d: str, var: str) -> str:
+    """A requirement's system-out: what was observed, what was accepted beyond the budget, its waiver."""
+    far = r.fields.get("beyond_budget")
+    accepted = (f"accepted beyond the budget: {far['elements']} elements, each reachable under the "
+                "error model or an alternative's: " + "; ".join(f"{name} ({n})" for name, n in far["by"].items())
+                + f", up to {far['max_ulp']} ULP") if far else ""
+    return "\n".join(t for t in (observed.get((d, var, r.id), ""), accepted,
+                                 f"waived: {r.waiver}" if r.waiver else "") if t)
+
+
+def _one_case(suite, classname: str, r, f, out: str) -> str:
+    """A requirement judged as a whole: one case."""
+    message = text = ""
+    if f:
+        counts = f"{r.id} {r.title}: {r.failed} of {r.checked} failed"  # this run's own
+        message = f"{counts}; " + (f"cause: {f.cause}; " if f.cause else "") + (_worst(f.worst) if f.worst else f.detail)
+        if f.over_the_run:
+            message = f"{message}; over the run: {f.over_the_run}" if f.worst or f.detail else f"{counts}; {f.over_the_run}"
+        text = failure_text(f)
+    return _case(suite, classname, r.id, r.status, message, text, out)
+
+
+def _family_cases(suite, classname: str, report, run, r, f) -> list:
+    """A requirement judged per family: one case per family, as the plugin's items, and one for
+    what it found over the run, in no family (always a case)."""
+    statuses, judged = [], {fam.family: fam for fam in r.families}
+    for name in _families(report, run, r):
+        fam = judged.get(name)
+        if fam is None:
+            statuses.append(_case(suite, f"{classname}.{r.id}", name, "not-judged",
+                                  f"no element of family {name} was judged in {run.dtype} {run.variant}"))
+            continue
+        w = fam.fields.get("worst")
+        msg = f"{r.id} {r.title}, family {name}: {fam.failed} of {fam.checked} failed" + (f"; {_worst(w)}" if w else "")
+        statuses.append(_case(suite, f"{classname}.{r.id}", name, fam.status, msg,
+                              f"{msg}\n\n{failure_text(f)}" if f and fam.status == "fail" else msg,
+                              f"waived: {fam.waiver}" if fam.waiver else ""))
+    status, found = over_the_run(r)
+    statuses.append(_case(suite, f"{classname}.{r.id}", "over-the-run", status,
+                          f"over the run: {found}", failure_text(f) if f and status == "fail" else found,
+                          f"waived: {r.waiver}" if status == "waived" and r.waiver else ""))
+    return statuses
+
+
+def _run_suite(root, v, run, failures: dict, observed: dict):
+    """One run's test suite: its properties (who was tested where), a case per requirement (per
+    family where it is judged per family) and the completeness case; (the suite, its statuses)."""
+    report, d, var = v.report, run.dtype, run.variant
+    classname = f"{ROOT}.{d}-{var}"
+    suite = ET.SubElement(root, "testsuite", name=f"{v.title}: {d} {var}", timestamp=report.created)
+    props = ET.SubElement(suite, "properties")  # who was tested where (JUnit's hostname is not recorded)
+    for label, value in v.identity:
+        ET.SubElement(props, "property", name=label, value=str(value))
+    statuses, suite_out = [], []
+    for r in run.requirements:
+        f = failures.get((d, var, r.id))
+        out = _requirement_out(r, observed, d, var)
+        req = CATALOG_BY_ID.get(r.id)
+        if "families" not in r.fields and not (req is not None and req.per_family):
+            statuses.append(_one_case(suite, classname, r, f, out))
+            continue
+        if out:
+            suite_out.append(f"{r.id} {r.title}: {out}")
+        statuses += _family_cases(suite, classname, report, run, r, f)
+    incomplete = run.verdict == "incomplete"  # failed nothing, checked too little: not a pass in CI either
+    why = "; ".join(run.incomplete)
+    statuses.append(_case(suite, classname, "completeness", "fail" if incomplete else "pass", f"incomplete: {why}", why))
+    if suite_out:
+        ET.SubElement(suite, "system-out").text = "\n".join(suite_out)
+    return suite, statuses
+
+
+def render_junit(v: View) -> str:
+    """``junit.xml`` of a report's view (reports.view)."""
+    report = v.report
     failures = {(f.dtype, var, f.id): f for f in v.failures for var in f.variants}
     observed = {(d, var, rid): text for d, var, rid, _, text in v.observed}
     root = ET.Element("testsuites", name=f"sl1conf: {v.title}")
     total = {"tests": 0, "failures": 0, "skipped": 0}
-    duration = report.get("duration_s")
-    elements = sum(run.get("elements", 0) for run in report["runs"]) or 1
-    for run in report["runs"]:
-        d, var = run["dtype"], run["variant"]
-        classname = f"{ROOT}.{d}-{var}"
-        suite = ET.SubElement(root, "testsuite", name=f"{v.title}: {d} {var}", timestamp=report.get("created", ""))
-        props = ET.SubElement(suite, "properties")  # who was tested where (JUnit's hostname is not recorded)
-        for label, value in v.identity:
-            ET.SubElement(props, "property", name=label, value=str(value))
-        statuses, suite_out = [], []
-        for r in run["requirements"]:
-            f = failures.get((d, var, r["id"]))
-            far = r.get("beyond_budget")
-            accepted = (f"accepted beyond the budget: {far['elements']} elements, each reachable under the "
-                        "error model or an alternative's: " + "; ".join(f"{name} ({n})" for name, n in far["by"].items())
-                        + f", up to {far['max_ulp']} ULP") if far else ""
-            out = "\n".join(t for t in (observed.get((d, var, r["id"]), ""), accepted,
-                                        f"waived: {r['waiver']}" if r.get("waiver") else "") if t)
-            counts = f"{r['id']} {r['title']}: {r.get('failed', 0)} of {r.get('checked', 0)} failed"  # this run's own
-            req = CATALOG_BY_ID.get(r["id"])
-            if "families" not in r and not (req is not None and req.per_family):
-                message = text = ""
-                if f:
-                    message = (f"{counts}; " + (f"cause: {f.cause}; " if f.cause else "")
-                               + (_worst(f.worst) if f.worst else f.detail))
-                    if f.over_the_run:
-                        message = (f"{message}; over the run: {f.over_the_run}" if f.worst or f.detail
-                                   else f"{counts}; {f.over_the_run}")
-                    text = failure_text(f)
-                statuses.append(_case(suite, classname, r["id"], r["status"], message, text, out))
-                continue
-            # judged per family: one case per family, as the plugin's items
-            if out:
-                suite_out.append(f"{r['id']} {r['title']}: {out}")
-            judged = {fam["family"]: fam for fam in r.get("families") or []}
-            for name in _families(report, run, r):
-                fam = judged.get(name)
-                if fam is None:
-                    statuses.append(_case(suite, f"{classname}.{r['id']}", name, "not-judged",
-                                          f"no element of family {name} was judged in {d} {var}"))
-                    continue
-                w = fam.get("worst")
-                msg = (f"{r['id']} {r['title']}, family {name}: {fam['failed']} of {fam['checked']} failed"
-                       + (f"; {_worst(w)}" if w else ""))
-                statuses.append(_case(suite, f"{classname}.{r['id']}", name, fam["status"], msg,
-                                      f"{msg}\n\n{failure_text(f)}" if f and fam["status"] == "fail" else msg,
-                                      f"waived: {fam['waiver']}" if fam.get("waiver") else ""))
-            status, found = over_the_run(r)  # a finding about the whole run, in no family: always a case
-            statuses.append(_case(suite, f"{classname}.{r['id']}", "over-the-run", status,
-                                  f"over the run: {found}", failure_text(f) if f and status == "fail" else found,
-                                  f"waived: {r['waiver']}" if status == "waived" and r.get("waiver") else ""))
-        incomplete = run["verdict"] == "incomplete"  # failed nothing, checked too little: not a pass in CI either
-        why = "; ".join(run.get("incomplete", []))
-        statuses.append(_case(suite, classname, "completeness", "fail" if incomplete else "pass",
-                              f"incomplete: {why}", why))
-        if suite_out:
-            ET.SubElement(suite, "system-out").text = "\n".join(suite_out)
+    duration = report.duration_s
+    elements = sum(run.elements for run in report.runs) or 1
+    for run in report.runs:
+        suite, statuses = _run_suite(root, v, run, failures, observed)
         _count(suite, statuses, total)
         if duration is not None:
-            share = duration * run.get("elements", 0) / elements if len(report["runs"]) > 1 else duration
+            share = duration * run.elements / elements if len(report.runs) > 1 else duration
             _time(suite, share)
             for tc in suite.iter("testcase"):
                 _time(tc, share / len(statuses))
-    if report.get("missing_runs"):
+    if report.missing:
         suite = ET.SubElement(root, "testsuite", name=f"{v.title}: runs the implementation lacks",
-                              timestamp=report.get("created", ""))
-        listed = ", ".join(report["missing_runs"])
+                              timestamp=report.created)
+        listed = ", ".join(report.missing)
         statuses = [_case(suite, ROOT, "missing-runs", "fail",
                           f"not offered by the implementation, though the profile lists them: {listed}", listed)]
         _count(suite, statuses, total)  # no time: nothing ran for them

@@ -9,7 +9,7 @@ the identity of what was tested.
 from __future__ import annotations
 
 from sl1conf.conformance.reports.view import (
-    View, all_held, distance_text, failure_said, incompleteness, matrix, sections, view, where_text,
+    View, all_held, distance_text, failure_said, matrix, sections, where_text,
 )
 
 __all__ = ["render_markdown", "markdown_table"]
@@ -35,21 +35,21 @@ def _element(e: dict) -> list:
     return lines
 
 
-def render_markdown(report: dict) -> str:
-    v: View = view(report)
+def render_markdown(v: View) -> str:
+    """``report.md`` of a report's view (reports.view)."""
+    report = v.report
     out = [f"# {v.headline}: {v.title}", ""]
-    runs = ", ".join(f"{r['dtype']} {r['variant']} {r['verdict'].upper()}" for r in report["runs"])
-    out += [f"{runs}. Suite sl1conf {report['suite_version']}, {report.get('created', '')}.", ""]
+    out += [f"{v.runs_line}. Suite sl1conf {report.suite_version}, {report.created}.", ""]
     if v.provenance:
         out += [f"Files: {v.provenance}.", ""]
     if v.causes:
         out += [f"**Causes** ({len(v.causes)}; requirements whose failures share one pattern are one cause):", ""] + [
             f"- {line}" for line in v.causes] + [""]
-    if report["runs"]:
+    if report.runs:
         header, rows = matrix(report)
         out += [markdown_table(header, [[*row[:2], *(f"**{c.upper()}**" if c == "fail" else c for c in row[2:])]
                                         for row in rows]), ""]
-    missing = incompleteness(report)
+    missing = v.incomplete
     if missing:
         out += ["**Incomplete:**", ""] + [f"- {line}" for line in missing] + [""]
     if v.accuracy:

@@ -139,18 +139,17 @@ def _cells(ax, values, cmap, vmin, vmax) -> None:
     ax.set_ylim(rows - 0.5, -0.5)
 
 
-def matrix_figure(report: dict):
-    """Requirements (rows) against runs (columns), one coloured cell per status."""
+def matrix_figure(runs: list):
+    """Requirements (rows) against runs (columns: RunResult each), one coloured cell per status."""
     from matplotlib.colors import ListedColormap
 
-    runs = report["runs"]
     ids = []
     for run in runs:
-        ids += [r["id"] + " " + r["title"] for r in run["requirements"] if r["id"] + " " + r["title"] not in ids]
+        ids += [r.id + " " + r.title for r in run.requirements if r.id + " " + r.title not in ids]
     grid = np.full((len(ids), len(runs)), _STATUS_CODE["not-applicable"])
     for c, run in enumerate(runs):
-        for r in run["requirements"]:
-            grid[ids.index(r["id"] + " " + r["title"]), c] = _STATUS_CODE.get(r["status"], 0)
+        for r in run.requirements:
+            grid[ids.index(r.id + " " + r.title), c] = _STATUS_CODE.get(r.status, 0)
     fig = _figure(3.0 + 0.8 * len(runs), 0.8 + _rows_height(len(ids)) * 0.26 / _ROW_IN)  # 0.26 inch a row
     ax = fig.add_subplot()
     _cells(ax, grid, ListedColormap(list(_COLOURS.values())), 0, len(_COLOURS) - 1)
@@ -159,7 +158,7 @@ def matrix_figure(report: dict):
         for (i, c), code in np.ndenumerate(grid):
             ax.text(c, i, names[code].replace("not-applicable", "n/a"), ha="center", va="center", color="white",
                     fontsize=7, in_layout=False)  # inside the axes: no need to measure it for the layout
-    ax.set_xticks(range(len(runs)), [f"{r['dtype']} {r['variant']}" for r in runs], fontsize=8)
+    ax.set_xticks(range(len(runs)), [f"{r.dtype} {r.variant}" for r in runs], fontsize=8)
     ax.set_yticks(range(len(ids)), ids, fontsize=8)
     ax.xaxis.tick_top()
     ax.set_title("requirement status per run", fontsize=9)
@@ -167,13 +166,14 @@ def matrix_figure(report: dict):
     return fig
 
 
-def matrix_svg(report: dict) -> str:
-    return _svg(matrix_figure(report))
+def matrix_svg(runs: list) -> str:
+    return _svg(matrix_figure(runs))
 
 
-def histogram_figure(run: dict):
-    """Per family, how many elements lie 0, 1, 2, ... ULPs from the correctly rounded result."""
-    err = run["errors"]
+def histogram_figure(run):
+    """Per family, how many elements lie 0, 1, 2, ... ULPs from the correctly rounded result
+    (of a RunResult's errors)."""
+    err = run.errors
     buckets, hist = err["buckets"], err["ulp_histogram"]
     fams = list(hist)
     fig = _figure(7.5, 0.9 + _rows_height(len(fams)))
@@ -189,13 +189,13 @@ def histogram_figure(run: dict):
     ax.set_xticks(range(len(buckets)), [b if b != "nan" else "NaN vs\nnumber" for b in buckets], fontsize=8)
     ax.set_yticks(range(len(fams)), fams, fontsize=8)
     ax.set_xlabel("ULPs from the correctly rounded result (elements per family and distance)", fontsize=8)
-    ax.set_title(f"{run['dtype']} {run['variant']}: ULP error per family (max {err['max_ulp']} ULP"
+    ax.set_title(f"{run.dtype} {run.variant}: ULP error per family (max {err['max_ulp']} ULP"
                  f"{_magnitude(err['max_ulp'])})", fontsize=9)
     _declutter(fig, ax)
     return fig
 
 
-def histogram_svg(run: dict) -> str:
+def histogram_svg(run) -> str:
     return _svg(histogram_figure(run))
 
 
@@ -218,7 +218,7 @@ def _ulp_ticks(fig, ax, ymax: float, fontsize: float) -> list:
 
 def _nan_bins(runs: list) -> list:
     """The middles of the bins where some run has NaN against a number, in order."""
-    return sorted({round((lo + hi) / 2, 9) for b in (r["errors"]["by_ratio"] for r in runs)
+    return sorted({round((lo + hi) / 2, 9) for b in (r.errors["by_ratio"] for r in runs)
                    for lo, hi, k in zip(b["edges"][:-1], b["edges"][1:], b.get("nan") or []) if k > 0})
 
 
@@ -228,7 +228,7 @@ def ratio_figure(runs: list):
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
-    bins = [r["errors"]["by_ratio"] for r in runs]
+    bins = [r.errors["by_ratio"] for r in runs]
     top = max(max(b["max_ulp"] or [0]) for b in bins)
     nan_at = _nan_bins(runs)
     shown = [r for r, b in zip(runs, bins) if any(b["elements"])]
@@ -248,9 +248,9 @@ def ratio_figure(runs: list):
         mid = (edges[:-1] + edges[1:]) / 2
         n = np.array(b["elements"], float)
         keep = n > 0
-        label = f"{run['dtype']} {run['variant']}"
-        dashes = (0, (4, 3)) if run["variant"] == "p" else "-"  # s and p usually coincide: both show
-        colour = "C0" if run["dtype"] == "fp16" else "C3"  # one colour per dtype
+        label = f"{run.dtype} {run.variant}"
+        dashes = (0, (4, 3)) if run.variant == "p" else "-"  # s and p usually coincide: both show
+        colour = "C0" if run.dtype == "fp16" else "C3"  # one colour per dtype
         ax.stairs(np.where(keep, np.array(b["max_ulp"], float), np.nan), edges, baseline=None, color=colour,
                   linestyle=dashes, linewidth=1.2)  # a gap where a bin has no element
         ax2.plot(mid[keep], np.array(b["inexact"], float)[keep] / n[keep], linestyle=":", linewidth=1,
@@ -309,7 +309,7 @@ def ratio_svg(runs: list) -> str:
 def ratio_caption(runs: list) -> str:
     """The caption of ``ratio_svg(runs)``: what is drawn (the NaN strip only where there is one)
     and how many elements are not."""
-    outside = sum(r["errors"]["by_ratio"]["outside"] for r in runs)
+    outside = sum(r.errors["by_ratio"]["outside"] for r in runs)
     nan = " and NaN against a number (x, in the strip above)" if _nan_bins(runs) else ""
     return ("Error against (x1 - x2) / beta: largest ULP error (steps; the p variant dashed), share of "
             f"inexact elements (dotted){nan} per bin of 0.1. Not shown: {outside} elements with the ratio "
@@ -317,19 +317,19 @@ def ratio_caption(runs: list) -> str:
             "(reachable under the error model, or an alternative's bits).")
 
 
-def all_plots(report: dict) -> list:
+def all_plots(report) -> list:
     """(caption, svg) for every plot the report has data for, drawn side by side in forked
     processes where there are several CPUs (matplotlib's layout passes are pure Python: one
     CPU draws one figure at a time; the SVG is the same bits either way)."""
     todo = []
-    if report["runs"]:
-        todo.append(("Pass/fail matrix: every requirement against every dtype and variant", matrix_svg, report))
-    with_errors = [r for r in report["runs"] if r.get("errors")]
+    if report.runs:
+        todo.append(("Pass/fail matrix: every requirement against every dtype and variant", matrix_svg, report.runs))
+    with_errors = [r for r in report.runs if r.errors]
     if with_errors:
         todo.append((ratio_caption(with_errors), ratio_svg, with_errors))
     for run in with_errors:
-        if run["errors"]["ulp_histogram"]:
-            todo.append((f"{run['dtype']} {run['variant']}: elements per family and ULP distance", histogram_svg, run))
+        if run.errors["ulp_histogram"]:
+            todo.append((f"{run.dtype} {run.variant}: elements per family and ULP distance", histogram_svg, run))
     return [(caption, svg) for (caption, _, _), svg in zip(todo, _draw_all([(fn, arg) for _, fn, arg in todo]))]
 
 

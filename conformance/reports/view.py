@@ -17,7 +17,7 @@ from sl1conf.reference import formats
 
 from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.requirements import CATALOG_BY_ID
-from sl1conf.conformance.requirements.results import NOTHING_OBSERVED
+from sl1conf.conformance.requirements.results import NOTHING_OBSERVED, Report
 
 __all__ = ["distance_text", "inputs_text", "element_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Said", "failure_said", "failure_text", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER", "ACCEPTED_FAR"]
@@ -78,16 +78,16 @@ def element_text(e: dict) -> str:
     return f"{inputs_text(e)}: {outcome_text(e)}"
 
 
-def over_the_run(entry: dict) -> tuple:
+def over_the_run(entry) -> tuple:
     """(status, detail) of a per-family requirement's finding about the whole run, in no
     family (R01's rounding bias): ``fail`` (or ``waived``) with what was found when the entry
     has one, else ``pass``, or ``not-applicable`` with the entry. One rule for certify's
     junit.xml and the pytest plugin's ``over-the-run`` item, which are always there."""
-    found = "; ".join(e["detail"] for e in entry.get("examples") or [] if "case" not in e and "detail" in e)
-    if entry["status"] == "not-applicable":
+    found = "; ".join(e["detail"] for e in entry.fields.get("examples") or [] if "case" not in e and "detail" in e)
+    if entry.status == "not-applicable":
         return "not-applicable", ""
-    if found and entry["status"] in ("fail", "waived"):
-        return entry["status"], found
+    if found and entry.status in ("fail", "waived"):
+        return entry.status, found
     return "pass", ""
 
 
@@ -98,23 +98,23 @@ def judged_elements(err: "dict | None") -> int:
     return sum(sum(c) for c in (err or {}).get("ulp_histogram", {}).values())
 
 
-def accuracy_line(run: dict) -> str:
-    """One run's accuracy in one line: the largest error of finite results within the budget,
+def accuracy_line(run) -> str:
+    """One run's (RunResult) accuracy in one line: the largest error of finite results within the budget,
     the elements accepted beyond it (how many, up to how far, as what), and the results that
     are no distance (infinity or NaN against a number), each named."""
-    err = run.get("errors")
+    err = run.errors
     if not judged_elements(err):
-        return f"{run['dtype']} {run['variant']}: no element judged, so no largest error"
-    parts = [f"{run['dtype']} {run['variant']}: largest error {err['max_ulp']} ULP (finite results)"]
+        return f"{run.dtype} {run.variant}: no element judged, so no largest error"
+    parts = [f"{run.dtype} {run.variant}: largest error {err['max_ulp']} ULP (finite results)"]
     far = err.get("beyond_budget")
     if far and far["elements"]:
         by = sorted(far["by"].items(), key=lambda kv: -kv[1])
         as_ = (by[0][0] if len(by) == 1 else "; ".join(f"{name} ({n:,})" for name, n in by))
         worst = far.get("worst")
-        why = _why_far(run["dtype"], worst) if worst else ""
+        why = _why_far(run.dtype, worst) if worst else ""
         parts.append(f"{far['elements']:,} more elements accepted beyond the budget, each with what it took ({as_}), "
                      + (f"up to {far['max_ulp']:,} ULP" if far["max_ulp"] else "each a zero of the other sign")
-                     + (f" (the worst at beta = {decimal(run['dtype'], worst['beta'])}"
+                     + (f" (the worst at beta = {decimal(run.dtype, worst['beta'])}"
                                                   f"{': ' + why if why else ''}; {where_text(worst)})" if worst else ""))
     for kind, seen in (err.get("not_a_distance") or {}).items():
         parts.append(f"{kind}: {seen['elements']:,} element{'s' if seen['elements'] != 1 else ''}" + (
@@ -163,34 +163,36 @@ def bulk_line(b: dict) -> str:
     return f"{b['kind']}: {b['failed']:,} of {b['of']:,} failing elements; e.g. {where_text(e)}: {outcome_text(e)}"
 
 
-def failing_ids(report: dict) -> list:
+def failing_ids(report: Report) -> list:
     """The ids of the required requirements that fail in some run, in catalog order."""
-    return sorted({r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"})
+    return sorted({r.id for run in report.runs for r in run.requirements if r.status == "fail"})
 
 
-def matrix(report: dict) -> tuple:
+def matrix(report: Report) -> tuple:
     """(header, rows) of the pass/fail matrix: each requirement against each run's status."""
-    runs = report["runs"]
-    header = ["id", "requirement", *(f"{r['dtype']} {r['variant']}" for r in runs)]
+    runs = report.runs
+    header = ["id", "requirement", *(f"{r.dtype} {r.variant}" for r in runs)]
     ids = []
     for run in runs:
-        ids += [(q["id"], q["title"]) for q in run["requirements"] if (q["id"], q["title"]) not in ids]
+        ids += [(q.id, q.title) for q in run.requirements if (q.id, q.title) not in ids]
     rows = []
     for rid, title in sorted(ids):
-        status = [next((q["status"] for q in run["requirements"] if q["id"] == rid), "") for run in runs]
+        status = [next((q.status for q in run.requirements if q.id == rid), "") for run in runs]
         rows.append([rid, title, *status])
     return header, rows
 
 
-def _rerun_command(report: dict, dtype: str, variant: str, only: list) -> str:
+def _rerun_command(report: Report, dtype: str, variant: str, only: list) -> str:
     """``sl1conf certify`` rerunning one requirement (and case) on the same implementation,
     platform or profile and vectors as the report (generated vectors are generated again)."""
-    inv = report.get("invocation") or {}
-    vectors = (report.get("vectors") or {}).get(dtype, {}).get("source", "")
-    return _home_expanded(certify_command(inv.get("impl") or report["implementation"]["adapter"], platform=inv.get("platform"),
-                           profile=inv.get("profile") or report["profile"]["path"], dtype=dtype, variant=variant,
+    inv, prof = report.invocation, report.profile
+    vectors = report.vectors.get(dtype, {}).get("source", "")
+    built_in = prof["path"].replace("\\", "/").endswith(f"rules/profiles/{prof['name']}.toml")
+    platform = inv.get("platform") or (prof["name"] if built_in and not inv.get("profile") else None)
+    return _home_expanded(certify_command(inv.get("impl") or report.implementation["adapter"], platform=platform,
+                           profile=None if platform else inv.get("profile") or prof["path"], dtype=dtype, variant=variant,
                            vectors=vectors if inv.get("vectors") and not vectors.startswith("generated") else None,
-                           quick=bool(report.get("quick")), only=only, results=inv.get("results"),
+                           quick=report.quick, only=only, results=inv.get("results"),
                            out=f"/tmp/sl1conf-{dtype}-{variant}-{'-'.join(only)}"))
 
 
@@ -311,7 +313,10 @@ class Row:
 
 @dataclass
 class View:
-    report: dict
+    """What every format of a report says, built once from the typed ``Report``: the renderers
+    (Markdown, HTML, JUnit), the command line's summary and the pytest plugin read this alone."""
+
+    report: Report
     title: str
     verdict: str
     failures: list  # Failure, in catalog order per run; variants failing alike share one
@@ -326,42 +331,47 @@ class View:
     unobserved: list = field(default_factory=list)  # (dtype, variant, id, title, why) per not-applicable entry that says why
     causes: list = field(default_factory=list)  # "fp32 s: <cause line>" per cause of each run's failures (reports.causes)
     provenance: str = ""  # the files the command named, by SHA-256, and the dtypes answered (sim:, --results)
+    incomplete: list = field(default_factory=list)  # incompleteness: why the report is incomplete, a line each
+
+    @property
+    def runs_line(self) -> str:
+        """``fp32 s PASS, fp32 p FAIL``: every run's verdict."""
+        return ", ".join(f"{r.dtype} {r.variant} {r.verdict.upper()}" for r in self.report.runs)
 
 
-def _headline(report: dict) -> str:
+def _headline(report: Report) -> str:
     """``PASS``, ``FAIL on R01, R07``, ``PASS (2 waived)``, ``PASS, but nothing required was checked``,
     ``INCOMPLETE``."""
-    reqs = [r for run in report["runs"] for r in run["requirements"]]
-    text = report["verdict"].upper()
+    reqs = [r for run in report.runs for r in run.requirements]
+    text = report.verdict.upper()
     failing = failing_ids(report)
     if failing:
         text += " on " + ", ".join(failing)
-    waived = sum(r["status"] == "waived" for r in reqs)
+    waived = sum(r.status == "waived" for r in reqs)
     if waived:
         text += f" ({waived} waived)"
-    if report["verdict"] == "pass" and not any(r["kind"] == "required" and r["status"] in ("pass", "waived")
-                                               for r in reqs):
+    if report.verdict == "pass" and not any(r.kind == "required" and r.status in ("pass", "waived") for r in reqs):
         text += ", but nothing required was checked"
     return text
 
 
-def incompleteness(report: dict) -> list:
+def incompleteness(report: Report) -> list:
     """Why the report is incomplete, one line each: runs the profile lists and the
     implementation lacks, and each incomplete run's reasons."""
     out = []
-    if report.get("missing_runs"):
-        out.append("not offered by the implementation, though the profile lists them: " + ", ".join(report["missing_runs"]))
-    out += [f"{run['dtype']} {run['variant']}: " + "; ".join(run["incomplete"]) for run in report["runs"]
-            if run.get("incomplete") and run["verdict"] == "incomplete"]
+    if report.missing:
+        out.append("not offered by the implementation, though the profile lists them: " + ", ".join(report.missing))
+    out += [f"{run.dtype} {run.variant}: " + "; ".join(run.incomplete) for run in report.runs
+            if run.incomplete and run.verdict == "incomplete"]
     return out
 
 
-def _scope(report: dict) -> str:
+def _scope(report: Report) -> str:
     """What part of the suite ran, when not all of it."""
-    return "; ".join((["--quick: edge families only"] if report.get("quick") else []) + (
-        ["--only " + ",".join(report["only"]) + ": only these requirements and cases"] if report.get("only") else [])
-        + ([" and ".join(report["narrowed"]) + ": only the runs asked for"] if report.get("narrowed") else [])
-        + [f"{run['dtype']} {run['variant']}: {run['recorded']}" for run in report["runs"] if run.get("recorded")])
+    return "; ".join((["--quick: edge families only"] if report.quick else []) + (
+        ["--only " + ",".join(report.only) + ": only these requirements and cases"] if report.only else [])
+        + ([" and ".join(report.narrowed) + ": only the runs asked for"] if report.narrowed else [])
+        + [f"{run.dtype} {run.variant}: {run.recorded}" for run in report.runs if run.recorded])
 
 
 def _with_decimals(dtype: str, element: dict) -> dict:
@@ -372,8 +382,8 @@ def _with_decimals(dtype: str, element: dict) -> dict:
     return out
 
 
-def _observation(req: dict) -> str:
-    obs = req.get("observed")
+def _observation(req) -> str:
+    obs = req.fields.get("observed")
     if isinstance(obs, dict):  # R16: per open question, how many open elements (or calls) each answer explains
         def one(question, seen):
             sizes = " and ".join(f"{seen[k]} {unit}" for k, unit in (("elements", "open elements"), ("calls", "calls"))
@@ -388,93 +398,124 @@ def _observation(req: dict) -> str:
     return str(obs) if obs is not None else ""
 
 
-def view(report: dict) -> View:
-    impl = report["implementation"]
-    inv = report.get("invocation") or {}
-    name = inv.get("impl") or impl["adapter"]
-    title = f"{name} on {report['profile']['name']}"
+def _beyond_budget_row(d: str, v: str, r) -> "list | None":
+    """The row of the section "Accepted beyond the budget" of one requirement of one run, if it accepted any."""
+    far, nodist = r.fields.get("beyond_budget"), r.fields.get("beyond_budget_not_a_distance") or {}
+    if not far and not nodist:
+        return None
+    w = far["worst"] if far else None
+    why = _why_far(d, w) if w else ""
+    return [f"{d} {v}", f"{r.id} {r.title}", f"{far['elements']:,}" if far else "0",
+            "; ".join(f"{name} ({n:,})" for name, n in far["by"].items()) if far else "",
+            f"{far['max_ulp']:,} ULP" if far else "",
+            "; ".join(f"{kind}: {n:,}" for kind, n in nodist.items()),
+            (f"{where_text(w)}: dy {w['dy']}, x1 {w['x1']}, x2 {w['x2']}, beta {w['beta']}; expected "
+             f"{w['expected']}, got {w['got']}" + (f" ({why})" if why else "")) if w else "",
+            explain_command(d, w["dy"], w["x1"], w["x2"], w["beta"]) if w else ""]
+
+
+def _failure(report: Report, run, r, shared: dict) -> Failure:
+    """The Failure of a failing requirement ``r`` of ``run``; ``shared``: requirement id -> the
+    cause line it shares with others of the run."""
+    d, v, fields = run.dtype, run.variant, r.fields
+    worst = fields.get("worst")
+    run_wide = [e["detail"] for e in fields.get("examples") or [] if "case" not in e]
+    examples = [e for e in fields.get("examples") or [] if "case" in e]
+    f = Failure(d, v, r.id, r.title, r.statement, _with_decimals(d, worst) if worst else None,
+                "" if worst else (examples[0].get("detail", "") if examples else ""),
+                variants=[v], counts=[(r.failed, r.checked)],
+                reproduction=fields.get("reproduction", ""), over_the_run="; ".join(run_wide),
+                diagnosis=[diagnosis_line(dg) for dg in fields.get("diagnosis") or []],
+                bulk=bulk_line(fields["bulk"]) if fields.get("bulk") else "", cause=shared.get(r.id, ""))
+    case = (worst or (examples[0] if examples else {})).get("case") if fields.get("rerun_cases", True) else None
+    f.commands.append(_rerun_command(report, d, v, [r.id] + ([case] if case else [])))
+    if worst:  # the exact diff, branch, result and every model's bits of the worst element
+        f.commands.append(explain_command(d, worst["dy"], worst["x1"], worst["x2"], worst["beta"]))
+    return f
+
+
+def _run_parts(report: Report, run, out: dict) -> None:
+    """What one run adds to the view's lists (``out``: failures, rows, observed, errors,
+    beyond_budget, unobserved)."""
     from sl1conf.conformance.reports.causes import cause_line, causes
 
-    failures, rows, observed, errors, far_rows, unobserved = [], [], [], [], [], []
-    for run in report["runs"]:
-        d, v = run["dtype"], run["variant"]
-        shared = {rid: cause_line(c) for c in causes(run) if len(c["requirements"]) > 1 for rid in c["requirements"]}
-        err = run.get("errors")
-        if judged_elements(err):
-            worst = err.get("worst")
-            errors.append((d, v, err["max_ulp"], err["nan_mismatches"],
-                           _with_decimals(d, worst) if worst else None))
-        for r in run["requirements"]:
-            worst = r.get("worst")
-            rows.append(Row(d, v, r["id"], r["title"], r["kind"], r["status"], r.get("checked"),
-                            r.get("failed"), worst.get("ulp") if worst else None))
-            far, nodist = r.get("beyond_budget"), r.get("beyond_budget_not_a_distance") or {}
-            if far or nodist:
-                w = far["worst"] if far else None
-                why = _why_far(d, w) if w else ""
-                far_rows.append([
-                    f"{d} {v}", f"{r['id']} {r['title']}", f"{far['elements']:,}" if far else "0",
-                    "; ".join(f"{name} ({n:,})" for name, n in far["by"].items()) if far else "",
-                    f"{far['max_ulp']:,} ULP" if far else "",
-                    "; ".join(f"{kind}: {n:,}" for kind, n in nodist.items()),
-                    (f"{where_text(w)}: dy {w['dy']}, x1 {w['x1']}, x2 {w['x2']}, beta {w['beta']}; expected "
-                     f"{w['expected']}, got {w['got']}" + (f" ({why})" if why else "")) if w else "",
-                    explain_command(d, w["dy"], w["x1"], w["x2"], w["beta"]) if w else ""])
-            req = CATALOG_BY_ID.get(r["id"])
-            if r["status"] == "not-applicable" and r.get("observed"):  # "not observed by this harness", or
-                unobserved.append((d, v, r["id"], r["title"], _observation(r)))  # a check of nothing, and why
-            elif req is not None and req.observes and r.get("observed") is not None:
-                observed.append((d, v, r["id"], r["title"], _observation(r)))
-            if r["status"] != "fail":
-                continue
-            run_wide = [e["detail"] for e in r.get("examples") or [] if "case" not in e]
-            examples = [e for e in r.get("examples") or [] if "case" in e]
-            f = Failure(d, v, r["id"], r["title"], r["statement"], _with_decimals(d, worst) if worst else None,
-                        "" if worst else (examples[0].get("detail", "") if examples else ""),
-                        variants=[v], counts=[(r.get("failed", 0), r.get("checked", 0))],
-                        reproduction=r.get("reproduction", ""), over_the_run="; ".join(run_wide),
-                        diagnosis=[diagnosis_line(dg) for dg in r.get("diagnosis") or []],
-                        bulk=bulk_line(r["bulk"]) if r.get("bulk") else "", cause=shared.get(r["id"], ""))
-            case = (worst or (examples[0] if examples else {})).get("case") if r.get("rerun_cases", True) else None
-            f.commands.append(_rerun_command(report, d, v, [r["id"]] + ([case] if case else [])))
-            if worst:  # the exact diff, branch, result and every model's bits of the worst element
-                f.commands.append(explain_command(d, worst["dy"], worst["x1"], worst["x2"], worst["beta"]))
-            same = next((g for g in failures if (g.dtype, g.id, g.worst, g.detail)
-                         == (f.dtype, f.id, f.worst, f.detail)), None)
-            if same is not None:  # the other variant failing the same way: one block, not two
-                same.variants.append(v)
-                same.counts += f.counts
-                continue
-            failures.append(f)
-    rows.sort(key=lambda r: STATUS_ORDER.index(r.status) if r.status in STATUS_ORDER else 0)
-    host = report.get("host") or {}
+    d, v = run.dtype, run.variant
+    shared = {rid: cause_line(c) for c in causes(run) if len(c.requirements) > 1 for rid in c.requirements}
+    err = run.errors
+    if judged_elements(err):
+        worst = err.get("worst")
+        out["errors"].append((d, v, err["max_ulp"], err["nan_mismatches"], _with_decimals(d, worst) if worst else None))
+    for r in run.requirements:
+        worst = r.fields.get("worst")
+        out["rows"].append(Row(d, v, r.id, r.title, r.kind, r.status, r.fields.get("checked"), r.fields.get("failed"),
+                               worst.get("ulp") if worst else None))
+        far = _beyond_budget_row(d, v, r)
+        if far is not None:
+            out["beyond_budget"].append(far)
+        req, obs = CATALOG_BY_ID.get(r.id), r.fields.get("observed")
+        if r.status == "not-applicable" and obs:  # "not observed by this harness", or a check of nothing, and why
+            out["unobserved"].append((d, v, r.id, r.title, _observation(r)))
+        elif req is not None and req.observes and obs is not None:
+            out["observed"].append((d, v, r.id, r.title, _observation(r)))
+        if r.status != "fail":
+            continue
+        f = _failure(report, run, r, shared)
+        same = next((g for g in out["failures"] if (g.dtype, g.id, g.worst, g.detail)
+                     == (f.dtype, f.id, f.worst, f.detail)), None)
+        if same is not None:  # the other variant failing the same way: one block, not two
+            same.variants.append(v)
+            same.counts += f.counts
+        else:
+            out["failures"].append(f)
+
+
+_IMPLEMENTATION_LABELS = (("library", "library"), ("sha256", "library SHA-256"), ("symbols", "symbols"),
+                          ("model", "model"), ("isa", "ISA"), ("device", "device"), ("torch", "torch"),
+                          ("mindspore_version", "mindspore"), ("threads", "threads"), ("results", "results file"),
+                          ("results_sha256", "results SHA-256"), ("program", "self-test"),
+                          ("program_verdict", "the self-test's own verdict"))
+
+
+def _identity(report: Report, name: str) -> list:
+    """(label, value) of what was tested where: the implementation, its files, the profile, the
+    vectors, the suite, the date, the host and the scope."""
+    impl = report.implementation
     identity = [("implementation", name)]
-    for key, label in (("library", "library"), ("sha256", "library SHA-256"), ("symbols", "symbols"),
-                       ("model", "model"), ("isa", "ISA"), ("device", "device"), ("torch", "torch"),
-                       ("mindspore_version", "mindspore"), ("threads", "threads"),
-                       ("results", "results file"), ("results_sha256", "results SHA-256"), ("program", "self-test"),
-                       ("program_verdict", "the self-test's own verdict")):
+    for key, label in _IMPLEMENTATION_LABELS:
         if key in impl:
             value = impl[key]
             identity.append((label, ", ".join(value) if isinstance(value, list) else str(value)))
     identity += [(f"file {f['path']}", f"SHA-256 {f['sha256']}") for f in impl.get("files") or []]
     if "answered_dtypes" in impl:
         identity.append(("dtypes answered", ", ".join(impl["answered_dtypes"]) or "none"))
-    prof = report["profile"]
+    prof = report.profile
     identity += [("profile", f"{prof['name']}: {prof['title']}"), ("profile file", prof["path"]),
                  ("profile SHA-256", prof["sha256"])]
-    for dtype, vs in (report.get("vectors") or {}).items():
+    for dtype, vs in report.vectors.items():
         identity.append((f"vectors {dtype}", f"{vs.get('id', '')} ({vs['source']}; {vs['elements']} elements; "
                                              f"manifest SHA-256 {vs['manifest_sha256']})"))
-    identity += [("suite", f"sl1conf {report['suite_version']}"), ("date", report.get("created", "unknown")),
-                 ("host", ", ".join(f"{k} {v}" for k, v in host.items()) or "unknown")]
-    if report.get("quick"):
+    identity += [("suite", f"sl1conf {report.suite_version}"), ("date", report.created or "unknown"),
+                 ("host", ", ".join(f"{k} {v}" for k, v in report.host.items()) or "unknown")]
+    if report.quick:
         identity.append(("scope", "--quick: edge families only"))
-    if report.get("only"):
-        identity.append(("scope", "--only " + ",".join(report["only"])))
-    return View(report, title, report["verdict"], failures, rows, observed, identity, errors, _headline(report),
-                _scope(report), [line for line in map(accuracy_line, report["runs"]) if line], far_rows, unobserved,
-                run_causes(report), provenance(impl))
+    if report.only:
+        identity.append(("scope", "--only " + ",".join(report.only)))
+    return identity
+
+
+def view(report: Report) -> View:
+    """The view of a typed report (``requirements.results.Report``), built once for every format."""
+    if not isinstance(report, Report):
+        raise TypeError(f"view() takes a requirements.results.Report, not {type(report).__name__}")
+    name = report.invocation.get("impl") or report.implementation["adapter"]
+    out: dict = {k: [] for k in ("failures", "rows", "observed", "errors", "beyond_budget", "unobserved")}
+    for run in report.runs:
+        _run_parts(report, run, out)
+    rows = sorted(out["rows"], key=lambda r: STATUS_ORDER.index(r.status) if r.status in STATUS_ORDER else 0)
+    return View(report, f"{name} on {report.profile['name']}", report.verdict, out["failures"], rows, out["observed"],
+                _identity(report, name), out["errors"], _headline(report), _scope(report),
+                [line for line in map(accuracy_line, report.runs) if line], out["beyond_budget"], out["unobserved"],
+                run_causes(report), provenance(report.implementation), incompleteness(report))
 
 
 def provenance(impl: dict) -> str:
@@ -487,16 +528,16 @@ def provenance(impl: dict) -> str:
     return "; ".join(parts)
 
 
-def run_causes(report: dict, shared: bool = False) -> list:
+def run_causes(report: Report, shared: bool = False) -> list:
     """The causes of every run's failures (reports.causes), a line each, runs failing alike once;
     ``shared``: only the causes of more than one requirement (each failure says its own)."""
     from sl1conf.conformance.reports.causes import cause_line, causes
 
     out: dict = {}
-    for run in report["runs"]:
+    for run in report.runs:
         for c in causes(run):
-            if not shared or len(c["requirements"]) > 1:
-                out.setdefault(cause_line(c), []).append(f"{run['dtype']} {run['variant']}")
+            if not shared or len(c.requirements) > 1:
+                out.setdefault(cause_line(c), []).append(f"{run.dtype} {run.variant}")
     return [f"{' and '.join(where)}: {line}" for line, where in out.items()]
 
 
@@ -548,9 +589,9 @@ def sections(v: View) -> list:
                        if nothing else ""),
                     ["run", "id", "what", "why"],
                     [[f"{d} {var}", rid, title, text] for d, var, rid, title, text in v.unobserved]))
-    if v.report.get("waivers"):
+    if v.report.waivers:
         out.append(("Waivers", "", ["waiver", "pattern", "matched", "failures waived", "reason"],
                     [[w["id"], w.get("pattern", ""), w["matched"], w.get("failures", ""), w["reason"]]
-                     for w in v.report["waivers"]]))
+                     for w in v.report.waivers]))
     out.append(("What was tested", "", ["", ""], [[k, val] for k, val in v.identity]))
     return out

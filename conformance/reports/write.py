@@ -8,6 +8,7 @@ Reports are checked against the committed schema when read and before they are w
 from __future__ import annotations
 
 import copy
+import dataclasses
 import glob
 import json
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.files import uninterrupted, writable_folder, write_temporary
+from sl1conf.conformance.requirements.results import Report
 
 __all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "PATH_FIELDS", "load_report", "write_report", "validate",
            "portable_path", "portable_paths"]
@@ -28,31 +30,31 @@ class ReportError(SuiteError):
     """An unusable report file or folder: one line naming it and the problem."""
 
 
-def _json(report: dict) -> str:
-    return json.dumps(report, indent=1) + "\n"
+def _json(data: dict, v) -> str:
+    return json.dumps(data, indent=1) + "\n"
 
 
-def _markdown(report: dict) -> str:
+def _markdown(data: dict, v) -> str:
     from sl1conf.conformance.reports.markdown import render_markdown
 
-    return render_markdown(report)
+    return render_markdown(v)
 
 
-def _html(report: dict) -> str:
+def _html(data: dict, v) -> str:
     from sl1conf.conformance.reports.html import render_html
 
-    return render_html(report)
+    return render_html(v)
 
 
-def _junit(report: dict) -> str:
+def _junit(data: dict, v) -> str:
     from sl1conf.conformance.reports.junit import render_junit
 
-    return render_junit(report)
+    return render_junit(v)
 
 
 FORMATS = {"json": ("report.json", _json), "md": ("report.md", _markdown),
            "html": ("report.html", _html), "junit": ("junit.xml", _junit)}
-"""format name -> (file name in the report folder, renderer)"""
+"""format name -> (file name in the report folder, renderer: (the report's JSON, its View) -> text)"""
 
 
 def validate(report: dict) -> None:
@@ -81,14 +83,16 @@ def upgraded_from_1(report: dict) -> dict:
     return {**report, "schema_version": 2}
 
 
-def load_report(path) -> dict:
-    """A report from its folder or its ``report.json``, checked against the schema."""
+def load_report(path) -> Report:
+    """A report from its folder or its ``report.json``, checked against the schema, typed
+    (``requirements.results.Report``): the JSON is read here, at the file's boundary, only."""
     path = Path(path)
     if path.is_dir():
         path = path / "report.json"
     elif not path.exists():
         raise ReportError(f"{path}: no such report folder or file")
-    return jsonfiles.read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError, upgrades={1: upgraded_from_1})
+    return Report.from_json(jsonfiles.read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError,
+                                                   upgrades={1: upgraded_from_1}))
 
 
 PATH_FIELDS = (("profile", "path"), ("invocation", "profile"), ("invocation", "vectors"),
@@ -164,7 +168,7 @@ def _leftovers(out: Path) -> list:
     return sorted(p for fname, _ in FORMATS.values() for p in out.glob(f".{glob.escape(fname)}.*.tmp"))
 
 
-def write_report(report: dict, out, formats=tuple(FORMATS), *, replace_all: bool = False) -> list:
+def write_report(report: Report, out, formats=tuple(FORMATS), *, replace_all: bool = False) -> list:
     """Write the formats asked for (all by default) into folder ``out``, all or none.
 
     Everything is rendered first, then written to temporary files in the folder, and only
@@ -180,12 +184,19 @@ def write_report(report: dict, out, formats=tuple(FORMATS), *, replace_all: bool
     ``replace_all`` (a new report.json): remove the renderings not asked for, so no file of
     an earlier run is left beside the new report (a CI job reading junit.xml would read it).
     Re-rendering (``sl1conf report``) leaves the others alone: they render the same JSON.
+
+    ``report`` is the typed report; its JSON is made here, once, and every other format is
+    rendered from its one ``reports.view.View``.
     """
+    from sl1conf.conformance.reports.view import view
+
     if "json" in formats:  # a new report.json: paths of this machine made portable first
-        report = portable_paths(report)
-    validate(report)
+        report = dataclasses.replace(report, envelope=portable_paths(report.envelope))
+    data = report.to_json()
+    validate(data)
+    v = view(report)
     order = sorted(dict.fromkeys(formats), key=lambda f: f == "json")  # report.json renamed last
-    rendered = [(FORMATS[f][0], FORMATS[f][1](report)) for f in order]  # all rendered, or nothing written
+    rendered = [(FORMATS[f][0], FORMATS[f][1](data, v)) for f in order]  # all rendered, or nothing written
     stale = [fname for name, (fname, _) in FORMATS.items() if replace_all and name not in formats]
     temporary = []
     with uninterrupted():

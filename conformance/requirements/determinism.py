@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import (
-    Batch, Check, EXAMPLES, LONG_CALL, Plan, Probe, Requirement, RunContext, SHORT_CALL, START_LAYOUT, START_LAYOUT_MAX,
-    Seen, Tally, replayed, start_layout,
+    LONG_CALL, START_LAYOUT, START_LAYOUT_MAX, Check, Plan, Requirement, RunContext, replayed, start_layout,
 )
+from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example, differing
+from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch, Probe, Seen
+from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
 
 HISTORY_SAMPLE = 24
@@ -50,17 +51,47 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
     run again with its arrays elsewhere (the start layout), each against the call's first
     result (in a fresh worker where the adapter can start one): the same bits (NaN as a class).
     Every call is numbered in the adapter's history, so the report says where a change was
-    first seen."""
+    first seen; each change's example is its first differing element (its inputs, both results,
+    the correctly rounded one, how many of the call's elements differ) and the first says what
+    every change has in common (requirements.differences)."""
     recorded = replayed(ctx, "repeats in a fresh worker, after the run and in reverse order")
     if recorded:
         return recorded
-    fmt, t = ctx.fmt, Tally(ctx.fmt)
+    t = Tally(ctx.fmt)
+    first, again = ctx.made_of(HISTORY_FIRST), ctx.made_of(HISTORY_AGAIN)
+    seen, layout = _observations(ctx)
+    changes, compared = _changes(ctx, seen)
+    t.checked += len(compared)
+    _note_changes(ctx, t, changes, compared)
+    calls = again.first + len(again.calls) - first.first
+    where = ("the sample's first calls ran in a fresh worker" if first.fresh else
+             f"{ctx.adapter.name} runs in the suite's own process: no fresh worker could be started, so the sample's "
+             "first calls are the first of this run, not of a process")
+    elsewhere = (f" and {len(layout)} calls (every one of up to {START_LAYOUT_MAX:,} elements) again with their arrays "
+                 "elsewhere" if layout else "")
+    extra = {"observed": f"{len(first.calls)} sampled calls repeated up to {calls} calls into the history{elsewhere}; "
+                         f"{where}"}
+    if changes:
+        no, cid = changes[0][0], changes[0][1].case_id
+        extra["observed"] = (f"bits changed with call history: {len(changes)} repeated calls differ; first seen at call "
+                             f"#{no} (case {cid}); " + extra["observed"])
+        extra["reproduction"] = (f"does not reproduce in isolation: the change was first seen at call #{no}, after "
+                                 f"{no - 1} calls; rerunning with --only R14 and no case makes every call again in the "
+                                 "same order, so the calls that came before are replayed")
+        extra["rerun_cases"] = False
+    return Check(t, extra=extra)
+
+
+def _observations(ctx: RunContext) -> tuple:
+    """([(judgement or None, case, [(call number, what it was, outcome)])] per call repeated, the
+    sample's and the start layout's, numbered from the sample's first call; the start layout's
+    (judgement, outcome) pairs)."""
     first, again = ctx.made_of(HISTORY_FIRST), ctx.made_of(HISTORY_AGAIN)
     sample, main, base = first.calls, {id(j.case): j for j in ctx.judged}, first.first - 1
     after_call = again.first - base
     n = len(sample)
     after, reverse = again.outcomes[:n], again.outcomes[n:][::-1]
-    seen = []  # per call: [(call number, what it was, outcome)] in history order
+    seen = []
     for i, c in enumerate(sample):
         obs = [(1 + i, "a fresh worker's call" if first.fresh else "a call before the run", first.outcomes[i])]
         if id(c) in main:
@@ -73,49 +104,45 @@ def _deterministic(ctx: RunContext, req: "Requirement") -> Check:
     for k, (j, o) in enumerate(layout):
         seen.append((j, j.case, [(j.call_no - base, "the run's call", j.outcome),
                                  (start + k, "again with its arrays elsewhere (each starting at a page boundary)", o)]))
-    changes = []  # (call number of the change, case id, detail, judgement, element, bits)
+    return seen, layout
+
+
+def _changes(ctx: RunContext, seen: list) -> tuple:
+    """([(call number, Differ, what each result's words are, judgement)] per repeat whose bits differ
+    from the call's first result, in call order; (case, first, then) per repeat compared)."""
+    changes, compared = [], []
     for j, c, obs in seen:
         obs = sorted((x for x in obs if x[2].status == "ok"), key=lambda x: x[0])
         if not obs:
             continue
         no0, what0, ref = obs[0]
         for no, what, o in obs[1:]:
-            t.checked += 1
-            differ = np.flatnonzero(~formats.same_result(fmt, o.out, ref.out))
-            if differ.size:
-                k = int(differ[0])
-                detail = (f"{differ.size} elements differ; element {k}: call #{no0} ({what0}) gave "
-                          f"{formats.hex_bits(fmt, ref.out[k])}, call #{no} ({what}) {formats.hex_bits(fmt, o.out[k])}")
-                if k < c.elements_written:
-                    ctx.note_flush_varies(c, k, ref.out[k], o.out[k], c.id, detail)
-                changes.append((no, c.id, detail, j, k, o.out[k]))
+            compared.append((c, ref.out, o.out))
+            at = differing(ctx.fmt, ref.out, o.out)
+            if at.size:
+                said = (f"call #{no0} ({what0}) gave", f"call #{no} ({what})")
+                changes.append((no, Differ(c.id, c, ref.out, o.out, at), said, j))
     changes.sort(key=lambda x: x[0])
-    for change in changes:
-        t.count((change[1],))
-    for no, cid, detail, j, k, bits in changes[:EXAMPLES]:
-        if j is not None and k < j.case.elements_written:
-            ex = t.element(j, k, got=bits)
-            ex.pop("ulp_value")
-            ex["detail"] = detail
-            t.examples.append(ex)
-        else:
-            t.examples.append({"case": cid, "detail": detail})
-    calls = again.first + len(again.calls) - 1 - base
-    where = ("the sample's first calls ran in a fresh worker" if first.fresh else
-             f"{ctx.adapter.name} runs in the suite's own process: no fresh worker could be started, so the sample's "
-             "first calls are the first of this run, not of a process")
-    elsewhere = (f" and {len(layout)} calls (every one of up to {START_LAYOUT_MAX:,} elements) again with their arrays "
-                 "elsewhere" if layout else "")
-    extra = {"observed": f"{len(sample)} sampled calls repeated up to {calls} calls into the history{elsewhere}; {where}"}
-    if changes:
-        no, cid = changes[0][:2]
-        extra["observed"] = (f"bits changed with call history: {len(changes)} repeated calls differ; first seen at call "
-                             f"#{no} (case {cid}); " + extra["observed"])
-        extra["reproduction"] = (f"does not reproduce in isolation: the change was first seen at call #{no}, after "
-                                 f"{no - 1} calls; rerunning with --only R14 and no case makes every call again in the "
-                                 "same order, so the calls that came before are replayed")
-        extra["rerun_cases"] = False
-    return Check(t, extra=extra)
+    return changes, compared
+
+
+def _note_changes(ctx: RunContext, t: Tally, changes: list, compared: list) -> None:
+    """Each change as a failing comparison of calls (a flush that comes and goes a call finding,
+    RunContext.note_flush_varies), the first EXAMPLES as examples; the first says how many
+    elements differ over the repeats and what every change has in common."""
+    fmt = ctx.fmt
+    causes = common_causes(fmt, [d for _, d, _, _ in changes], compared) if changes else []
+    over = (f"{sum(d.at.size for _, d, _, _ in changes):,} elements differ in {len(changes):,} of the "
+            f"{len(compared):,} repeats compared" + "".join(f"; cause: {c}" for c in causes))
+    for i, (no, d, said, j) in enumerate(changes):
+        k = int(d.at[0])
+        expected = int(j.expected.oracle[k]) if j is not None and k < j.exact.size else None
+        ex = difference_example(fmt, d, said, got_then=True, expected=expected)
+        if k < d.case.elements_written:
+            ctx.note_flush_varies(d.case, k, d.first[k], d.then[k], d.case_id, ex["detail"])
+        t.count((d.case_id,), ex["detail"])
+        if i < EXAMPLES:
+            t.examples.append(ex if i else difference_example(fmt, d, said, over, got_then=True, expected=expected))
 
 
 # the campaigns' form: a batch's first short call made again at the end of the batch

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sl1conf.reference import formats
-from sl1conf.conformance.requirements.base import Check, Plan, Requirement, RunContext, Tally, replayed
+from sl1conf.conformance.requirements.base import Check, Plan, Requirement, RunContext, replayed
+from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example, differing
+from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
 
 SAMPLE = 12  # calls repeated with dx1 over each input
@@ -30,6 +31,11 @@ IN_PLACE = Plan("in-place", "after", _in_place_calls)
 
 
 def _in_place(ctx: RunContext, req: "Requirement") -> Check:
+    """Each sampled call with dx1 over dy, x1 and x2 against its call with separate buffers: the
+    same bits (NaN as a class). A call that differs is a failure whose example is its first
+    differing element (its inputs, both results, the correctly rounded one, how many of the call's
+    elements differ); the first says what every difference has in common (requirements.differences),
+    and which input dx1 was over where it was always the same one."""
     recorded = replayed(ctx, "calls with dx1 over dy, x1 and x2")
     if recorded:
         return recorded
@@ -38,12 +44,39 @@ def _in_place(ctx: RunContext, req: "Requirement") -> Check:
         return Check(t, applicable=False)
     sample = [j for j in ctx.judged if _whole(j.case)][:SAMPLE]
     made = ctx.made_of(IN_PLACE)
-    pairs = [(j, ac) for j, ac in zip([j for j in sample for _ in ALIASES], made.calls)]
-    for (j, ac), o in zip(pairs, made.outcomes):
+    compared, differs = [], []  # (case, both dx1) per in-place call compared; (Differ, judgement) per one that differs
+    for j, ac, o in zip([j for j in sample for _ in ALIASES], made.calls, made.outcomes):
         t.checked += 1
-        if o.status != "ok" or not formats.same_result(ctx.fmt, o.out, j.outcome.out).all():
-            t.note(ac.id, f"dx1 over {ac.out_alias}: " + (o.detail if o.status != "ok" else "different bits"))
+        if o.status != "ok":
+            t.note(ac.id, f"dx1 over {ac.out_alias}: {o.detail}")
+            continue
+        compared.append((ac, j.outcome.out, o.out))
+        at = differing(ctx.fmt, j.outcome.out, o.out)
+        if at.size:
+            differs.append((Differ(ac.id, ac, j.outcome.out, o.out, at), j))
+    _note_differences(t, differs, compared)
     return Check(t)
+
+
+def _note_differences(t: Tally, differs: list, compared: list) -> None:
+    """Each in-place call that differs as a failing call, the first EXAMPLES as examples."""
+    if not differs:
+        return
+    fmt = t.fmt
+    causes = common_causes(fmt, [d for d, _ in differs], compared)
+    aliases = {d.case.out_alias for d, _ in differs}
+    if len(aliases) == 1 and len({c.out_alias for c, _, _ in compared}) > 1:
+        causes.insert(0, f"only with dx1 over {next(iter(aliases))}")
+    over = (f"{sum(d.at.size for d, _ in differs):,} elements differ in {len(differs):,} of the {len(compared):,} "
+            "in-place calls compared" + "".join(f"; cause: {c}" for c in causes))
+    for i, (d, j) in enumerate(differs):
+        k = int(d.at[0])
+        said = ("separate buffers give", f"dx1 over {d.case.out_alias}")
+        expected = int(j.expected.oracle[k]) if k < j.exact.size else None
+        ex = difference_example(fmt, d, said, over if i == 0 else "", got_then=True, expected=expected)
+        t.count((d.case_id,), f"dx1 over {d.case.out_alias}: " + ex["detail"])
+        if len(t.examples) < EXAMPLES:
+            t.examples.append({**ex, "detail": f"dx1 over {d.case.out_alias}: " + ex["detail"]})
 
 
 ROWS = (

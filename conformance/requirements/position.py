@@ -3,20 +3,28 @@ where it sits (sampled elements run again rearranged)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+
 import numpy as np
 
 from sl1conf.adapters.base import Case
-from sl1conf.conformance.rules.judge import is_special
-from sl1conf.reference import formats
-from sl1conf.conformance.requirements.base import (
-    Batch, Check, EXAMPLES, LONG_CALL, NOT_WRITTEN, Plan, Probe, Requirement, RunContext, Seen, Tally, replayed,
+from sl1conf.conformance.requirements.base import LONG_CALL, Check, Plan, Requirement, RunContext, replayed
+from sl1conf.conformance.requirements.differences import (
+    Differ, common_causes, differ_word, differing, element_words, rare,
 )
+from sl1conf.conformance.requirements.probes import NOT_WRITTEN, Batch, Probe, Seen
+from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
+from sl1conf.conformance.rules.diagnosis import beta_classes
+from sl1conf.conformance.rules.judge import is_special, is_subnormal
+from sl1conf.reference import formats
 
 
 POSITION_WIDTHS = (4, 8, 16, 32, 64)
 """Vector widths (elements) whose body and tail the position check moves elements between."""
 POSITION_BETAS, POSITION_PER_BETA = 4, 120
+POSITION_PER_CLASS = 40
+"""Elements sampled of one beta of every class of beta the POSITION_BETAS betas leave out (the
+open ones among them: beta <= 0, -inf, a NaN beta; and +inf)."""
 
 
 def _exact_reciprocal(fmt, beta: int) -> bool:
@@ -33,38 +41,60 @@ def _position_sample(ctx: RunContext) -> dict:
     boundary, special, subnormal and overflow-prone ones first, then ordinary ones) of the
     calls made with every core, from the betas most calls use among those whose reciprocal is
     inexact (where the evaluation orders differ: a full run's commonest betas are 1, 0.1, 2
-    and 0.5, and an order taken in one lane shows with 0.1 alone), then the others."""
-    full = ctx.profile.core_mask
+    and 0.5, and an order taken in one lane shows with 0.1 alone), then the others; and from one
+    beta of every class of beta those leave out (:func:`beta_class`: the open ones, beta <= 0,
+    -inf and a NaN beta, and +inf, among them), so that a path taken only for such a beta is
+    moved too."""
+    fmt, full = ctx.fmt, ctx.profile.core_mask
     calls = [j for j in ctx.judged if j.exact.size and (j.case.variant == "p" or j.case.core_mask == full)]
     by_beta: dict = {}
     for j in calls:
         by_beta.setdefault(j.case.beta, []).append(j)
-    picked = {}
-    for beta in sorted(by_beta, key=lambda b: (_exact_reciprocal(ctx.fmt, b), -len(by_beta[b]), b))[:POSITION_BETAS]:
-        classes = [[], [], [], [], []]
-        for j in by_beta[beta]:
-            special = is_special(j.fmt, j.expected.oracle)
-            for k in np.flatnonzero(j.boundary)[:8]:
-                classes[0].append((j, int(k)))
-            for k in np.flatnonzero(special)[:4]:
-                classes[1].append((j, int(k)))
-            for k in np.flatnonzero(j.subnormal_inputs & ~special)[:4]:
-                classes[2].append((j, int(k)))
-            for k in np.flatnonzero(j.overflow_prone & ~special)[:4]:
-                classes[3].append((j, int(k)))
-            for k in np.linspace(0, j.exact.size - 1, min(8, j.exact.size)).astype(int):
-                classes[4].append((j, int(k)))
-        sample, seen = [], set()
-        while len(sample) < POSITION_PER_BETA and any(classes):
-            for c in classes:  # round robin over the classes
-                while c:
-                    j, k = c.pop(0)
-                    if (id(j), k) not in seen:
-                        seen.add((id(j), k))
-                        sample.append((j, k))
-                        break
-        picked[beta] = sample
+    order = sorted(by_beta, key=lambda b: (_exact_reciprocal(fmt, b), -len(by_beta[b]), b))
+    picked = {beta: _beta_sample(by_beta[beta], POSITION_PER_BETA, 8) for beta in order[:POSITION_BETAS]}
+    classes = {beta_class(fmt, beta) for beta in picked}
+    # of each class left, a beta of ordinary size first (-0.1 before a negative subnormal), then in the order above
+    for beta in sorted(order[POSITION_BETAS:], key=lambda b: bool(is_subnormal(fmt, b))):
+        cls = beta_class(fmt, beta)
+        if cls not in classes:
+            classes.add(cls)
+            picked[beta] = _beta_sample(by_beta[beta], POSITION_PER_CLASS, POSITION_PER_CLASS)
     return picked
+
+
+def beta_class(fmt, beta: int) -> str:
+    """The class of a beta the sample draws one of (the first key rules.diagnosis.beta_classes gives:
+    beta-nan, beta-zero, beta-neg-inf, beta-negative, beta-inf, beta-subnormal, beta-pow2, beta-not-pow2)."""
+    return next(iter(beta_classes(fmt, beta)))[0]
+
+
+def _beta_sample(js: list, size: int, ordinary: int) -> list:
+    """Up to ``size`` elements of the calls ``js`` (of one beta), round robin over their classes:
+    on the boundary, special results, subnormal inputs, overflow-prone ones, and ``ordinary``
+    ones spread over each call."""
+    classes = [[], [], [], [], []]
+    for j in js:
+        special = is_special(j.fmt, j.expected.oracle)
+        for k in np.flatnonzero(j.boundary)[:8]:
+            classes[0].append((j, int(k)))
+        for k in np.flatnonzero(special)[:4]:
+            classes[1].append((j, int(k)))
+        for k in np.flatnonzero(j.subnormal_inputs & ~special)[:4]:
+            classes[2].append((j, int(k)))
+        for k in np.flatnonzero(j.overflow_prone & ~special)[:4]:
+            classes[3].append((j, int(k)))
+        for k in np.linspace(0, j.exact.size - 1, min(ordinary, j.exact.size)).astype(int):
+            classes[4].append((j, int(k)))
+    sample, seen = [], set()
+    while len(sample) < size and any(classes):
+        for c in classes:  # round robin over the classes
+            while c:
+                j, k = c.pop(0)
+                if (id(j), k) not in seen:
+                    seen.add((id(j), k))
+                    sample.append((j, k))
+                    break
+    return sample
 
 
 def _arrangements(n: int) -> list:
@@ -114,51 +144,122 @@ POSITIONS = Plan("positions", "judged", _position_calls)
 """The sampled elements rearranged (its sample reads the judged masks: boundary, special, ...)."""
 
 
+@dataclass
+class _Moved:
+    """A sampled element compared at another position: element ``k`` of judged call ``j``, at index
+    ``i`` of a call of ``length`` (``call``: its id) in arrangement ``name``, where it gave ``bits``."""
+
+    j: object
+    k: int
+    i: int
+    length: int
+    name: str
+    call: str
+    bits: int
+
+    def tail_moved(self, width: int) -> bool:
+        """Whether it moved between the vector body and the tail (the last n mod ``width`` elements)."""
+        return _tail(self.k, self.j.case.call_length, width) != _tail(self.i, self.length, width)
+
+
 def _position_invariance(ctx: RunContext, req: "Requirement") -> Check:
     """Sampled elements again, rearranged (alone in the body, shifted, in short calls, at the end
-    of a long call): the same bits as in their first call (NaN as a class)."""
+    of a long call): the same bits as in their first call (NaN as a class). Each change's example
+    is the element (its inputs, both results, the correctly rounded one, how many of the sampled
+    elements of its beta changed in that arrangement); the first says what every change has in
+    common (requirements.differences, and the move between the vector body and the tail)."""
     recorded = replayed(ctx, "the sampled elements again at other positions and in other call lengths")
     if recorded:
         return recorded
-    fmt, t = ctx.fmt, Tally(ctx.fmt)
-    changed, moves = [], []  # (original position, new position) of every changed and every compared element
+    t = Tally(ctx.fmt)
     made = ctx.made_of(POSITIONS)
-    calls, every = made.calls, made.outcomes
+    moves, changed, groups = [], [], []  # _Moved per element compared and changed; _arranged's per arrangement
     for sample, name, lengths, where, first in ctx.memo.get(POSITIONS.name, []):
-        outcomes = every[first:first + len(lengths)]
+        outcomes = made.outcomes[first:first + len(lengths)]
+        group = []
         for (j, k), (c, i) in zip(sample, where):
-            o, L = outcomes[c], lengths[c]
+            o = outcomes[c]
             t.checked += 1
-            orig = (k, j.case.call_length)
             if o.status != "ok":
                 t.note(j.row["id"], f"the rearranged call ({name}) failed: {o.status}: {o.detail}")
                 continue
-            moves.append((orig, (i, L)))
-            if not formats.same_result(fmt, o.out[i:i + 1], j.outcome.out[k:k + 1])[0]:
-                changed.append((orig, (i, L)))
-                t.count((j.row["id"], calls[first + c].id))
-                detail = (f"element {k} of a call of {j.case.call_length} gave "
-                          f"{formats.hex_bits(fmt, j.outcome.out[k])}; the same element at index {i} of a "
-                          f"call of {L} ({name}) gives {formats.hex_bits(fmt, o.out[i])}")
-                ctx.note_flush_varies(j.case, k, j.outcome.out[k], o.out[i], j.row["id"], detail)
-                if len(t.examples) < EXAMPLES:
-                    ex = t.element(j, k, got=o.out[i])
-                    ex.pop("ulp_value")
-                    ex["detail"] = detail
-                    t.examples.append(ex)
-    extra = {}
-    if changed:
-        best = None
-        for width in POSITION_WIDTHS:
-            moved = sum(_tail(*a, width) != _tail(*b, width) for a, b in changed) / len(changed)
-            if best is None or moved > best[1]:
-                best = (width, moved)
-        width, share = best
-        extra["observed"] = (f"{len(changed)} of {len(moves)} rearranged elements changed; "
-                             + (f"{share:.0%} of them moved between the vector body and the last n mod {width} "
-                                f"elements of a call (its tail for a width of {width})" if share >= 0.9
-                                else "no body/tail pattern for the widths 4 to 64 explains them"))
+            group.append(_Moved(j, k, i, lengths[c], name, made.calls[first + c].id, int(o.out[i])))
+        if group:
+            moves += group
+            groups.append(_arranged(ctx.fmt, group))
+            changed += [group[a] for a in (groups[-1][0].at if groups[-1][0] else ())]
+    _note_moved(ctx, t, changed, moves, groups)
+    extra = {"observed": _observed(changed, moves)} if changed else {}
     return Check(t, applicable=t.checked > 0, extra=extra)
+
+
+def _arranged(fmt, group: list) -> tuple:
+    """One arrangement of a beta's sample as the differences module compares calls: the sampled
+    elements as one case (their inputs, the beta), their bits in their own calls and here, and a
+    Differ where some changed (None elsewhere)."""
+    template = group[0].j.case
+    pick = lambda a: np.array([getattr(m.j.case, a)[m.k] for m in group], fmt.uint)  # noqa: E731
+    case = replace(template, dy=pick("dy"), x1=pick("x1"), x2=pick("x2"), length=None, out_alias=None,
+                   id=f"{ID} {group[0].name}")
+    first = np.array([m.j.outcome.out[m.k] for m in group], fmt.uint)
+    then = np.array([m.bits for m in group], fmt.uint)
+    at = differing(fmt, first, then)
+    return (Differ(case.id, case, first, then, at) if at.size else None), (case, first, then)
+
+
+def _note_moved(ctx: RunContext, t: Tally, changed: list, moves: list, groups: list) -> None:
+    """Each changed element as a failing comparison (a flush that comes and goes a call finding,
+    RunContext.note_flush_varies), the first EXAMPLES as R01's examples are, with a detail; the
+    first says how many changed and what every change has in common."""
+    if not changed:
+        return
+    fmt = ctx.fmt
+    differs = [d for d, _ in groups if d is not None]
+    causes = common_causes(fmt, differs, [c for _, c in groups], positions=False) + _moved_cause(changed, moves)
+    over = (f"{len(changed):,} of the {len(moves):,} rearranged elements changed"
+            + "".join(f"; cause: {c}" for c in causes))
+    per = {(c.beta, c.id): (0 if d is None else d.at.size, c.n) for d, (c, _, _) in groups}  # changed, compared
+    for e, m in enumerate(changed):
+        j, k = m.j, m.k
+        bad, of = per[j.case.beta, f"{ID} {m.name}"]
+        detail = (element_words(fmt, j.case, k, j.row["id"])
+                  + f": gives {formats.hex_bits(fmt, j.outcome.out[k])} in its call, {formats.hex_bits(fmt, m.bits)} "
+                  f"at index {m.i} of a call of {m.length:,} ({m.name}), correctly rounded "
+                  f"{formats.hex_bits(fmt, j.expected.oracle[k])}; {bad:,} of the {of:,} sampled elements of its beta "
+                  f"{differ_word(bad)} there" + (f" ({over})" if e == 0 else ""))
+        ctx.note_flush_varies(j.case, k, j.outcome.out[k], m.bits, j.row["id"], detail)
+        t.count((j.row["id"], m.call), detail)
+        if len(t.examples) < EXAMPLES:
+            ex = t.element(j, k, got=m.bits)
+            ex.pop("ulp_value")
+            t.examples.append({**ex, "detail": detail})
+
+
+def _moved_cause(changed: list, moves: list) -> list:
+    """``only where an element moved between the vector body and the tail``, for the narrowest width
+    whose body and tail every change moved between and few of the compared elements did."""
+    fits = [(sum(m.tail_moved(w) for m in moves), w) for w in POSITION_WIDTHS
+            if all(m.tail_moved(w) for m in changed)]
+    fits = [(n, w) for n, w in fits if rare(n, len(moves))]
+    if not fits:
+        return []
+    w = min(fits)[1]
+    return [f"only where an element moved between the vector body and the last n mod {w} elements of a call "
+            f"(its tail for a width of {w})"]
+
+
+def _observed(changed: list, moves: list) -> str:
+    """How many rearranged elements changed, and the width whose body and tail most of them moved between."""
+    best = None
+    for width in POSITION_WIDTHS:
+        moved = sum(m.tail_moved(width) for m in changed) / len(changed)
+        if best is None or moved > best[1]:
+            best = (width, moved)
+    width, share = best
+    return (f"{len(changed)} of {len(moves)} rearranged elements changed; "
+            + (f"{share:.0%} of them moved between the vector body and the last n mod {width} "
+               f"elements of a call (its tail for a width of {width})" if share >= 0.9
+               else "no body/tail pattern for the widths 4 to 64 explains them"))
 
 
 # the campaigns' form of the same check: a long call's last elements moved

@@ -176,6 +176,48 @@ class Report:
 
     _HEAD = ("schema", "schema_version", "suite_version", "created", "duration_s")
 
+    # The envelope's fields, by name (what the view and the gate read of a report).
+    @property
+    def implementation(self) -> dict:
+        return self.envelope["implementation"]
+
+    @property
+    def profile(self) -> dict:
+        """The profile's summary (name, title, path, SHA-256)."""
+        return self.envelope["profile"]
+
+    @property
+    def invocation(self) -> dict:
+        return self.envelope.get("invocation") or {}
+
+    @property
+    def host(self) -> dict:
+        return self.envelope.get("host") or {}
+
+    @property
+    def vectors(self) -> dict:
+        return self.envelope.get("vectors") or {}
+
+    @property
+    def quick(self) -> bool:
+        return bool(self.envelope.get("quick"))
+
+    @property
+    def only(self) -> list:
+        return list(self.envelope.get("only") or ())
+
+    @property
+    def created(self) -> str:
+        return self.envelope.get("created", "")
+
+    @property
+    def suite_version(self) -> str:
+        return self.envelope.get("suite_version", "")
+
+    @property
+    def duration_s(self) -> "float | None":
+        return self.envelope.get("duration_s")
+
     def to_json(self) -> dict:
         head = {k: self.envelope[k] for k in self._HEAD if k in self.envelope}
         rest = {k: v for k, v in self.envelope.items() if k not in self._HEAD}

@@ -9,17 +9,26 @@ and the result, the branch) against the elements the rule checked, and reports t
 hold most of the failures and are rarer among the elements checked: each with its count,
 the share of checked elements it covers (the base rate) and one representative element
 that shows the call's length and the element's index.
+
+A class of the call's beta the manual leaves open (beta <= 0, -inf among them, a NaN beta) says
+so: ``beta < 0: the manual leaves this open; outside the stated bounds`` (an element rule fails
+there only on an answer the stated bounds do not allow, rules.openbehaviour). Where such a
+class, or beta = +inf, holds every failure it is their cause (OPEN_CLASSES), and no position in
+the call is reported beside it: the calls of those betas are short, and every element of a
+short call is in some tail.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from sl1conf.conformance.rules.openbehaviour import BOUNDED, open_input
 from sl1conf.reference import exact
 from sl1conf.reference import formats
 from sl1conf.reference.cores import core_chunks
 
-__all__ = ["diagnose", "diagnose_many", "WIDTHS", "TILES", "pattern_keys", "beta_classes"]
+__all__ = ["diagnose", "diagnose_many", "WIDTHS", "TILES", "pattern_keys", "beta_classes", "beta_words", "OPEN",
+           "OUTSIDE_BOUNDS", "OPEN_CLASSES", "POSITIONAL"]
 
 NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # the pattern of unwritten elements
 LATE_WRITE = "late-write"  # the key of R13's call finding: calls that wrote dx1 after they returned
@@ -43,6 +52,13 @@ LENGTHS = ((1, 16, "calls shorter than 16 elements"), (16, 1024, "calls of 16 to
 SHOWN = 4  # patterns reported per requirement
 MIN_SHARE = 0.5  # a pattern is reported when it holds at least this share of the failures ...
 MIN_LIFT = 1.5  # ... and is this many times more common among them than among the elements checked
+OPEN = "the manual leaves this open"  # what the words of a class of open inputs add (a beta <= 0, a NaN beta)
+OUTSIDE_BOUNDS = "outside the stated bounds"  # ... and an element rule's failures there: no answer the bounds allow
+INF_OPEN = "beta-inf-open"  # the key of beta = +inf with an infinite diff (open element by element, not call by call)
+OPEN_CLASSES = ("beta-neg-inf", "beta-negative", "beta-zero", "beta-nan", "beta-inf", INF_OPEN)
+"""The classes of the call's beta the manual leaves open (or at infinity): one of them that holds every failure is
+their cause, before any position in the call (a run of short calls has every element in some tail)."""
+POSITIONAL = ("tail-", "tile-", "length-", "first", "last", "chunk")  # keys (prefixes) of where in a call, not what
 
 
 def _masks(j):
@@ -98,8 +114,11 @@ def _masks(j):
         yield "quotient-underflow", "diff / beta underflows (below the smallest normal)", (ratio < tiny) & (ratio > 0)
     # the call's parameters: the same for every element of the call, so a pattern that holds every
     # failure and few of the elements checked names the kind of call that fails
-    for key, text in beta_classes(fmt, case.beta):
+    for key, text in beta_words(fmt, case.beta, OUTSIDE_BOUNDS):
         yield key, text, np.full(m, True)
+    if case.beta == fmt.exp_mask and j.open_q is not None:  # beta = +inf: open where the diff is infinite
+        yield INF_OPEN, f"beta = +inf with an infinite diff: {OPEN}; {OUTSIDE_BOUNDS}", \
+            j.open_q == BOUNDED.index("beta = +inf")
     yield f"variant-{case.variant}", {"s": "the shared variant (_s, core_mask)", "p": "the private variant (_p)"}[
         case.variant], np.full(m, True)
     if case.variant == "s" and case.core_mask:
@@ -115,8 +134,8 @@ def _masks(j):
 
 STATIC_KEYS = ("not-written", FLUSHED, FLUSH_VARIES, "first", "last", "chunk", "nan", "inf", "zero", "subnormal", "boundary", "overflow", "gt",
                "lt", "mid", "diff-subnormal", "diff-overflow", "quotient-underflow", "variant-s", "variant-p",
-               "one-core", "mask-holes", "beta-nan", "beta-zero", "beta-negative", "beta-inf", "beta-subnormal",
-               "beta-pow2", "beta-not-pow2", "beta-usual", "beta-huge", "beta-tiny", LATE_WRITE)
+               "one-core", "mask-holes", "beta-nan", "beta-zero", "beta-negative", "beta-neg-inf", "beta-inf", INF_OPEN,
+               "beta-subnormal", "beta-pow2", "beta-not-pow2", "beta-usual", "beta-huge", "beta-tiny", LATE_WRITE)
 
 
 def pattern_keys() -> tuple:
@@ -136,6 +155,8 @@ def beta_classes(fmt, beta: int):
         yield "beta-zero", "beta = 0"
         return
     if sign:
+        if cls is formats.FloatClass.INF:
+            yield "beta-neg-inf", "beta = -inf"
         yield "beta-negative", "beta < 0"
         return
     if cls is formats.FloatClass.INF:
@@ -154,6 +175,14 @@ def beta_classes(fmt, beta: int):
         yield "beta-huge", "beta huge (1 / beta below the smallest normal)"
     elif value < 2.0 ** (fmt.emin // 2):
         yield "beta-tiny", f"beta tiny (a normal below 2^{fmt.emin // 2})"
+
+
+def beta_words(fmt, beta: int, adds: str = "") -> list:
+    """:func:`beta_classes` of the call's beta, each said with ``: the manual leaves this open`` where the
+    manual leaves the call's answer open (openbehaviour.open_input: beta <= 0, a NaN beta) and
+    ``adds`` after it (what a failure there is: an element rule's, ``outside the stated bounds``)."""
+    note = f": {OPEN}" + (f"; {adds}" if adds else "") if open_input(fmt, int(beta)) else ""
+    return [(key, text + note) for key, text in beta_classes(fmt, beta)]
 
 
 def diagnose(seen: list, element, findings: "dict | None" = None, noted=()) -> list:
@@ -262,6 +291,8 @@ def _patterns(stats: dict, failed_total: int, checked_total: int, element, findi
             example = first if isinstance(first, dict) else element(*first)
             found.append((key, share, base, {"pattern": text, "key": key, "failed": failed, "of": failed_total,
                                              "checked_share": round(base, 4), "example": example}))
+    if any(f[0] in OPEN_CLASSES and f[1] == 1.0 for f in found):  # what the failures hold, not where they are
+        found = [f for f in found if not f[0].startswith(POSITIONAL)]
     tails = [f for f in found if f[0].startswith("tail-")]
     if tails:  # the width whose tail holds the most failures, then the fewest checked elements
         best = max(tails, key=lambda f: (f[1], -f[2]))

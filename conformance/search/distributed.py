@@ -49,7 +49,7 @@ def submitted(executor: cf.Executor, fn: Callable, items: Iterable[tuple], in_fl
               more: "Callable[[], bool] | None" = None,
               stop: "Callable[[], bool] | None" = None) -> Iterator[cf.Future]:
     """``fn(*args)`` for each ``args`` of ``items`` through ``executor`` (a Dask client's, or a
-    local ``campaign.process_pool``), at most ``in_flight`` submitted at a time (a cluster's
+    local ``common.pool.process_pool``), at most ``in_flight`` submitted at a time (a cluster's
     queue stays short, and a stop leaves little to cancel), while ``more()`` says so: each
     future once it has finished, in the order they finish. Once ``stop()`` says so (a
     signal), the futures already finished are the last: what is in flight is abandoned.

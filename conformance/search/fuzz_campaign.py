@@ -23,6 +23,7 @@ from sl1conf.reference import fast_oracle
 
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.errors import SuiteError
+from sl1conf.conformance.common.pool import process_pool, stop_on_signals
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id, core_masks
@@ -30,7 +31,6 @@ from sl1conf.conformance.requirements.base import element_record
 from sl1conf.conformance.requirements.evidence import add_evidence, evidence_of
 from sl1conf.conformance.requirements.elements import BOUNDARY_ID
 from sl1conf.conformance.search import fuzz
-from sl1conf.conformance.search.campaign import process_pool, stop_on_signals
 from sl1conf.conformance.search.ranges import expand, runs, runs_text
 from sl1conf.conformance.search.shards import missing_shards
 

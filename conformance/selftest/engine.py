@@ -101,7 +101,7 @@ def _certify_member(member: Member, target: Target, build_dir: str, quick: bool)
     """One member's row of the matrix: built, certified on its profile, judged (in a pool worker)."""
     from sl1conf.adapters import AdapterError, load
     from sl1conf.conformance.certify.engine import certify
-    from sl1conf.conformance.rules.profiles import load_profile
+    from sl1conf.conformance.certify.session import platform_profile
 
     started = time.perf_counter()
     row = {"name": member.name, "kind": member.kind, "meant_for": member.meant_for or None,
@@ -114,10 +114,11 @@ def _certify_member(member: Member, target: Target, build_dir: str, quick: bool)
     try:
         built = _build(member, target, Path(build_dir))
         with load(target.spec(built)) as adapter:
-            report = certify(adapter, load_profile(member.platform), dtypes=[member.dtype],
+            profile = platform_profile(member.platform, option=lambda name: f"zoo.toml member {member.name}: {name}")
+            report = certify(adapter, profile, dtypes=[member.dtype],
                              variants=list(member.variants), quick=quick)
-        row["verdict"] = report["verdict"]
-        row["failed"] = sorted({r["id"] for run in report["runs"] for r in run["requirements"] if r["status"] == "fail"})
+        row["verdict"] = report.verdict
+        row["failed"] = sorted({r.id for run in report.runs for r in run.requirements if r.status == "fail"})
     except (AdapterError, SuiteError, OSError) as exc:
         row["problem"] = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
     row.update(judge_member(row), seconds=round(time.perf_counter() - started, 2))
@@ -163,7 +164,7 @@ def run_selftest(target: Target, zoo: list, build_dir: Path, *, quick: bool = Fa
             if progress:
                 progress(rows[m.name], len(rows), len(zoo))
     else:
-        from sl1conf.conformance.search.campaign import process_pool
+        from sl1conf.conformance.common.pool import process_pool
 
         with process_pool(workers) as pool:  # Ctrl-C ends the workers at once, as fuzz's and sweep's
             futures = [pool.submit(_certify_member, m, target, str(build_dir), quick) for m in zoo]

@@ -90,6 +90,91 @@ def _whole(line: str, digits: int) -> bool:
     return bool(m) and len(m.group(3)) == digits
 
 
+@dataclass
+class _Printed:
+    """What the result lines of an output say, before they are checked against the vector set."""
+
+    header: "re.Match | None" = None
+    verdict: "str | None" = None
+    values: dict = field(default_factory=dict)  # case id -> {index: bits}
+    ends: dict = field(default_factory=dict)  # case id -> the inputs the call changed
+    order: list = field(default_factory=list)  # case ids, as the program ran them
+
+    def end(self, path: Path, no: int, cid: str, changed: str) -> None:
+        """A ``= <case id> end <inputs>`` line."""
+        names = () if changed == "-" else tuple(changed.split(","))
+        if any(n not in INPUTS for n in names):
+            raise ResultsError(f"--results {path}: line {no}: unknown input in {changed!r} (expected dy, x1, x2 or -)")
+        if cid in self.ends:
+            raise ResultsError(f"--results {path}: line {no}: case {cid} ends twice")
+        self.ends[cid] = names
+
+    def element(self, path: Path, no: int, cid: str, index: int, bits: int) -> None:
+        """A ``= <case id> <index> <hex>`` line."""
+        if cid not in self.values:
+            if cid in self.ends:
+                raise ResultsError(f"--results {path}: line {no}: case {cid} appears again after its end")
+            self.values[cid] = {}
+            self.order.append(cid)
+        if index in self.values[cid]:
+            raise ResultsError(f"--results {path}: line {no}: case {cid} element {index} appears twice")
+        self.values[cid][index] = bits
+
+
+def _read_lines(path: Path, lines: list, digits: int) -> _Printed:
+    """The header, verdict and result lines of an output (anything else skipped), each checked
+    for its form; ResultsError at the first that is not the self-test's."""
+    out = _Printed()
+    for no, raw in enumerate(lines, 1):
+        line = raw.rstrip("\r")
+        m = _HEADER.match(line)
+        if m:
+            if out.header is not None:
+                raise ResultsError(f"--results {path}: line {no}: a second '# sl1_selftest' line: the file holds "
+                                   "more than one run of the self-test; give the output of one")
+            out.header = m
+            continue
+        if line.startswith("# sl1_selftest "):
+            raise ResultsError(f"--results {path}: line {no}: the self-test's first line names no vector set: it "
+                               "was exported by an older sl1conf; export the set again and rebuild the program")
+        m = _VERDICT.match(line)
+        if m:
+            out.verdict = m.group(1)
+            continue
+        if not line.startswith("= "):
+            continue
+        if out.header is None:
+            raise ResultsError(f"--results {path}: line {no}: a result before the '# sl1_selftest' line")
+        m = _END.match(line)
+        if m:
+            out.end(path, no, *m.groups())
+            continue
+        m = _ELEMENT.match(line)
+        if not m or len(m.group(3)) != digits:
+            raise ResultsError(f"--results {path}: line {no}: not '= <case id> <index> <{digits} hex digits>' "
+                               f"nor '= <case id> end <inputs>': {line[:60]!r}")
+        out.element(path, no, m.group(1), int(m.group(2)), int(m.group(3), 16))
+    return out
+
+
+def _case_result(path: Path, cid: str, got: dict, n: int, guard: int, fmt, ends: dict) -> CaseResult:
+    """One case's printed elements as a CaseResult; ResultsError where a case that ended lacks
+    an element or has one outside its guard zones."""
+    ended = cid in ends
+    want = range(-guard, n + guard)
+    if ended and sorted(got) != list(want):
+        missing = [i for i in want if i not in got]
+        extra = [i for i in got if i not in set(want)]
+        raise ResultsError(f"--results {path}: case {cid}: " + (
+            f"element {missing[0]} missing ({len(missing)} missing)" if missing else
+            f"element {extra[0]} is outside -{guard} .. {n + guard - 1}") + ": the output is damaged")
+    arr = np.full(n + 2 * guard, 0, fmt.uint)
+    for i, b in got.items():
+        if -guard <= i < n + guard:
+            arr[i + guard] = b
+    return CaseResult(cid, arr[guard:guard + n], arr[:guard], arr[guard + n:], ended, ends.get(cid, ()))
+
+
 def read_results(path, vs) -> SelftestResults:
     """The results file at ``path``, checked against the vector set ``vs`` it must come from
     (the same set id, every case id known, every case's element count its n plus the guard
@@ -102,54 +187,12 @@ def read_results(path, vs) -> SelftestResults:
     text = data.decode("ascii", errors="replace")
     fmt = vs.format
     digits = fmt.bits // 4
-    header, verdict, values, ends, order = None, None, {}, {}, []
     lines = text.splitlines()
     cut = ""
     if lines and not text.endswith(("\n", "\r")) and not _whole(lines[-1].rstrip("\r"), digits):
         cut = lines.pop()  # a transfer cut mid-line: judged as an output that stops there (R13), not refused
-    for no, raw in enumerate(lines, 1):
-        line = raw.rstrip("\r")
-        m = _HEADER.match(line)
-        if m:
-            if header is not None:
-                raise ResultsError(f"--results {path}: line {no}: a second '# sl1_selftest' line: the file holds "
-                                   "more than one run of the self-test; give the output of one")
-            header = m
-            continue
-        if line.startswith("# sl1_selftest "):
-            raise ResultsError(f"--results {path}: line {no}: the self-test's first line names no vector set: it "
-                               "was exported by an older sl1conf; export the set again and rebuild the program")
-        m = _VERDICT.match(line)
-        if m:
-            verdict = m.group(1)
-            continue
-        if not line.startswith("= "):
-            continue
-        if header is None:
-            raise ResultsError(f"--results {path}: line {no}: a result before the '# sl1_selftest' line")
-        m = _END.match(line)
-        if m:
-            cid, changed = m.groups()
-            names = () if changed == "-" else tuple(changed.split(","))
-            if any(n not in INPUTS for n in names):
-                raise ResultsError(f"--results {path}: line {no}: unknown input in {changed!r} (expected dy, x1, x2 or -)")
-            if cid in ends:
-                raise ResultsError(f"--results {path}: line {no}: case {cid} ends twice")
-            ends[cid] = names
-            continue
-        m = _ELEMENT.match(line)
-        if not m or len(m.group(3)) != digits:
-            raise ResultsError(f"--results {path}: line {no}: not '= <case id> <index> <{digits} hex digits>' "
-                               f"nor '= <case id> end <inputs>': {line[:60]!r}")
-        cid, index, bits = m.group(1), int(m.group(2)), int(m.group(3), 16)
-        if cid not in values:
-            if cid in ends:
-                raise ResultsError(f"--results {path}: line {no}: case {cid} appears again after its end")
-            values[cid] = {}
-            order.append(cid)
-        if index in values[cid]:
-            raise ResultsError(f"--results {path}: line {no}: case {cid} element {index} appears twice")
-        values[cid][index] = bits
+    printed = _read_lines(path, lines, digits)
+    header = printed.header
     if header is None:
         raise ResultsError(f"--results {path}: no '# sl1_selftest' line: not the output of the self-test that "
                            "sl1conf vectors export --format c-header writes")
@@ -158,32 +201,17 @@ def read_results(path, vs) -> SelftestResults:
         raise ResultsError(f"--results {path}: the self-test ran vector set {set_id}, and --vectors "
                            f"{vs.path or '(generated)'} is {vs.set_id}: judge the results against the set they "
                            "were exported from")
-    if not values:
+    if not printed.values:
         raise ResultsError(f"--results {path}: no element results ('= <case id> <index> <hex>' lines): build the "
                            "self-test with -DSL1_DUMP")
     rows = {row["id"]: row for row in vs.manifest["cases"]}
-    out = SelftestResults(path, hashlib.sha256(data).hexdigest(), dtype, set_id, guard, header.group(0), verdict,
-                          cut=cut)
-    for cid in order:
+    out = SelftestResults(path, hashlib.sha256(data).hexdigest(), dtype, set_id, guard, header.group(0),
+                          printed.verdict, cut=cut)
+    for cid in printed.order:
         if cid not in rows:
             raise ResultsError(f"--results {path}: case {cid} is not in vector set {vs.set_id}")
-        n = rows[cid]["n"]
-        got = values[cid]
-        ended = cid in ends
-        want = range(-guard, n + guard)
-        if ended and sorted(got) != list(want):
-            missing = [i for i in want if i not in got]
-            extra = [i for i in got if i not in set(want)]
-            raise ResultsError(f"--results {path}: case {cid}: " + (
-                f"element {missing[0]} missing ({len(missing)} missing)" if missing else
-                f"element {extra[0]} is outside -{guard} .. {n + guard - 1}") + ": the output is damaged")
-        arr = np.full(n + 2 * guard, 0, fmt.uint)
-        for i, b in got.items():
-            if -guard <= i < n + guard:
-                arr[i + guard] = b
-        out.cases[cid] = CaseResult(cid, arr[guard:guard + n], arr[:guard], arr[guard + n:], ended,
-                                    ends.get(cid, ()))
-    for cid in ends:
-        if cid not in values:
+        out.cases[cid] = _case_result(path, cid, printed.values[cid], rows[cid]["n"], guard, fmt, printed.ends)
+    for cid in printed.ends:
+        if cid not in printed.values:
             raise ResultsError(f"--results {path}: case {cid} ends without any element")
     return out

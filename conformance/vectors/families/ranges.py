@@ -98,64 +98,85 @@ def overflow_cases(fmt: Format, rng: np.random.Generator) -> list:
 
 
 def underflow_cases(fmt: Format, rng: np.random.Generator) -> list:
-    cases = []
+    """Gradual underflow (family 6): each way into the subnormals, a part at a time, drawing
+    from ``rng`` in this order (the cases depend on it)."""
     n = 48
+    return (_subnormal_input_cases(fmt, rng, n) + [_subnormal_diff_case(fmt, rng, n)]
+            + _subnormal_result_cases(fmt, rng, n) + _intermediate_underflow_cases(fmt, rng, n)
+            + _subnormal_beta_cases(fmt, rng))
+
+
+def _subnormals(fmt: Format, rng: np.random.Generator, k: int) -> np.ndarray:
+    """k random subnormal patterns, both signs; the first three the smallest, the largest and
+    half the smallest normal."""
+    mags = rng.integers(1, fmt.frac_mask + 1, k)
+    mags[:3] = [1, fmt.frac_mask, 1 << (fmt.frac_bits - 1)][:k]
+    return bit_array(fmt, np.where(rng.random(k) < 0.5, mags, mags | fmt.sign_mask))
+
+
+def _subnormal_input_cases(fmt: Format, rng: np.random.Generator, n: int) -> list:
+    """Subnormal inputs, one slot at a time and all together, diff in every branch (beta = 1)."""
+    cases = []
     one = one_bits(fmt)
-    sub_min = 2.0 ** (fmt.emin - fmt.frac_bits)
-    min_n = 2.0 ** fmt.emin
-
-    def subs(k):  # random subnormal patterns, both signs
-        mags = rng.integers(1, fmt.frac_mask + 1, k)
-        mags[:3] = [1, fmt.frac_mask, 1 << (fmt.frac_bits - 1)][:k]
-        return bit_array(fmt, np.where(rng.random(k) < 0.5, mags, mags | fmt.sign_mask))
-
-    # subnormal inputs, one slot at a time and all together, diff in every branch (beta = 1)
     grid = bits_of(fmt, np.tile([2.0, -2.0, 0.5, -0.5, 1.0, -1.0, 0.0, 0.25], n // 8))
     for slot in ("dy", "x1", "x2", "all"):
         dy = random_dy(fmt, rng, n, big=False)
         x1, x2 = grid.copy(), np.zeros(n, fmt.uint)
         if slot in ("dy", "all"):
-            dy = subs(n)
+            dy = _subnormals(fmt, rng, n)
         if slot in ("x1", "all"):
-            x1 = subs(n)
+            x1 = _subnormals(fmt, rng, n)
             x2 = grid.copy() if slot == "x1" else x2
         if slot in ("x2", "all"):
-            x2 = subs(n)
+            x2 = _subnormals(fmt, rng, n)
         flag = "subnormal-inputs" if slot == "all" else f"subnormal-{slot}"
         cases.append(make_case(fmt, dy, x1, x2, one, (flag,)))
+    return cases
 
-    # normal inputs whose difference is subnormal; beta and dy keep the result normal
+
+def _subnormal_diff_case(fmt: Format, rng: np.random.Generator, n: int):
+    """Normal inputs whose difference is subnormal; beta and dy keep the result normal."""
     k1 = rng.integers(0, 1 << fmt.frac_bits, n)
     k2 = rng.integers(0, 1 << fmt.frac_bits, n)
     x1 = bit_array(fmt, (1 << fmt.frac_bits) | k1)
     x2 = bit_array(fmt, (1 << fmt.frac_bits) | k2)
     x2[0] = fmt.frac_mask  # the largest subnormal: min normal minus it is the smallest one
     x1[0] = 1 << fmt.frac_bits
-    beta = bits_of(fmt, [min_n])[0]
+    beta = bits_of(fmt, [2.0 ** fmt.emin])[0]
     dy = bits_of(fmt, random_signs(rng, n) * random_significands(fmt, rng, n) * 2.0 ** rng.integers(0, 4, n))
-    cases.append(make_case(fmt, dy, x1, x2, beta, ("subnormal-diff", "middle-branch")))
+    return make_case(fmt, dy, x1, x2, beta, ("subnormal-diff", "middle-branch"))
 
-    # subnormal results from the middle line (normal inputs), ties and underflow to zero included
+
+def _subnormal_result_cases(fmt: Format, rng: np.random.Generator, n: int) -> list:
+    """Subnormal results: from the middle line (normal inputs, ties and underflow to zero
+    included), and subnormal dy passed through by the outer branches."""
+    one = one_bits(fmt)
     e_d = rng.integers(fmt.emin // 2 - 2, fmt.emin // 2 + 2, n)
     d = bits_of(fmt, random_signs(rng, n) * random_significands(fmt, rng, n) * 2.0 ** e_d)
     e_y = (fmt.emin - fmt.frac_bits // 2) - e_d + rng.integers(-2, 3, n)
     dy = bits_of(fmt, random_signs(rng, n) * random_significands(fmt, rng, n) * 2.0 ** e_y)
-    cases.append(make_case(fmt, dy, d, np.zeros(n, np.int64), one, ("subnormal-result", "middle-branch")))
+    cases = [make_case(fmt, dy, d, np.zeros(n, np.int64), one, ("subnormal-result", "middle-branch"))]
     # exact results of half the smallest subnormal (a tie: rounds to zero) and 0.75 of it
     half = 2.0 ** ((fmt.emin - fmt.frac_bits - 1) // 2)
-    other = sub_min / 2 / half
+    other = 2.0 ** (fmt.emin - fmt.frac_bits) / 2 / half
     dt = bits_of(fmt, [half, -half, half * 1.5, -half * 1.5, half * 0.5, -half * 0.5])
     yt = bits_of(fmt, [other, other, other, -other, other, -other])
     cases.append(make_case(fmt, yt, dt, np.zeros(6, np.int64), one,
                            ("subnormal-result", "underflow-tie", "middle-branch")))
     # outer branches pass subnormal dy through (sign flipped for -dy)
-    dsub = subs(16)
+    dsub = _subnormals(fmt, rng, 16)
     x1o = bits_of(fmt, np.tile([2.0, -2.0], 8))
     cases.append(make_case(fmt, dsub, x1o, np.zeros(16, np.int64), one,
                            ("subnormal-dy", "subnormal-result", "outer-branch")))
+    return cases
 
-    # diff * dy underflows (into the subnormals, or below half the smallest subnormal) while
-    # diff / beta * dy is normal: a tiny beta scales it back up.
+
+def _intermediate_underflow_cases(fmt: Format, rng: np.random.Generator, n: int) -> list:
+    """Normal results whose intermediates underflow: diff * dy (into the subnormals, or below
+    half the smallest subnormal; a tiny beta scales it back up), and diff / beta (tiny diff,
+    large beta)."""
+    cases = []
+    min_n = 2.0 ** fmt.emin
     for e_b in (fmt.emin // 2 + 1, (fmt.emin - fmt.frac_bits) // 2 + 1):
         beta = bits_of(fmt, [2.0 ** e_b])[0]
         frac = 0.5 + 0.5 * rng.random(n)
@@ -166,16 +187,18 @@ def underflow_cases(fmt: Format, rng: np.random.Generator) -> list:
         keep = (prod < min_n) & (np.abs(as_float64(fmt, d) / 2.0 ** e_b * as_float64(fmt, dy)) >= min_n)
         cases.append(make_case(fmt, dy[keep], d[keep], np.zeros(int(keep.sum()), np.int64), beta,
                                ("product-underflow", "middle-branch", "result-normal")))
-
-    # diff / beta underflows (tiny diff, large beta) while diff / beta * dy is representable
     beta = bits_of(fmt, [2.0 ** (fmt.frac_bits + 3)])[0]  # diff / beta below half the smallest subnormal
     d = bits_of(fmt, random_signs(rng, n) * random_significands(fmt, rng, n) * min_n)
     d[:4] = [1, 1 | fmt.sign_mask, fmt.frac_mask, 1 << fmt.frac_bits]
     dy = bits_of(fmt, random_signs(rng, n) * random_significands(fmt, rng, n) * 2.0 ** (fmt.emax - 1))
     cases.append(make_case(fmt, dy, d, np.zeros(n, np.int64), beta,
                            ("quotient-underflow", "middle-branch")))
+    return cases
 
-    # subnormal betas at the boundary and inside it
+
+def _subnormal_beta_cases(fmt: Format, rng: np.random.Generator) -> list:
+    """Subnormal betas at the boundary and inside it."""
+    cases = []
     for beta in (1, 3, fmt.frac_mask):
         bf = value_of(fmt, beta)
         ks = np.array([1, -1, 2, -2, 0.5, -0.5, 0, 3, -3, 1, -1, 0.25])

@@ -1,0 +1,228 @@
+"""What a certify run found of one requirement: its :class:`Tally` (the evidence, the examples,
+the commonest kind of error, what the diagnosis reads, what was accepted beyond the budget),
+and the diagnoses of a run's tallies made in one pass (:func:`diagnose_tallies`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sl1conf.conformance.requirements.evidence import Evidence
+from sl1conf.conformance.requirements.records import ERROR_KINDS, element_record, error_kinds
+from sl1conf.conformance.rules.diagnosis import diagnose, diagnose_many
+from sl1conf.conformance.rules.judge import SPECIALS, special_class
+
+__all__ = ["EXAMPLES", "calls_to_look_at", "Tally", "diagnose_tallies"]
+
+EXAMPLES = 5  # failing inputs listed per requirement
+
+
+def calls_to_look_at(ctx: "RunContext", bad: np.ndarray, among: "np.ndarray | None" = None) -> tuple:
+    """For :meth:`Tally.add_calls`: per judged call, whether it has an element ``bad`` marks or one
+    ``among`` accepted beyond the budget, and how many elements ``among`` marks in it."""
+    bounds = ctx.bounds
+    hot = ctx.whole.beyond_budget & ~bad
+    if among is not None:
+        hot &= among
+    hot |= bad
+    close = np.zeros(len(ctx.judged), bool)
+    close[np.searchsorted(bounds, np.flatnonzero(hot), side="right") - 1] = True
+    counted = np.diff(bounds) if among is None else np.diff(np.concatenate([[0], np.cumsum(among)])[bounds])
+    return close, counted
+
+
+class Tally:
+    """What a certify run found of one requirement (or one family of it): its ``evidence``
+    (requirements.evidence.Evidence, the shape fuzz and sweep give theirs in: the elements
+    checked and rejected with the worst, the failing calls), and what a report says beyond it:
+    examples, the commonest kind of error, what the diagnosis reads, what was accepted beyond the
+    budget."""
+
+    def __init__(self, fmt):
+        self.fmt, self.examples = fmt, []
+        self.evidence = Evidence()
+        self._added = self._counted = 0  # calls added and failing calls counted: the positions of the evidence
+        self.seen = []  # (judgement, failing mask, checked mask) per call added: what the diagnosis reads
+        self.far, self.far_by, self.far_worst = 0, {}, None  # accepted beyond the budget: reachable under the error model, or an alternative
+        self.far_special = {}  # accepted infinities or NaNs against numbers (no distance), by kind
+        self.kinds = {}  # error kind (ERROR_KINDS index) -> [failing elements, the first (j, k)]: the bulk
+        self.noted = []  # per failing call or comparison of calls (not an element): the case ids involved
+
+    @property
+    def checked(self) -> int:
+        return self.evidence.checked
+
+    @checked.setter
+    def checked(self, n: int) -> None:
+        self.evidence.checked = n
+
+    @property
+    def failed(self) -> int:
+        """Failing elements and calls."""
+        return self.evidence.failed
+
+    @property
+    def worst(self) -> "dict | None":
+        """The worst failing element (the first added of the farthest)."""
+        return self.evidence.worst
+
+    def add(self, j, bad: np.ndarray, among: "np.ndarray | None" = None):
+        """``bad`` elements of judgement ``j`` (``among``: the elements the rule looked at, default all)."""
+        among = np.ones(bad.shape, bool) if among is None else among
+        self.checked += int(among.sum())
+        self.seen.append((j, bad, among))
+        self._beyond_budget(j, among & ~bad)
+        idx = np.flatnonzero(bad)
+        self._added += 1
+        if not idx.size:
+            return
+        kinds = error_kinds(j, idx)
+        for kind, first, n in zip(*np.unique(kinds, return_index=True, return_counts=True)):
+            slot = self.kinds.setdefault(int(kind), [0, None])
+            slot[0] += int(n)
+            if slot[1] is None:
+                slot[1] = (j, int(idx[first]))
+        k = int(idx[int(np.argmax(j.dist[idx]))])
+        ex = self.element(j, k)
+        self.evidence.add_elements(idx.size, {**ex, "at": (self._added, k)})
+        if len(self.examples) < EXAMPLES:
+            self.examples.append(ex)
+
+    def add_calls(self, ctx: "RunContext", which, bad: np.ndarray, among: "np.ndarray | None" = None,
+                  looked: "tuple | None" = None) -> None:
+        """:meth:`add` of ``ctx.judged[i]`` for every ``i`` of ``which`` (in order), ``bad`` and
+        ``among`` given as masks over the run's elements (``ctx.whole``): the same counts, examples
+        and evidence, the per-element work done once over the run (a call with no failing element
+        and none accepted beyond the budget is only counted: most calls are). ``looked``: what
+        :func:`calls_to_look_at` gave for these masks, where the caller adds several subsets."""
+        judged, bounds = ctx.judged, ctx.bounds
+        close, counted = looked or calls_to_look_at(ctx, bad, among)
+        for i in which:
+            j, lo, hi = judged[i], bounds[i], bounds[i + 1]
+            part = None if among is None else among[lo:hi]
+            if close[i]:
+                self.add(j, bad[lo:hi], part)
+            else:
+                self._added += 1
+                self.checked += int(counted[i])
+                self.seen.append((j, bad[lo:hi], np.ones(hi - lo, bool) if part is None else part))
+
+    def _beyond_budget(self, j, accepted: np.ndarray) -> None:
+        """Count the accepted elements that are beyond the budget (reachable under the error
+        model, or an alternative's bits): how many, with what it took, the farthest; those that
+        are no distance at all (an infinity or NaN against a number) by kind."""
+        far = accepted & j.beyond_budget
+        if not far.any():
+            return
+        at = np.flatnonzero(far)  # few: what accepted them is named for those only
+        cls = special_class(self.fmt, j.got[at], j.expected.oracle[at])
+        for kind in np.unique(cls[cls >= 0]):
+            self.far_special[SPECIALS[kind]] = self.far_special.get(SPECIALS[kind], 0) + int((cls == kind).sum())
+        at = at[cls < 0]
+        if not at.size:
+            return
+        named = j.accepted_as(at)
+        self.far += int(at.size)
+        for name in named:
+            self.far_by[name] = self.far_by.get(name, 0) + 1
+        i = int(np.argmax(j.dist[at]))
+        k = int(at[i])
+        if self.far_worst is None or int(j.dist[k]) > self.far_worst["ulp_value"]:
+            self.far_worst = {**self.element(j, k), "accepted_as": named[i]}
+
+    def note(self, case_id: "str | None", detail: str, also: tuple = ()) -> None:
+        """One failing call (not an element), with what was wrong; ``case_id`` None: a finding
+        about the whole run (listed first: it says more than any one element). ``also``: the
+        ids of other calls the failure involves (the call it was compared with)."""
+        self.count((case_id, *also), detail)
+        if case_id is None:
+            self.examples.insert(0, {"detail": detail})
+            del self.examples[EXAMPLES:]
+        elif len(self.examples) < EXAMPLES:
+            self.examples.append({"case": case_id, "detail": detail})
+
+    def count(self, case_ids: tuple, detail: str = "") -> None:
+        """One failing call or comparison of calls, without an example: the ids of the calls it
+        involved (a repeat and its first call), which the diagnosis's call findings look for."""
+        self._counted += 1
+        self.evidence.add_call((self._counted,), "call", detail)
+        self.noted.append(tuple(case_ids))
+
+    def merge(self, other: "Tally") -> None:
+        self.seen += other.seen
+        self.noted += other.noted
+        for kind, (n, first) in other.kinds.items():
+            slot = self.kinds.setdefault(kind, [0, first])
+            slot[0] += n
+        self.far += other.far
+        for name, n in other.far_by.items():
+            self.far_by[name] = self.far_by.get(name, 0) + n
+        for kind, n in other.far_special.items():
+            self.far_special[kind] = self.far_special.get(kind, 0) + n
+        if other.far_worst and (self.far_worst is None or other.far_worst["ulp_value"] > self.far_worst["ulp_value"]):
+            self.far_worst = other.far_worst
+        theirs = other.evidence  # after this one's: its positions moved past this one's
+        worst, first = theirs.worst, theirs.first_call
+        self.evidence.merge(Evidence(
+            theirs.checked, theirs.elements, theirs.calls,
+            None if worst is None else {**worst, "at": (self._added + worst["at"][0], worst["at"][1])},
+            None if first is None else {**first, "at": (self._counted + first["at"][0],)}))
+        self._added += other._added
+        self._counted += other._counted
+        self.examples += other.examples[: max(0, EXAMPLES - len(self.examples))]
+
+    def element(self, j, k: int, got=None) -> dict:
+        """Element ``k`` of judgement ``j`` as a report example (:func:`element_record`, where it
+        is first); ``got``: another result of it (a rearranged call's) in place of the judged one,
+        its distance measured the same way."""
+        c = j.case
+        if got is None:
+            got, d = j.got[k], int(j.dist[k])
+        else:
+            d = None
+        return {"case": j.row["id"], "element": k, "length": int(c.call_length),
+                **element_record(self.fmt, c.dy[k], c.x1[k], c.x2[k], c.beta, j.expected.oracle[k], got,
+                                 distance=d, may_be_fill=c.out_alias is None)}
+
+    def example(self, j, k: int) -> dict:
+        """Element ``k`` of judgement ``j`` as a report shows it."""
+        e = self.element(j, k)
+        e.pop("ulp_value")
+        return e
+
+    def diagnosed(self, findings: "dict | None" = None) -> bool:
+        """Whether its entry has a diagnosis: it failed, on elements or on calls a finding may explain."""
+        return bool(self.failed and (any(bad.any() for _, bad, _ in self.seen) or findings and self.noted))
+
+    def entry(self, details: bool = True, findings: "dict | None" = None, diagnosis: "list | None" = None) -> dict:
+        """The report's entry; ``details`` False: counts, worst and examples only (no diagnosis,
+        no accepted-far counts: a family's line under its requirement). ``findings``: findings about
+        whole calls the diagnosis tries as patterns (``RunContext.findings``); ``diagnosis``: the
+        diagnosis, where :func:`diagnose_tallies` made it with the run's others."""
+        out = {"checked": self.checked, "failed": self.failed}
+        if details and self.far:
+            out["beyond_budget"] = {"elements": self.far, "max_ulp": self.far_worst["ulp_value"],
+                                   "by": dict(sorted(self.far_by.items())),
+                                   "worst": {k: v for k, v in self.far_worst.items() if k != "ulp_value"}}
+        if details and self.far_special:
+            out["beyond_budget_not_a_distance"] = dict(sorted(self.far_special.items()))
+        example = self.example
+        if details and self.kinds:  # the bulk: the commonest kind of error, with its first element
+            kind, (n, first) = max(self.kinds.items(), key=lambda kv: (kv[1][0], -kv[0]))
+            out["bulk"] = {"kind": ERROR_KINDS[kind], "failed": n, "of": sum(v[0] for v in self.kinds.values()),
+                           "example": example(*first)}
+        if details and self.diagnosed(findings):
+            out["diagnosis"] = (diagnosis if diagnosis is not None
+                                else diagnose(self.seen, self.example, findings, self.noted))
+        if self.worst is not None:
+            out["worst"] = {k: v for k, v in self.worst.items() if k not in ("ulp_value", "at")}
+        if self.examples:
+            out["examples"] = [{k: v for k, v in e.items() if k != "ulp_value"} for e in self.examples]
+        return out
+
+
+def diagnose_tallies(tallies: list, findings: "dict | None" = None) -> dict:
+    """id(tally) -> its diagnosis, for every tally of ``tallies`` whose entry has one, made in one
+    pass over their calls (rules.diagnosis.diagnose_many)."""
+    asked = [t for t in tallies if t is not None and t.diagnosed(findings)]
+    made = diagnose_many([(t.seen, t.example, findings, t.noted) for t in asked])
+    return {id(t): d for t, d in zip(asked, made)}

@@ -1,0 +1,52 @@
+"""A checkpoint of an older sl1conf read as today's: format 4 (the last before one Evidence per
+requirement) upgraded to format 5.
+
+Why: a long sweep's checkpoint holds hours of blocks; a format change that did not change the
+rules (format 5 holds the same counts, judged by the same rules, in other words) must not make
+anyone sweep again. Kept apart from reading the state, so that the day format 4 is dropped one
+module goes.
+"""
+
+from __future__ import annotations
+
+from sl1conf.reference import formats
+
+from sl1conf.conformance.requirements.evidence import Evidence
+from sl1conf.conformance.search.sweep_tally import element_example
+
+__all__ = ["FORMAT_4", "from_format_4"]
+
+FORMAT_4 = "sl1conf-sweep/4"
+
+
+def from_format_4(state: dict, into: str) -> dict:
+    """A format-4 state in format ``into`` (5: the same counts, judged by the same rules): its
+    examples as element records (completed with the sweep's dy and beta), its per-requirement
+    counts as Evidence; its summary left out (the command prints it again). Anything it does not
+    hold as format 4 did is left for the schema to refuse."""
+    try:
+        config, tally = state["config"], state["tally"]
+        dy, beta = int(config["dy"], 16), int(config["beta"], 16)
+
+        def record(e):
+            if e is None:
+                return None
+            distance = formats.NAN_MISMATCH if e["ulp"] == "nan" else int(e["ulp"])
+            return element_example(e["index"], dy, int(e["x1"], 16), int(e["x2"], 16), beta, int(e["expected"], 16),
+                                   int(e["got"], 16), distance)
+        for row in tally["rows"].values():
+            for key in ("worst", "first_nan", "first_zero_sign"):
+                row[key] = record(row[key])
+        tally["beyond_budget"]["worst"] = record(tally["beyond_budget"]["worst"])
+        evidence = {rid: Evidence(elements=r["elements"], worst=record(r["worst"]))
+                    for rid, r in tally.pop("rejected").items()}
+        for rid, c in tally.pop("call_failures").items():
+            e = evidence.setdefault(rid, Evidence())
+            e.calls, first = c["calls"], c["first"]
+            e.first_call = {"at": first["block"], "kind": first["kind"], "detail": first["detail"]}
+        tally["requirements"] = {rid: e.to_json() for rid, e in sorted(evidence.items())}
+        state.pop("summary", None)
+        state["format"] = into
+    except (KeyError, TypeError, ValueError, AttributeError):
+        pass  # not what format 4 held: the schema says what is wrong with it
+    return state

@@ -1,0 +1,148 @@
+"""The error model: what a platform's arithmetic may do, and the places a flush may happen.
+
+Why a module of its own: the model is data (profiles name one, reports print it), and what
+judges a result against it (:mod:`sl1conf.reference.reachable`) is a separate job. A model is
+
+* an **order** (:data:`ORDERS`) at a **precision** (the data format, fp32 or fp64): every
+  intermediate is in that precision, the result is then rounded once to the data format;
+* each operation's **accuracy** in steps: the result of ``sub``, ``mul``, ``div`` or
+  ``recip`` is the correctly rounded value (round to nearest even) or one of the ``k``
+  representable values of the precision on either side of it (``k = 0``: IEEE);
+* **flushing** where the model allows it, each place independently: ``inputs`` (a
+  subnormal input read as a zero of its sign, DAZ), ``intermediates`` (an arithmetic
+  intermediate that is, or was before rounding, subnormal becomes a zero: FTZ), ``result``
+  (the same for the result in the data format). A copy or a sign flip of ``dy`` (the
+  outer lines of the branched orders) is not arithmetic and is never flushed.
+
+Each of those places is several (:data:`PLACES`): the four inputs, each intermediate by its
+name, the last operation and the result; :func:`place_modes` gives each a mode (``never``,
+``may``, ``always``), which R06 uses to ask what an element's result says of one place
+(conformance/requirements/subnormals.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .formats import Format
+
+__all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "DTYPES", "ErrorModel", "IEEE", "FLUSHING",
+           "may_flush", "INPUT_PLACES", "MID_PLACES", "LAST", "RESULT", "PLACES", "MODES", "place_modes",
+           "near_zero_places", "evaluations"]
+
+ORDERS = {
+    "divmul": "(diff / beta) * dy",
+    "recipmul": "(diff * (1 / beta)) * dy",
+    "muldiv": "(diff * dy) / beta",
+    "mulrecip": "(diff * dy) * (1 / beta)",
+    "clamp-recipmul": "clamp(diff, -beta, beta) * (1 / beta) * dy",
+    "clamp-divmul": "clamp(diff / beta, -1, 1) * dy",
+}
+"""The evaluation orders: the first four are the middle line of the manual's three branches
+(the outer lines copy ``dy`` or flip its sign); the clamp orders have no branch (Ascend CANN's
+kernel is ``clamp-recipmul`` in the data type, autodiff frameworks give ``clamp-divmul``)."""
+BRANCHED = ("divmul", "recipmul", "muldiv", "mulrecip")
+OPS = ("sub", "mul", "div", "recip")
+FLUSH_PLACES = ("inputs", "intermediates", "result")
+PRECISIONS = ("data", "fp32", "fp64")
+DTYPES = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64}
+"""The numpy type of each precision's name (and of fp16 data)."""
+INPUT_PLACES = ("dy", "x1", "x2", "beta")
+MID_PLACES = ("x1 - x2", "1 / beta", "diff / beta", "diff * (1 / beta)", "diff * dy")
+"""The arithmetic intermediates before the last operation, by name ("diff" in the clamp orders is
+the clamped diff, the same value where the middle line is taken)."""
+LAST = "the last operation"
+"""The operation whose value is rounded to the result, in the evaluation's precision: its flush and
+the result's both make the result a zero, so R06 judges the two as one place, the result."""
+RESULT = "the result"
+PLACES = INPUT_PLACES + MID_PLACES + (LAST, RESULT)
+MODES = ("never", "may", "always")
+_KIND = {**{p: "inputs" for p in INPUT_PLACES}, **{p: "intermediates" for p in MID_PLACES + (LAST,)}, RESULT: "result"}
+
+
+@dataclass(frozen=True)
+class ErrorModel:
+    """A platform's arithmetic: ``orders`` (order -> the precisions it may be computed in),
+    ``ulp`` (operation -> steps from the correctly rounded result it may land), ``flush`` (the
+    places flushing may happen, of FLUSH_PLACES)."""
+
+    orders: dict = field(default_factory=lambda: {o: PRECISIONS for o in ORDERS})
+    ulp: dict = field(default_factory=lambda: {op: 0 for op in OPS})
+    flush: tuple = ()
+
+    @property
+    def approximate(self) -> tuple:
+        """The operations that may land off the correctly rounded value."""
+        return tuple(op for op in OPS if self.ulp.get(op, 0) > 0)
+
+    def summary(self) -> dict:
+        return {"orders": {o: list(p) for o, p in self.orders.items()}, "ulp": dict(self.ulp),
+                "flush": list(self.flush)}
+
+
+IEEE = ErrorModel(orders={"divmul": PRECISIONS, "recipmul": ("fp32", "fp64"), "muldiv": ("fp32", "fp64"),
+                          "mulrecip": ("fp32", "fp64"), "clamp-recipmul": ("fp32", "fp64"),
+                          "clamp-divmul": PRECISIONS})
+"""The default (a profile that names no error model): every order in fp32 and fp64, the
+division orders in the data format too, every operation correctly rounded, no flushing."""
+FLUSHING = ErrorModel(orders=IEEE.orders, flush=FLUSH_PLACES)
+"""IEEE's arithmetic with flushing at every place (DAZ and FTZ, as an FPU in flush mode does): the
+hypothesis a diagnosis tests rejected elements against (rules.judge.Judgement.flush_explained)."""
+
+
+def place_modes(flush: tuple = (), places: "dict | None" = None) -> dict:
+    """Every place of :data:`PLACES` with its mode: ``may`` where ``flush`` (of FLUSH_PLACES) lists
+    its kind, ``never`` elsewhere, then ``places`` (place -> mode of MODES) over those."""
+    out = {p: "may" if _KIND[p] in flush else "never" for p in PLACES}
+    for p, m in (places or {}).items():
+        if p not in out or m not in MODES:
+            raise ValueError(f"unknown flush place or mode {p!r}: {m!r}; places: {', '.join(PLACES)}; modes: {', '.join(MODES)}")
+        out[p] = m
+    return out
+
+
+def near_zero_places(fmt: Format, dy, x1, x2, beta) -> dict:
+    """Per place of :data:`PLACES` (the last operation's and the result's value are one), the
+    elements (bit arrays; ``beta`` one or one per element) where its value in some evaluation is
+    subnormal, or near enough to be before its rounding: where flushing it can change anything
+    (float64 with a margin of 2: its own rounding is far smaller). The diff is taken as
+    ``x1 - x2``, and as ``-x2`` or ``x1`` where x1 or x2 is subnormal and read as zero; a zero
+    dy or beta read so gives a zero or an infinity, never a subnormal."""
+    v = lambda bits: np.asarray(bits, fmt.uint).view(fmt.dtype).astype(np.float64)  # noqa: E731
+    tiny = 2 * float(fmt.min_normal)
+    near = lambda w: (np.abs(w) < tiny) & (w != 0)  # noqa: E731
+    with np.errstate(all="ignore"):  # NaN inputs: their casts and sums raise nothing
+        y, a, c = v(dy), v(x1), v(x2)
+        b = np.broadcast_to(v(np.asarray(beta, fmt.uint)), y.shape)
+        diffs = (a - c, np.where(near(a), -c, a - c), np.where(near(c), a, a - c))
+        any_of = lambda f: near(f(diffs[0])) | near(f(diffs[1])) | near(f(diffs[2]))  # noqa: E731
+        out = {"dy": near(y), "x1": near(a), "x2": near(c), "beta": near(b), "x1 - x2": any_of(lambda d: d),
+               "1 / beta": near(1 / b), "diff / beta": any_of(lambda d: d / b), "diff * dy": any_of(lambda d: d * y)}
+        out["diff * (1 / beta)"] = out["diff / beta"]
+        out[LAST] = out[RESULT] = any_of(lambda d: d / b * y)
+    return out
+
+
+def may_flush(fmt: Format, dy, x1, x2, beta) -> np.ndarray:
+    """Elements where some place's value is near zero (:func:`near_zero_places`): elsewhere no flush
+    changes anything, so the flushing stage need not look."""
+    out = None
+    for mask in near_zero_places(fmt, dy, x1, x2, beta).values():
+        out = mask.copy() if out is None else out | mask
+    return out
+
+
+def evaluations(fmt: Format, model: ErrorModel) -> list:
+    """(name, order, numpy dtype) of every evaluation the model allows for data ``fmt``: the
+    precision "data" is the data format, duplicates (data = fp32 for fp32 data) once."""
+    out, seen = [], set()
+    for order, precs in model.orders.items():
+        for p in precs:
+            name = fmt.name if p == "data" else p
+            if np.dtype(DTYPES[name]).itemsize < fmt.dtype.itemsize or (order, name) in seen:
+                continue
+            seen.add((order, name))
+            out.append((f"{order}-{name}", order, DTYPES[name]))
+    return out
