@@ -775,3 +775,17 @@ def test_results_cross_from_the_engine_to_the_page_typed():
         tree = source.files[module][0]
         fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
         assert [ast.unparse(a.annotation) if a.annotation else None for a in fn.args.args] == ["View"], name
+
+
+def test_results_are_built_once():
+    """The typed results are frozen dataclasses: what is learnt after one is built (the
+    shared-against-private comparison, a waiver) makes a new one, never edits it (issue 37)."""
+    source, _ = repository()
+    tree = source.files["sl1conf.conformance.requirements.results"][0]
+    frozen = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name in ("FamilyResult", "RequirementResult", "RunResult", "Report"):
+            frozen[node.name] = any(isinstance(d, ast.Call) and ast.unparse(d.func) == "dataclass"
+                                    and any(k.arg == "frozen" and ast.unparse(k.value) == "True" for k in d.keywords)
+                                    for d in node.decorator_list)
+    assert frozen == dict.fromkeys(("FamilyResult", "RequirementResult", "RunResult", "Report"), True)

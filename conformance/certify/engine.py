@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from concurrent.futures import TimeoutError as FutureTimeout
 
 import numpy as np
@@ -419,20 +419,23 @@ class _Certification:
 
     def run_all(self, variants, progress, only_reqs) -> list:
         """Every planned run's result, in order; the shared and the private runs of a dtype compared
-        once both are judged (R09's evidence on the shared one's result)."""
+        once both are judged, what that finds given to a new result of the shared run (R09's
+        evidence: a result is never changed once built)."""
         runs = []
-        done = {}  # (dtype, variant) -> (run, its outputs, its call findings): what the variants are compared on
+        done = {}  # (dtype, variant) -> (its place in runs, its outputs, its call findings)
         for k, (vs, ctx, listed) in enumerate(self.planned):
             bar = progress(f"{vs.format.name} {ctx.variant}", len(ctx.calls)) if progress else None
             if k not in self.made:
                 self._make(k, bar)
             runs.append(_run(self.queue, ctx, vs, listed, self.made.pop(k), self.seen.pop(k), bar,
                              self.prepared.pop(k, None), functools.partial(self._idle, k), only_reqs))
-            done[ctx.fmt.name, ctx.variant] = (runs[-1], _outputs(ctx), ctx.findings)
+            done[ctx.fmt.name, ctx.variant] = (k, _outputs(ctx), ctx.findings)
             self.planned[k] = (vs, None, listed)  # its judgements are no longer needed
             shared, private = done.get((ctx.fmt.name, "s")), done.get((ctx.fmt.name, "p"))
             if shared and private and ctx.variant == variants[-1]:
-                compare_variants(shared[0], vs.format, shared[1], private[1], findings=_merged(private[2], shared[2]))
+                run = runs[shared[0]]
+                runs[shared[0]] = replace(run, requirements=compare_variants(
+                    run.requirements, vs.format, shared[1], private[1], findings=_merged(private[2], shared[2])))
         return runs
 
 
@@ -475,7 +478,7 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     listed = [f"{d} {v}" for d in profile.dtypes for v in profile.variants]
     narrowed = narrowed_by(profile, dtypes_asked, variants_asked, set(vectors) if by_vectors else None)
     missing = [] if narrowed else [r for r in listed if r not in {f"{run.dtype} {run.variant}" for run in runs}]
-    used = waive(runs, waivers) if waivers is not None else None  # after the comparison
+    runs, used = waive(runs, waivers) if waivers is not None else (runs, None)  # after the comparison
     return report_of(runs, started=started, implementation=adapter.describe(), profile=profile,
                      invocation=invocation, only=only, host=describe_host(), vectors=c.sets, quick=quick,
                      missing=missing, narrowed=narrowed, waivers=used)

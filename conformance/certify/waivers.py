@@ -25,6 +25,7 @@ then the ids and family names); the fields are documented in docs/conformance.md
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from sl1conf.conformance.common.errors import SuiteError
@@ -106,41 +107,48 @@ def _pattern_holds(w: dict, result) -> "tuple[bool, int]":
 def apply_waivers(report: Report, waivers: list[dict]) -> Report:
     """A finished report (read back, ``reports.write.load_report``) with ``waivers`` applied
     (:func:`waive`), its statuses and verdicts following (``certify(waivers=...)`` applies them
-    as it certifies). The report given is left as it was."""
-    typed = Report.from_json(report.to_json())  # a copy: waiving names the waiver on the results
-    typed.waivers = waive(typed.runs, waivers)
-    return typed
+    as it certifies): a new report; the one given is left as it was."""
+    runs, used = waive(report.runs, waivers)
+    return replace(report, runs=runs, waivers=used)
 
 
-def waive(runs: list, waivers: list[dict]) -> list:
-    """Name on each failure the waivers cover (RequirementResult or FamilyResult of ``runs``,
-    RunResult each) the waiver that covers it: its status, and the verdicts, follow from that
-    (results.RequirementResult.status); each waiver with its use."""
+def waive(runs: list, waivers: list[dict]) -> tuple:
+    """``runs`` (RunResult each) with the waivers that cover their failures given to them: new
+    results (a result is never changed once built), each RequirementResult or FamilyResult a
+    waiver covers built with its reason, a requirement a narrower waiver names with how far that
+    reaches (``waiver_partial``); their statuses, and the verdicts, follow
+    (results.RequirementResult.status). (The new runs, each waiver with its use.)"""
     used, failures = [0] * len(waivers), [0] * len(waivers)
 
-    def cover(target, run, rid: str, families, result) -> None:
-        for k, w in enumerate(waivers):
-            if _covers(w, run, rid, families):
-                whole, held = _pattern_holds(w, result)
-                if not whole:  # narrower than the failures: they still fail; say how far it reaches
-                    result.waiver_partial = f"{w['reason']}: pattern {w['pattern']} " + (
-                        f"holds {held:,} of its {result.failed:,} failures; the others still fail" if held
-                        else "is not among the patterns its failures share (it holds under half of them, or none): "
-                             "they still fail")
-                    continue
-                target.waiver = w["reason"]
-                used[k] += 1
-                failures[k] += target.failed
-                return
+    def waived(run, result):
+        partial = result.waiver_partial
 
-    for run in runs:
-        for result in run.requirements:
-            if result.status != "fail":
-                continue
-            per_family = [f for f in result.families if f.status == "fail"]
-            if per_family:  # judged per family: waive family by family
-                for f in per_family:
-                    cover(f, run, result.id, [f.family], result)
-            else:
-                cover(result, run, result.id, list(by_id(result.id).families), result)
-    return [{**w, "matched": n, "failures": f} for w, n, f in zip(waivers, used, failures)]
+        def cover(failed: int, families) -> str:
+            """The reason of the first waiver that covers ``failed`` failures of ``result`` in
+            ``families`` ("" where none does)."""
+            nonlocal partial
+            for k, w in enumerate(waivers):
+                if _covers(w, run, result.id, families):
+                    whole, held = _pattern_holds(w, result)
+                    if not whole:  # narrower than the failures: they still fail; say how far it reaches
+                        partial = f"{w['reason']}: pattern {w['pattern']} " + (
+                            f"holds {held:,} of its {result.failed:,} failures; the others still fail" if held
+                            else "is not among the patterns its failures share (it holds under half of them, or "
+                                 "none): they still fail")
+                        continue
+                    used[k] += 1
+                    failures[k] += failed
+                    return w["reason"]
+            return ""
+
+        if result.status != "fail":
+            return result
+        if any(f.status == "fail" for f in result.families):  # judged per family: waive family by family
+            families = [replace(f, waiver=cover(f.failed, [f.family]) or f.waiver) if f.status == "fail" else f
+                        for f in result.families]
+            return replace(result, fields={**result.fields, "families": families}, waiver_partial=partial)
+        reason = cover(result.failed, list(by_id(result.id).families))
+        return replace(result, waiver=reason or result.waiver, waiver_partial=partial)
+
+    out = [replace(run, requirements=[waived(run, r) for r in run.requirements]) for run in runs]
+    return out, [{**w, "matched": n, "failures": f} for w, n, f in zip(waivers, used, failures)]

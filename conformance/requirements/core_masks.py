@@ -54,37 +54,41 @@ VARIANTS_SAID = ("the shared version (all cores) gives", "the private version")
 """What an R09 example says before each version's bits."""
 
 
-def compare_variants(shared, fmt: formats.Format, outputs_shared: dict, outputs_private: dict,
-                     findings: "dict | None" = None) -> None:
-    """R09's second half, added to the evidence of the shared run's R09 result (RunResult): the
-    shared version (all cores) and the private version give the same bits, case by case
-    (``outputs_*``: case id -> (the call's adapters Case, dx1)). Each differing
-    call's example is its first differing element (requirements.differences.difference_example):
-    the inputs, both results, the correctly rounded one, how many elements differ, and, in the
-    first, what every difference has in common (differences.common_causes). ``findings``: the call
-    findings of both runs (``RunContext.findings``: key -> (pattern, {case id: what was seen}),
-    such as R13's writes after the return): a difference in such a call counts for that finding's
-    pattern in the entry's diagnosis. Its status follows from the evidence
-    (results.RequirementResult.status)."""
-    result = next((r for r in shared.requirements if r.id == ID), None)
-    if result is None:  # not reported (--only): nothing to add it to
-        return
-    entry = result.fields
+def compare_variants(requirements: list, fmt: formats.Format, outputs_shared: dict, outputs_private: dict,
+                     findings: "dict | None" = None) -> list:
+    """The shared run's requirement results (RequirementResult each, in catalog order) with R09's
+    second half given to R09's, a new result built with it (a result is never changed once
+    built): the shared version (all cores) and the private version give the same bits, case by
+    case (``outputs_*``: case id -> (the call's adapters Case, dx1)). Each differing call's
+    example is its first differing element (requirements.differences.difference_example): the
+    inputs, both results, the correctly rounded one, how many elements differ, and, in the
+    first, what every difference has in common (differences.common_causes). ``findings``: the
+    call findings of both runs (``RunContext.findings``: key -> (pattern, {case id: what was
+    seen}), such as R13's writes after the return): a difference in such a call counts for that
+    finding's pattern in the entry's diagnosis. Its status follows from the evidence
+    (results.RequirementResult.status). R09 not among them (``--only``): as they were."""
+    at = next((i for i, r in enumerate(requirements) if r.id == ID), None)
+    if at is None:
+        return requirements
+    result = requirements[at]
+    entry = dict(result.fields)  # the result's own fields are left as they were
+    if "diagnosis" in entry:  # its patterns' counts grow below: copies
+        entry["diagnosis"] = [dict(d) for d in entry["diagnosis"]]
     checked = failed = 0
     findings, explained = findings or {}, {key: [] for key in findings or {}}
-    examples = entry.setdefault("examples", [])
+    examples = entry["examples"] = list(entry.get("examples", []))
     compared, differs = [], []  # (case, both dx1) per call compared; Differ per call that differs
     for cid in sorted(set(outputs_shared) & set(outputs_private)):
         (case, a), (_, b) = outputs_shared[cid], outputs_private[cid]
         checked += 1
         compared.append((case, a, b))
-        at = differing(fmt, a, b)
-        if at.size:
+        at_ = differing(fmt, a, b)
+        if at_.size:
             failed += 1
             for key, (_, ids) in findings.items():
                 if cid in ids:
                     explained[key].append(cid)
-            differs.append(Differ(cid, case, a, b, at))
+            differs.append(Differ(cid, case, a, b, at_))
     if differs:
         elements = sum(d.at.size for d in differs)
         over = (f"{elements:,} elements differ in {failed:,} of the {checked:,} calls compared"
@@ -99,7 +103,8 @@ def compare_variants(shared, fmt: formats.Format, outputs_shared: dict, outputs_
     entry["shared_vs_private"] = {"checked": checked, "failed": failed}
     if failed and ("diagnosis" in entry or any(explained.values())):
         _add_call_findings(entry, failed, explained, findings)
-    result.applicable = result.applicable or checked > 0
+    compared_result = replace(result, fields=entry, applicable=result.applicable or checked > 0)
+    return [*requirements[:at], compared_result, *requirements[at + 1:]]
 
 
 def _add_call_findings(entry: dict, failed: int, explained: dict, findings: dict) -> None:

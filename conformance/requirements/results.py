@@ -1,11 +1,12 @@
 """A certification's results, typed: a family's, a requirement's, a run's and a report's.
 
 Each is built once, from what the checks found (the evidence), and serialised once
-(``to_json``, the report schema's objects, their keys in the schema's order). A status and a
+(``to_json``, the report schema's objects, their keys in the schema's order). They are frozen:
+what is learnt after a result is built (the shared-against-private comparison, a waiver) is given
+to a new result (``dataclasses.replace``), never written into the old one. A status and a
 verdict are never stored: they are properties, computed from the evidence, the applicability
 and the waivers in one place (:attr:`RequirementResult.status`, :attr:`RunResult.verdict`,
-:attr:`Report.verdict`), so the shared-against-private comparison adds evidence and a waiver
-names itself, and neither rewrites a status. ``from_json`` reads a written report's objects
+:attr:`Report.verdict`). ``from_json`` reads a written report's objects
 back (a finished report waived again, the runs the pytest plugin's workers certified).
 :func:`incomplete_reasons` says why a run that failed nothing still checked too little to pass.
 """
@@ -33,7 +34,7 @@ def as_json(value):
     return value
 
 
-@dataclass
+@dataclass(frozen=True)
 class FamilyResult:
     """A requirement judged family by family (R01): one family's counts and examples."""
 
@@ -57,7 +58,7 @@ class FamilyResult:
         return cls(d["family"], d["checked"], d["failed"], rest, d.get("waiver", ""))
 
 
-@dataclass
+@dataclass(frozen=True)
 class RequirementResult:
     """What one run found of one requirement. ``fields``: the report entry's fields after the
     status, in its order (counts, the worst and example elements, the diagnosis, what was
@@ -113,7 +114,7 @@ class RequirementResult:
                    d.get("waiver", ""), d.get("waiver_partial", ""))
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunResult:
     """One dtype and variant certified: every requirement's result, the error statistics, and
     why a run that failed nothing still checked too little to pass (``incomplete``)."""
@@ -145,14 +146,14 @@ class RunResult:
 
     @classmethod
     def from_json(cls, d: dict) -> "RunResult":
-        run = cls(d["dtype"], d["variant"], d["cases"], d["elements"],
-                  [RequirementResult.from_json(r) for r in d["requirements"]], d.get("errors"), d.get("recorded", ""),
-                  list(d.get("incomplete", ())))
-        run.broke = d.get("verdict") == "fail" and run.verdict != "fail"
-        return run
+        args = (d["dtype"], d["variant"], d["cases"], d["elements"],
+                [RequirementResult.from_json(r) for r in d["requirements"]], d.get("errors"), d.get("recorded", ""),
+                list(d.get("incomplete", ())))
+        # a run written as failed that fails nothing it holds: its certification broke
+        return cls(*args, broke=d.get("verdict") == "fail" and cls(*args).verdict != "fail")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report:
     """A certification: its envelope (what, where, how it was asked for) and its runs.
     ``extra``: top-level fields after the runs; ``waivers``: each waiver with its use (None:
