@@ -298,3 +298,22 @@ def test_a_bias_found_over_the_whole_run_fails_one_case_in_both_junit_files(pyte
     assert failing((pytester.path / "plugin.xml").read_text()) == want
     assert case_names((tmp_path / "report" / "junit.xml").read_text()) == case_names(
         (pytester.path / "plugin.xml").read_text())
+
+
+def test_a_call_example_names_its_case_once():
+    """A call's example says its case once: in front of what was seen, unless what was seen (the
+    evidence of R09, R14, R15 and R18: the case, the element, the call's length) begins with it;
+    no committed report says ``case 1.40: case 1.40, ...``."""
+    import re
+    from pathlib import Path
+
+    from sl1conf.conformance.reports.view import case_detail
+
+    assert case_detail({"case": "16.6", "detail": "crash: killed by SIGSEGV"}) == "case 16.6: crash: killed by SIGSEGV"
+    said = "case 1.40, element 8 of a call of 48 (dy=0x42c3809c ...): call #8 gave 0x00000000"
+    assert case_detail({"case": "1.40", "detail": said}) == said
+    assert case_detail({"case": "1.4", "detail": said}) == f"case 1.4: {said}"  # 1.40 is another case
+    reports = sorted((Path(__file__).resolve().parents[1] / "reports").glob("*/report.md"))
+    assert reports
+    twice = [f"{p.parent.name}: {m.group(0)}" for p in reports for m in re.finditer(r"case (\S+): case \1\b", p.read_text())]
+    assert not twice, twice

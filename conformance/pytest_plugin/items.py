@@ -230,8 +230,8 @@ class RequirementItem(ReadsLikeAReport, pytest.Item):
 
 
 def _example(ex: dict) -> str:
-    from sl1conf.conformance.reports.view import element_text
+    from sl1conf.conformance.reports.view import case_detail, element_text
 
     if "dy" not in ex:
-        return f"case {ex['case']}: {ex.get('detail', '')}" if "case" in ex else f"over the run: {ex.get('detail', '')}"
+        return case_detail(ex) if "case" in ex else f"over the run: {ex.get('detail', '')}"
     return f"case {ex['case']} element {ex['element']}: {element_text(ex)}"

@@ -19,7 +19,7 @@ from sl1conf.conformance.common.commands import certify_command, explain_command
 from sl1conf.conformance.requirements import CATALOG_BY_ID
 from sl1conf.conformance.requirements.results import NOTHING_OBSERVED, Report
 
-__all__ = ["distance_text", "inputs_text", "element_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Said", "failure_said", "failure_text", "Row", "View", "view", "sections", "all_held", "decimal",
+__all__ = ["case_detail", "distance_text", "inputs_text", "element_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Said", "failure_said", "failure_text", "Row", "View", "view", "sections", "all_held", "decimal",
            "STATUS_ORDER", "ACCEPTED_FAR"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
@@ -149,10 +149,18 @@ def where_text(e: dict) -> str:
     return f"case {e['case']}, element {e['element']}" + (f" of a call of {e['length']:,}" if "length" in e else "")
 
 
+def case_detail(e: dict) -> str:
+    """A call's example (its case and what was seen of it) as one line: ``case 1.40: <detail>``,
+    or the detail alone where it already begins with its case (the evidence of R09, R14, R15 and
+    R18 names the case, the element and the call's length itself)."""
+    detail, case = e.get("detail", ""), e["case"]
+    return detail if detail.startswith((f"case {case},", f"case {case}:", f"case {case} ")) else f"case {case}: {detail}"
+
+
 def diagnosis_line(d: dict) -> str:
     """One pattern of a diagnosis (rules.diagnosis) with its representative element."""
     e = d["example"]
-    shown = f"{where_text(e)}: {outcome_text(e)}" if "element" in e else f"case {e['case']}: {e['detail']}"
+    shown = f"{where_text(e)}: {outcome_text(e)}" if "element" in e else case_detail(e)
     return (f"{d['pattern']}: {d['failed']:,} of {d['of']:,} failures ({d['checked_share']:.1%} of the elements "
             f"checked); e.g. {shown}")
 
