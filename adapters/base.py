@@ -18,6 +18,7 @@ Implementations are named by one string (see :func:`sl1conf.adapters.load`):
 from __future__ import annotations
 
 import abc
+import dataclasses
 import time
 from dataclasses import dataclass
 from typing import Optional, Sequence
@@ -125,8 +126,17 @@ class Case:
             return getattr(self, self.out_alias).copy()
         return np.full(self.n * self.format.dtype.itemsize, FILL_BYTE, np.uint8).view(self.format.uint)
 
-    def floats(self):
-        """(dy, x1, x2, beta) as float arrays and a float scalar of the case's format."""
+    def replace(self, **changes) -> "Case":
+        """This call with some fields changed (checked again): a vector record's call run on
+        another variant or core_mask, a drawn batch given its variant, a shrunk case."""
+        return dataclasses.replace(self, **changes)
+
+    def floats(self, fmt: "Format | None" = None):
+        """(dy, x1, x2, beta) as float arrays and a float scalar of the case's format. ``fmt``,
+        where given, must be that format (callers that drew a batch for ``fmt`` say which they
+        expect; bits read as another format would be nonsense, so that raises)."""
+        if fmt is not None and fmt.name != self.dtype:
+            raise ValueError(f"case {self.id}: a {self.dtype} call read as {fmt.name}")
         fmt = self.format
         beta = np.array([self.beta], dtype=fmt.uint).view(fmt.dtype)[0]
         return self.dy.view(fmt.dtype), self.x1.view(fmt.dtype), self.x2.view(fmt.dtype), beta

@@ -120,7 +120,7 @@ def dump(vs_dir: Path, guard: int = 4) -> list:
     out = []
     for fam in vs.manifest["families"]:
         for row in (r for r in vs.manifest["cases"] if r["family"] == fam["id"]):
-            call = vs.case(row).call("fp32", variant=row["variant"], core_mask=int(row["core_mask"], 16), id=row["id"])
+            call = vs.case(row).call
             (o,) = kernel.run([call])
             bits = [fill] * guard + [int(b) for b in o.out] + [fill] * guard
             out.append((row["id"], [f"= {row['id']} {i - guard} {b:08x}" for i, b in enumerate(bits)]

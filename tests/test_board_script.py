@@ -77,7 +77,7 @@ def calls_of_length(length: int) -> tuple:
         if vc.variant == "s" and vc.core_mask == 0:
             continue  # core_mask 0 means nothing to the private version: not called
         count += 1
-        if vc.call("fp32", variant="p", core_mask=profile.core_mask, id=row["id"]).call_length == length:
+        if vc.call.replace(variant="p", core_mask=profile.core_mask, id=row["id"]).call_length == length:
             ids.append(row["id"])
     return ids, count
 

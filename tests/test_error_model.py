@@ -81,7 +81,8 @@ def test_daz_and_ftz_on_every_operation_pass_the_dsp_profiles_and_fail_ieee(tmp_
         seen = entry(report, "R06")["observed"]  # an FPU in flush mode flushes every place, each consistently
         assert seen.startswith("flush-to-zero at the inputs") and seen.endswith(": consistent per place"), seen
         far = entry(report, "R01").get("beyond_budget", {}).get("by", {})
-        assert any("flushed" in k or "read as zero" in k for k in far), far  # the report says what it took
+        took = [k for names in far.values() for k in names]
+        assert any("flushed" in k or "read as zero" in k for k in took), far  # the report says what it took
     code, failed, _ = certify(tmp_path, lib, "ieee", "--dtype", "fp32", "--variant", "p")
     assert code == 1 and "R06" in failed, failed
 
@@ -106,7 +107,9 @@ def test_a_newton_raphson_reciprocal_passes_the_dsp_profiles(p, tmp_path):
     code, failed, report = certify(tmp_path, lib, p, "--dtype", "fp32", "--variant", "p")
     assert code == 0 and not failed, failed
     far = entry(report, "R02").get("beyond_budget", {}).get("by", {})
-    assert not far or any("1/beta within 2 ULP" in k for k in far), far
+    # on the boundary there is no budget: what is not +-dy exactly is accepted as reachable, and the
+    # report names the approximate operation that reaches it
+    assert not far or (set(far) == {"reachable"} and any("within 2 ULP" in k for k in far["reachable"])), far
 
 
 def test_the_ascend_clamp_times_reciprocal_order_passes(tmp_path):

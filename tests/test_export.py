@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 from sl1conf.adapters import sample as S
+from sl1conf.adapters.base import Case
 from sl1conf.conformance.rules import acceptance as A
 from sl1conf.conformance.rules.judge import Expected, judge
 from sl1conf.conformance.rules.profiles import load_profile
@@ -61,8 +62,11 @@ def _raw(fmt: F.Format, *patterns) -> np.ndarray:
 
 
 def _case(fmt, dy, x1, x2, beta, **kw) -> VectorCase:
-    return VectorCase(np.asarray(dy, fmt.uint), np.asarray(x1, fmt.uint), np.asarray(x2, fmt.uint),
-                      int(beta) if isinstance(beta, np.integer) else int(_bits(fmt, beta)[0]), **kw)
+    """A record: the call (``kw``'s variant, core_mask, length) plus the record's own ``kw``."""
+    record = {k: kw.pop(k) for k in ("flags", "result", "alternatives", "note") if k in kw}
+    call = Case(fmt.name, np.asarray(dy, fmt.uint), np.asarray(x1, fmt.uint), np.asarray(x2, fmt.uint),
+                int(beta) if isinstance(beta, np.integer) else int(_bits(fmt, beta)[0]), **kw)
+    return VectorCase(call, **record)
 
 
 def small_families(dtype: str) -> list[Family]:
@@ -118,8 +122,8 @@ def small_families(dtype: str) -> list[Family]:
                   result="acceptable", alternatives={"zero": arr(zero, nzero), "dy": arr(one, _bits(fmt, -2.0)[0])},
                   note="0/0 with beta 0: the manual leaves it open")
     open_ = Family(6, "open", "cases the manual leaves open, with alternatives", cases=[
-        VectorCase(dy, x1, x2, int(three), result="acceptable", alternatives={"spec-order": spec_order},
-                   note="q = diff/beta underflows in the spec order"),
+        _case(fmt, dy, x1, x2, three, result="acceptable", alternatives={"spec-order": spec_order},
+              note="q = diff/beta underflows in the spec order"),
         beta0,
     ])
     return [plain, lengths, specials, subnormal, open_]

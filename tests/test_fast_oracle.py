@@ -60,9 +60,9 @@ def test_fast_oracle_flush_to_zero_matches_mpmath(fmt):
 def test_every_special_against_every_special(fmt, flush):
     specials = special_patterns(fmt)
     triples = np.array(list(itertools.product(specials, repeat=3)), dtype=fmt.uint)
-    from sl1conf.conformance.vectors.sampling import Draw
+    from sl1conf.adapters.base import Case
     for beta in specials.tolist():
-        _check(fmt, Draw(triples[:, 0].copy(), triples[:, 1].copy(), triples[:, 2].copy(), beta), flush)
+        _check(fmt, Case(fmt.name, triples[:, 0].copy(), triples[:, 1].copy(), triples[:, 2].copy(), beta), flush)
 
 
 def test_fallback_rate_is_reported():

@@ -111,4 +111,19 @@ def test_a_summary_of_the_previous_schema_version_is_refused_by_merge(libs, caps
     path.write_text(json.dumps(doc))
     code = main(["fuzz", "merge", str(tmp_path / "s"), "--out", str(tmp_path / "m")])
     err = capsys.readouterr().err
-    assert code == 2 and "unknown schema version 5 (this sl1conf reads 6)" in err and err.count("\n") == 1
+    assert code == 2 and "unknown schema version 5 (this sl1conf reads 7)" in err and err.count("\n") == 1
+
+
+def test_a_summary_counts_every_element_by_reason_and_version_6_is_merged_as_not_counted(libs, capsys, tmp_path):
+    """Version 7 counts every returned element by the judge's one reason (they add up to the
+    campaign's elements, and a defect's wrong elements are rejected ones); a version 6 summary,
+    which kept no such counts, is read as 7 with ``reasons`` null, and a merge with it claims none."""
+    fuzz(capsys, libs["odd-tail"], tmp_path / "s")
+    doc = json.loads((tmp_path / "s" / "summary.json").read_text())
+    assert sum(doc["reasons"].values()) == doc["elements"] and doc["reasons"]["rejected"] > 0
+    del doc["reasons"]
+    doc["schema_version"] = 6
+    (tmp_path / "s" / "summary.json").write_text(json.dumps(doc))
+    assert main(["fuzz", "merge", str(tmp_path / "s"), "--out", str(tmp_path / "m")]) in (0, 1)
+    capsys.readouterr()
+    assert json.loads((tmp_path / "m" / "summary.json").read_text())["reasons"] is None

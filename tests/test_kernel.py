@@ -14,7 +14,8 @@ import sys
 import numpy as np
 import pytest
 
-from sl1conf.conformance.vectors.sampling import Draw, hard_batch, random_batch, special_patterns
+from sl1conf.adapters.base import Case
+from sl1conf.conformance.vectors.sampling import hard_batch, random_batch, special_patterns
 from sl1conf.reference import formats as F
 from sl1conf.reference import kernel
 from sl1conf.reference.models import get_model, models_for
@@ -55,7 +56,7 @@ def test_kernel_on_every_special_combination(fmt, model):
     specials = special_patterns(fmt)
     t = np.array(list(itertools.product(specials, repeat=3)), dtype=fmt.uint)
     for beta in specials.tolist():
-        b = Draw(t[:, 0].copy(), t[:, 1].copy(), t[:, 2].copy(), beta)
+        b = Case(fmt.name, t[:, 0].copy(), t[:, 1].copy(), t[:, 2].copy(), beta)
         args = b.floats(fmt)
         assert_same(fmt, kernel.smoothl1lossgrad(*args, model=model), get_model(model)(*args), b, model)
 

@@ -66,7 +66,8 @@ def test_certify_fuzz_and_sweep_agree_element_by_element(tmp_path, impl, beta_te
 
     # certify: the elements as a vector set (cases of 1024), judged by the engine
     chunks = [slice(k, min(k + 1024, x1.size)) for k in range(0, x1.size, 1024)]
-    cases = [finish_case(FP16, VectorCase(dy[s].copy(), x1[s].copy(), x2[s].copy(), beta)) for s in chunks]
+    cases = [finish_case(FP16, VectorCase(Case("fp16", dy[s].copy(), x1[s].copy(), x2[s].copy(), beta)))
+             for s in chunks]
     vs = V.in_memory("fp16", [Family(1, "boundary-exact", "test", cases=cases)], seed=0)
     _, judged, broken = judge_run(adapter, profile, vs, "p")
     assert not broken and len(judged) == len(chunks)
@@ -151,8 +152,9 @@ def test_shorter_calls_shared_variant_and_a_flushing_profile_agree_too(platform,
     profile = load_profile(platform)
     adapter = ArrayFunction("test", boundary_low)
     chunks = [slice(k, min(k + 512, x1.size)) for k in range(0, x1.size, 512)]
-    cases = [finish_case(FP16, VectorCase(dy[s].copy(), x1[s].copy(), x2[s].copy(), beta, variant="s",
-                                          core_mask=profile.core_mask, length=s.stop - s.start - 3)) for s in chunks]
+    cases = [finish_case(FP16, VectorCase(Case("fp16", dy[s].copy(), x1[s].copy(), x2[s].copy(), beta, variant="s",
+                                               core_mask=profile.core_mask, length=s.stop - s.start - 3)))
+             for s in chunks]
     vs = V.in_memory("fp16", [Family(1, "boundary-exact", "test", cases=cases)], seed=0)
     _, judged, broken = judge_run(adapter, profile, vs, "s")
     assert not broken and len(judged) == len(chunks)

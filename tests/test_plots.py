@@ -37,7 +37,7 @@ def run(dtype="fp32", variant="s", max_ulp=None, elements=None, nan=None, famili
         requirements=[SimpleNamespace(id=f"R{i:02d}", title=f"requirement-{i}", status=statuses[i % len(statuses)])
                       for i in range(1, requirements + 1)],
         errors={
-            "max_ulp": max(max_ulp), "nan_mismatches": 0, "beyond_budget_elements": 0, "buckets": BUCKETS,
+            "max_ulp": max(max_ulp), "nan_mismatches": 0, "reasons": dict.fromkeys(("exact", "within_budget", "reachable", "alternative", "open_bounds", "rejected"), 0), "buckets": BUCKETS,
             "ulp_histogram": {f"family-{i}-{'x' * (i % 20)}": [int(v) for v in rng.integers(0, 3 * 10 ** 6, 9)]
                               for i in range(families)},
             "by_ratio": {"edges": EDGES, "elements": elements,

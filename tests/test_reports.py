@@ -99,12 +99,17 @@ def test_report_rejects_a_corrupt_report_in_one_line(reports, tmp_path, capsys, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json"]  # nothing half-written
 
 
+def _beyond(e: dict) -> int:
+    """A run's elements accepted beyond the budget: the judge's reasons reachable, alternative, open_bounds."""
+    return sum(e["reasons"][r] for r in ("reachable", "alternative", "open_bounds"))
+
+
 def test_largest_error_leaves_out_exceptions_and_names_its_input(reports):
     """The kernel (divmul-fp16) is at most 2 ULP from the correctly rounded result wherever it is
     not accepted beyond the budget; the worst element it names must really be that far (checked with formats)."""
     for run in load(reports, "pass")["runs"]:
         e = run["errors"]
-        assert e["max_ulp"] <= 2 and e["nan_mismatches"] == 0 and e["beyond_budget_elements"] > 0
+        assert e["max_ulp"] <= 2 and e["nan_mismatches"] == 0 and _beyond(e) > 0
         w = e["worst"]
         fmt = F.format_by_name(run["dtype"])
         assert int(F.ulp_distance(fmt, np.array(int(w["expected"], 16)), np.array(int(w["got"], 16)))) == e["max_ulp"]
@@ -124,21 +129,26 @@ def test_elements_accepted_beyond_the_budget_are_shown_with_what_accepted_them(r
         assert e["not_a_distance"]["zero where the result is normal"]["accepted"] > 0
         if "beyond_budget" not in e:
             accepted = sum(k["accepted"] for k in e["not_a_distance"].values())
-            assert accepted == e["beyond_budget_elements"], e
+            assert accepted == _beyond(e), e
             continue
         seen.add(run["dtype"])
         far = e["beyond_budget"]
         # every element accepted beyond the budget is either a distance (counted here) or an accepted infinity/NaN
         # against a number (counted by kind, never as ULPs)
         accepted_specials = sum(k["accepted"] for k in (e.get("not_a_distance") or {}).values())
-        assert far["elements"] + accepted_specials == e["beyond_budget_elements"] and far["elements"] == sum(far["by"].values()) > 0
+        assert far["elements"] + accepted_specials == _beyond(e)
+        assert far["elements"] == sum(n for names in far["by"].values() for n in names.values()) > 0
+        assert set(far["by"]) <= {"reachable", "alternative", "open_bounds"} and far["worst"]["reason"] in far["by"]
+        # every element judged has one reason: the reasons add up to the elements the histogram holds
+        assert sum(e["reasons"].values()) == sum(sum(h) for h in e["ulp_histogram"].values())
         assert far["max_ulp"] > budget[run["dtype"]] and far["worst"]["ulp"] == far["max_ulp"]
         fmt = F.format_by_name(run["dtype"])
         w = far["worst"]
         assert int(F.ulp_distance(fmt, np.array(int(w["expected"], 16)), np.array(int(w["got"], 16)))) == far["max_ulp"]
     assert "fp16" in seen  # divmul-fp16's far (but nonzero) quotients
     md = (reports / "pass" / "report.md").read_text()
-    assert "more elements accepted beyond the budget, each with what it took (divmul-fp16" in md.split("## ")[0]
+    assert re.search(r"accepted beyond the budget at a distance: [0-9,]+, each with what it took \(reachable: divmul-fp16",
+                     md.split("## ")[0])
 
 
 def test_infinity_and_nan_against_numbers_are_named_not_counted_as_ulps(reports):
@@ -226,14 +236,14 @@ def test_a_runs_statistics_at_once_are_those_of_its_calls_one_by_one(impl, dtype
                                                            adapter.run([c for _, _, c in calls]), 0)
     one_by_one, at_once = errorstats.ErrorStats(), errorstats.ErrorStats()
     for i, j in enumerate(judged):
-        one_by_one.add(j.family, vs.format, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.beyond_budget, got=j.got,
+        one_by_one.add(j.family, vs.format, j.dist, j.case.x1, j.case.x2, j.case.beta, i, j.reason, got=j.got,
                        oracle=j.expected.oracle, accepted_by=j.accepted_as(), accepted=j.ok,
                        unwritten=j.unwritten if j.case.out_alias is None else None)
     at_once.add_run(vs.format, whole, judged, bounds)
     assert json.dumps(at_once.entry(None), sort_keys=True) == json.dumps(one_by_one.entry(None), sort_keys=True)
-    assert (at_once.worst_at, at_once.beyond_at, at_once.specials) == \
-        (one_by_one.worst_at, one_by_one.beyond_at, one_by_one.specials)
-    assert one_by_one.worst_ulp > 0 and one_by_one.beyond  # the comparison is about something
+    assert (at_once.worst_at, at_once.accepted.worst, at_once.specials) == \
+        (one_by_one.worst_at, one_by_one.accepted.worst, one_by_one.specials)
+    assert one_by_one.worst_ulp > 0 and one_by_one.accepted.beyond  # the comparison is about something
 
 
 # --- what a reader sees -------------------------------------------------------------------------
@@ -393,7 +403,7 @@ def test_gate_stops_a_rise_in_far_accepted_elements_and_in_overflows(reports, tm
     e.setdefault("not_a_distance", {})["infinity where the result is finite"] = {"elements": 3, "accepted": 3}
     assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 1
     out = capsys.readouterr().out
-    assert "elements accepted beyond the budget (reachable under the error model or an alternative)" in out and "infinity where the result is finite: 0 -> 3" in out
+    assert "elements accepted beyond the budget (reachable, an alternative or within open bounds)" in out and "infinity where the result is finite: 0 -> 3" in out
 
 
 def test_gate_stops_a_larger_worst_error_and_a_missing_run(reports, tmp_path, capsys):
@@ -602,18 +612,43 @@ def test_gate_calls_pass_to_incomplete_a_regression(reports, tmp_path, capsys):
     assert "pass -> INCOMPLETE (3 of 600 calls answered unsupported)" in capsys.readouterr().out
 
 
-def test_a_version_1_report_is_read_as_version_2(reports, tmp_path):
+def _without_reasons(report: dict) -> dict:
+    """``report`` as an older version held it: no counts by reason, no reason beside accepted_as."""
+    out = json.loads(json.dumps(report))
+    for run in out["runs"]:
+        for obj in (run["errors"], *run["requirements"]):
+            obj.pop("reasons", None)
+            for f in obj.get("families", []):
+                f.pop("reasons", None)
+            if "beyond_budget" in obj and "worst" in obj["beyond_budget"]:
+                obj["beyond_budget"]["worst"].pop("reason", None)
+    return out
+
+
+def test_reports_of_versions_1_and_2_are_read_as_version_3(reports, tmp_path):
     """Reports written before the names of what was accepted beyond the budget were made one
     (schema version 1: accepted_far, accepted_not_a_distance, errors.excepted, errors.excepted_far)
-    are read, rendered and gated as version 2."""
+    and before every element had one reason (version 2: a flat beyond_budget.by, a count
+    beyond_budget_elements) are read, rendered and gated as version 3, each name of ``by`` under
+    its reason (what the error model took: reachable), without the counts by reason they never kept."""
     new = load(reports, "pass")
-    old = json.loads(json.dumps(new))
-    old["schema_version"] = 1
+    v2 = _without_reasons(new)
+    v2["schema_version"] = 2
+    for run, run3 in zip(v2["runs"], new["runs"]):
+        run["errors"]["beyond_budget_elements"] = _beyond(run3["errors"])
+        for obj in (run["errors"], *run["requirements"]):
+            if "beyond_budget" in obj:
+                obj["beyond_budget"]["by"] = {name: n for names in obj["beyond_budget"]["by"].values()
+                                              for name, n in names.items()}
+    v1 = json.loads(json.dumps(v2))
+    v1["schema_version"] = 1
     back = {"beyond_budget": "accepted_far", "beyond_budget_not_a_distance": "accepted_not_a_distance"}
-    for run in old["runs"]:
+    for run in v1["runs"]:
         run["errors"] = {{"beyond_budget_elements": "excepted", "beyond_budget": "excepted_far"}.get(k, k): v
                          for k, v in run["errors"].items()}
         run["requirements"] = [{back.get(k, k): v for k, v in r.items()} for r in run["requirements"]]
-    assert any("accepted_far" in r for run in old["runs"] for r in run["requirements"])  # the test is about something
-    (tmp_path / "report.json").write_text(json.dumps(old))
-    assert W.load_report(tmp_path).to_json() == new
+    assert any("accepted_far" in r for run in v1["runs"] for r in run["requirements"])  # the test is about something
+    assert any("beyond_budget" in r for run in v2["runs"] for r in run["requirements"])
+    for old in (v1, v2):
+        (tmp_path / "report.json").write_text(json.dumps(old))
+        assert W.load_report(tmp_path).to_json() == _without_reasons(new)

@@ -128,6 +128,21 @@ def test_planted_defect_in_histogram_and_verdict(tmp_path):
     assert lax["rejected"] == 2 and set(lax["requirements"]) == {"R01", "R03"}
 
 
+def _as_format_5(doc: dict) -> dict:
+    """A format-6 sweep.json as format 5 wrote the same sweep: no counts by reason, the elements
+    accepted beyond the budget and their farthest, the alternatives' counts apart (open_answers)."""
+    old = json.loads(json.dumps(doc))
+    tally = old["tally"]
+    accepted = tally.pop("accepted")
+    reasons = accepted["reasons"]
+    tally["beyond_budget"] = {"elements": reasons["reachable"] + reasons["alternative"] + reasons["open_bounds"],
+                              "worst": accepted["worst"] and accepted["worst"]["element"]}
+    tally["open_answers"] = accepted["named"].get("alternative", {})
+    old.pop("summary", None)
+    old["format"] = "sl1conf-sweep/5"
+    return old
+
+
 def _as_format_4(doc: dict) -> dict:
     """A format-5 sweep.json as format 4 wrote the same sweep (docs/sweeps.md's earlier shape):
     compact examples (pair number ``index``, x1, x2, expected, got, ``ulp`` a distance or "nan",
@@ -157,18 +172,24 @@ def _as_format_4(doc: dict) -> dict:
     return old
 
 
-def test_a_format_4_state_is_read_as_format_5(tmp_path):
-    """Format 5 changed the shape of the evidence, not how it was judged: a format-4 checkpoint
-    (a planted defect's: a NaN, a zero of the other sign, distances) is read back as the same
-    tally, its examples completed with the sweep's dy and beta."""
+@pytest.mark.parametrize("older", ["5", "4"])
+def test_a_format_4_or_5_state_is_read_as_format_6(tmp_path, older):
+    """Formats 5 and 6 changed the shape of the counts, not how they were judged: a format-4
+    checkpoint (a planted defect's: a NaN, a zero of the other sign, distances) and a format-5 one
+    are read back as the same tally, format 4's examples completed with the sweep's dy and beta,
+    the counts by reason derived from format 5's (exact: the histogram's 0 ULP; rejected; the
+    rest within the budget, where nothing was accepted beyond it)."""
     x2, dy = 0x3000, 0xBC00
     sweep(tmp_path, "p", beta=BETA, dy=dy, subset=f"x2={x2:#x}", adapter=Planted())
     path = tmp_path / "p" / "sweep.json"
     new = json.loads(path.read_text())
-    path.write_text(json.dumps(_as_format_4(new)))
+    path.write_text(json.dumps(_as_format_5(new) if older == "5" else _as_format_4(_as_format_5(new))))
     state = S.load_state(tmp_path / "p")
     assert state["format"] == S.STATE_FORMAT
-    assert state["tally"].to_json() == new["tally"]
+    back, want = state["tally"].to_json(), new["tally"]
+    assert back["accepted"]["reasons"] == want["accepted"]["reasons"]
+    assert {k: v for k, v in back.items() if k != "accepted"} == {k: v for k, v in want.items() if k != "accepted"}
+    assert want["accepted"]["reasons"]["rejected"] and want["accepted"]["reasons"]["within_budget"]
     assert state["tally"].requirements["R01"].worst["ulp"] == "NaN where the result is a number"
 
 
@@ -473,7 +494,7 @@ def test_a_hand_edited_sweep_json_is_one_line_naming_it(tmp_path, capsys):
         assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert err.startswith(f"sl1conf: error: {path}: does not match the schema at tally/elements: "), err
     assert path.read_bytes() == saved and not (tmp_path / "m").exists()
-    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/5"):
+    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/6"):
         path.write_text(json.dumps({**state, "format": "sl1conf-sweep/0"}))
         S.load_state(tmp_path / "o")
 

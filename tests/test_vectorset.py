@@ -25,10 +25,9 @@ def _families(fmt, seed=1):
         for n, variant, mask, length in ((5, "p", 0xFF, None), (17, "s", 0x55, None), (9, "s", 0, None),
                                          (6, "p", 0xFF, 0), (8, "p", 0xFF, 3)):
             b = random_batch(fmt, n, rng)
-            cases.append(VectorCase(b.dy, b.x1, b.x2, b.beta, variant=variant, core_mask=mask, length=length,
-                                    flags=(f"n{n}",)))
+            cases.append(VectorCase(b.replace(variant=variant, core_mask=mask, length=length), flags=(f"n{n}",)))
         b = random_batch(fmt, 4, rng)
-        cases.append(VectorCase(b.dy, b.x1, b.x2, b.beta, result="acceptable",
+        cases.append(VectorCase(b, result="acceptable",
                                 alternatives={"zeros": np.zeros(4, fmt.uint)}, note="a test alternative"))
         fams.append(Family(fid, name, f"the {name} family", ("test",), cases))
     return fams

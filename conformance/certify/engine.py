@@ -103,7 +103,7 @@ def _calls(vs: store.VectorSet, variant: str, profile: Profile, cases=None) -> l
             continue  # names cores this platform does not have
         if variant == "p" and vc.variant == "s" and vc.core_mask == 0:
             continue  # core_mask 0 means nothing to the private version
-        out.append((row, vc, vc.call(vs.manifest["dtype"], variant=variant, core_mask=mask, id=row["id"])))
+        out.append((row, vc, vc.call.replace(variant=variant, core_mask=mask, id=row["id"])))
     return out
 
 

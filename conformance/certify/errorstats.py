@@ -20,8 +20,9 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.conformance.requirements.base import UNWRITTEN
+from sl1conf.conformance.requirements.reasons import ReasonTally
 from sl1conf.conformance.rules.distances import BUCKETS, bucket_of
-from sl1conf.conformance.rules.judge import SPECIALS, special_class
+from sl1conf.conformance.rules.judge import SPECIALS, Reason, special_class
 from sl1conf.reference import formats
 
 __all__ = ["BUCKETS", "RATIO_EDGES", "bucket_of", "ErrorStats"]
@@ -59,21 +60,21 @@ class ErrorStats:
         self.max_ulp = np.zeros(nbins, np.int64)
         self.nan = np.zeros(nbins, np.int64)  # NaN against a number (not accepted beyond the budget): no distance to plot
         self.outside = 0  # r outside the edges, or not a number (beta 0, inf, NaN inputs)
-        self.worst_ulp, self.worst_at, self.nan_mismatches, self.beyond = 0, None, 0, 0
-        self.beyond_ulp, self.beyond_at, self.beyond_by = 0, None, {}  # the accepted-but-far elements
-        self.beyond_far = 0  # of them, those with a distance (the others are SPECIALS, counted there)
+        self.worst_ulp, self.worst_at, self.nan_mismatches = 0, None, 0
+        self.accepted = ReasonTally()  # every element by the judge's reason; those beyond the budget in detail (at (where, k))
         # elements, of them accepted, first (where, k); an unwritten element (still the fill) is no result at all
         self.specials = {name: [0, 0, None] for name in (*SPECIALS, UNWRITTEN)}
 
-    def add(self, family: str, fmt: formats.Format, dist: np.ndarray, x1, x2, beta, where, beyond_budget=None,
+    def add(self, family: str, fmt: formats.Format, dist: np.ndarray, x1, x2, beta, where, reason=None,
             got=None, oracle=None, accepted_by=None, accepted=None, unwritten=None) -> None:
         """``dist``: the distances of one case's written elements; ``x1``, ``x2`` its inputs
         (bit patterns) and ``beta`` its scalar; ``where`` identifies the case for :attr:`worst_at`.
-        ``beyond_budget``: elements accepted only as an exception (reachable under the error
-        model, or an alternative's bits, beyond the ULP budget); they count in the histogram but
-        not in the largest errors, which would otherwise say nothing about accuracy: they are
-        counted apart, with their own largest distance and (``accepted_by``: a name per
-        element) what accepted them. ``got`` and ``oracle``: the results, so that infinities
+        ``reason``: each element's rules.judge.Reason (counted); those accepted beyond the ULP
+        budget (reachable under the error model, an alternative's bits, an open input's bounds)
+        count in the histogram but not in the largest errors, which would otherwise say nothing
+        about accuracy: they are counted apart, with their own largest distance and
+        (``accepted_by``: a name per element) what accepted them; ``got`` and ``oracle`` are then
+        needed. ``got`` and ``oracle``: the results, so that infinities
         and NaNs against numbers are named (SPECIALS) and never enter a distance; ``accepted``:
         the elements the judge accepted (for those, how many were). ``unwritten``: the elements
         dx1 still holds the fill in (never written: no result, so no distance and no class), of
@@ -81,7 +82,7 @@ class ErrorStats:
         n = dist.size
         cut = lambda a: None if a is None else a[:n]  # noqa: E731
         self._add(fmt, [family], np.zeros(n, np.intp), dist, x1[:n], x2[:n], np.full(n, beta, fmt.uint),
-                  lambda k: (where, k), beyond_budget, cut(got), cut(oracle),
+                  lambda k: (where, k), cut(reason), cut(got), cut(oracle),
                   None if accepted_by is None else accepted_by.__getitem__, accepted, unwritten)
 
     def add_run(self, fmt: formats.Format, whole, judged: list, bounds) -> None:
@@ -95,7 +96,7 @@ class ErrorStats:
         unwritten = np.concatenate([j.unwritten if j.case.out_alias is None else np.zeros(j.got.shape, bool)
                                     for j in judged]) if judged else np.zeros(0, bool)
         x1, x2, beta = whole.inputs[1], whole.inputs[2], np.broadcast_to(whole.inputs[3], whole.dist.shape)
-        columns = (fam, whole.dist, x1, x2, beta, whole.beyond_budget, whole.got, whole.expected.oracle)
+        columns = (fam, whole.dist, x1, x2, beta, whole.reason, whole.got, whole.expected.oracle)
         beyond = np.flatnonzero(whole.beyond_budget)
         named = whole.accepted_as(beyond)  # what accepted them: named for those few only
         for lo in range(0, whole.dist.size, CHUNK):  # in order, as call after call would come
@@ -107,7 +108,7 @@ class ErrorStats:
                       lambda k, lo=lo: named[np.searchsorted(beyond, lo + k)], whole.ok[lo:lo + CHUNK],
                       unwritten[lo:lo + CHUNK])
 
-    def _add(self, fmt, names, fam, dist, x1, x2, beta, locate, beyond_budget, got, oracle, accepted_by, accepted,
+    def _add(self, fmt, names, fam, dist, x1, x2, beta, locate, reason, got, oracle, accepted_by, accepted,
              unwritten) -> None:
         """The elements of calls of ``names`` (``fam``: each element's index into them), with
         one beta each; ``locate(k)``: (where, index) of element ``k`` of these arrays;
@@ -128,6 +129,7 @@ class ErrorStats:
         for f in np.flatnonzero(per_family).tolist():
             self.hist[names[f]] = self.hist.get(names[f], 0) + counts[f]
         real = d_nz != formats.NAN_MISMATCH  # of the elements nz: a distance that means one
+        beyond_budget = None if reason is None else (reason >= Reason.REACHABLE) & (reason <= Reason.OPEN_BOUNDS)
         ex_nz = beyond_budget[nz] if beyond_budget is not None else np.zeros(nz.shape, bool)
         self.nan_mismatches += int((~real & ~ex_nz).sum())
         if got is not None:
@@ -145,23 +147,13 @@ class ErrorStats:
                 if slot[2] is None:
                     slot[2] = locate(int(nz[np.flatnonzero(hit)[0]]))
             real &= cls < 0
-        if beyond_budget is not None:
-            self.beyond += int(beyond_budget.sum())
+        if reason is not None:
+            self.accepted.count(reason)
             ex_idx = np.flatnonzero(beyond_budget)  # few; those at distance 0 (a zero of the other sign) are real
-            pos = np.searchsorted(nz, ex_idx)
-            in_nz = pos < nz.size
-            in_nz[in_nz] = nz[pos[in_nz]] == ex_idx[in_nz]
-            ex_real = np.ones(ex_idx.shape, bool)
-            ex_real[in_nz] = real[pos[in_nz]]
-            far = ex_idx[ex_real]
-            if far.size:
-                k = int(far[int(np.argmax(dist[far]))])
-                if self.beyond_at is None or int(dist[k]) > self.beyond_ulp:
-                    self.beyond_ulp, self.beyond_at = int(dist[k]), locate(k)
-            self.beyond_far += int(far.size)
-            if accepted_by is not None:
-                for name in accepted_by(far).tolist():
-                    self.beyond_by[name or "?"] = self.beyond_by.get(name or "?", 0) + 1
+            if ex_idx.size:
+                self.accepted.add_beyond(fmt, got[ex_idx], oracle[ex_idx], dist[ex_idx], reason[ex_idx],
+                                         accepted_by(ex_idx) if accepted_by is not None else np.full(ex_idx.size, "", object),
+                                         lambda i: locate(int(ex_idx[i])))
             real &= ~ex_nz
         if real.any():
             k = int(nz[real][int(np.argmax(d_nz[real]))])
@@ -187,7 +179,7 @@ class ErrorStats:
     def entry(self, worst: "dict | None", describe=None) -> dict:
         """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`;
         ``describe(where, k)`` gives the element dict of any other position kept here."""
-        out = {"max_ulp": self.worst_ulp, "nan_mismatches": self.nan_mismatches, "beyond_budget_elements": self.beyond,
+        out = {"max_ulp": self.worst_ulp, "nan_mismatches": self.nan_mismatches, "reasons": self.accepted.reasons(),
                "buckets": list(BUCKETS),
                "ulp_histogram": {f: [int(n) for n in c] for f, c in self.hist.items()},
                "by_ratio": {"edges": RATIO_EDGES, "elements": self.elements.tolist(),
@@ -196,10 +188,8 @@ class ErrorStats:
                             "outside": self.outside}}
         if worst is not None:
             out["worst"] = worst
-        if self.beyond_far:
-            far = {"elements": self.beyond_far, "max_ulp": self.beyond_ulp, "by": dict(sorted(self.beyond_by.items()))}
-            if describe is not None and self.beyond_at is not None:
-                far["worst"] = describe(*self.beyond_at)
+        far = self.accepted.beyond_budget(None if describe is None else lambda at: describe(*at))
+        if far:
             out["beyond_budget"] = far
         specials = {}
         for name, (n, ex, at) in self.specials.items():

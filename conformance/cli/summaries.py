@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from sl1conf.conformance.common.commands import explain_command
-from sl1conf.conformance.reports.view import Failure, distance_text, failure_text
+from sl1conf.conformance.reports.view import Failure, distance_text, failure_text, reasons_text
 from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id
 from sl1conf.conformance.requirements import open_behaviour
@@ -69,6 +69,8 @@ def fuzz_lines(summary: dict, out: Path) -> list:
              + (" (interrupted)" if summary.get("interrupted") else "")
              + f": {len(f['patterns'])} finding(s) ({f['distinct']} distinct failure(s), {f['findings']} in all), "
                f"{len(summary['saved'])} saved"]
+    if summary.get("reasons"):
+        lines.append("by the judge's reason: " + reasons_text(summary["reasons"]))
     found = [(rid, e) for rid, e in summary["requirements"].items() if e["elements"] or e["calls"]]
     if found:  # every element and call each requirement failed on, not only the first of each finding
         lines.append("  by requirement: " + "; ".join(
@@ -143,7 +145,7 @@ def sweep_lines(state: dict, note: str = "") -> list:
             are = f"{no_distance:,} results are" if no_distance > 1 else "1 result is"
             lines.append(f"worst finite distance: 0 ULP; {are} no distance (NaN against a number, or a zero of "
                          "the other sign): below")
-        elif v["beyond_budget"]["elements"]:
+        elif v["beyond_budget"]:
             lines.append("worst finite distance: 0 ULP (see the elements accepted beyond the budget below)")
         else:
             lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)")
@@ -165,10 +167,11 @@ def sweep_lines(state: dict, note: str = "") -> list:
                           f"block {f['at']}: {f['kind']}: {f['detail']}", variants=[c["variant"]],
                           counted=f"{r['calls']:,} blocks failing as calls")
         lines += _said(failure, "  ", "    ")
-    if v["beyond_budget"]["elements"]:
+    lines.append("by the judge's reason: " + reasons_text(v["reasons"]))
+    if v["beyond_budget"]:
         e = v["beyond_budget"]["worst"]
-        lines.append(f"accepted beyond the budget (reachable under the error model, or an alternative's bits): "
-                     f"{v['beyond_budget']['elements']:,} elements, up to {distance_text(e)} (x1 {e['x1']}, x2 {e['x2']})")
+        lines.append(f"accepted beyond the budget: {v['beyond_budget']['elements']:,} elements with a distance, "
+                     f"up to {distance_text(e)} ({e['reason']}: {e['accepted_as']}; x1 {e['x1']}, x2 {e['x2']})")
     for question, answers in v["open_answers"].items():
         lines.append(f"open ({question}, {open_behaviour.ID}): "
                      + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))

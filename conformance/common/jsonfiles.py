@@ -18,7 +18,7 @@ def schema(name: str) -> dict:
     return json.loads((SCHEMA_DIR / name).read_text())
 
 
-REPORT_SCHEMA_VERSION = 2
+REPORT_SCHEMA_VERSION = 3
 """report.json's schema version (conformance/schemas/report.schema.json): what certify and the
 pytest plugin write, and what the report readers read (version 1 is upgraded as it is read)."""
 
@@ -39,7 +39,7 @@ def read_checked(path, schema_name: str, version: int, error: type, upgrades: "d
     except RecursionError:  # json's decoder recurses once per level of nesting
         raise error(f"{path}: nested too deeply to be a document of this suite") from None
     found = doc.get("schema_version") if isinstance(doc, dict) else None
-    if found in (upgrades or {}) and found != version:
+    while found in (upgrades or {}) and found != version:  # one version at a time: 1 -> 2 -> 3
         doc = upgrades[found](doc)
         found = doc.get("schema_version")
     if found != version:

@@ -11,7 +11,7 @@ from html import escape
 
 from sl1conf.conformance.reports.plots import all_plots
 from sl1conf.conformance.reports.view import (
-    ACCEPTED_FAR, View, all_held, distance_text, failure_said, sections, where_text,
+    ACCEPTED_BEYOND, View, all_held, distance_text, failure_said, sections, where_text,
 )
 
 __all__ = ["render_html", "render_table_page"]
@@ -117,7 +117,7 @@ def render_html(v: View) -> str:
                           r.checked, r.failed, escape(str(r.worst_ulp if r.worst_ulp is not None else ""))]
                          for r in v.rows], raw_cols=(0, 1, 2, 3, 4, 7)))
     for heading, note, header, rows in sections(v):
-        far = heading == ACCEPTED_FAR  # in their own colour: accepted, but not within the budget
+        far = heading == ACCEPTED_BEYOND  # in their own colour: accepted, but not within the budget
         parts.append(("<div class=\"far\">" if far else "") + f"<h2>{escape(heading)}</h2>"
                      + (f"<p>{escape(note)}</p>" if note else ""))
         parts.append(_table(header, rows) + ("</div>" if far else ""))

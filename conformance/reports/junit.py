@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from sl1conf.conformance.reports.view import View, element_text, failure_text, over_the_run
+from sl1conf.conformance.reports.view import View, by_text, element_text, failure_text, over_the_run
 from sl1conf.conformance.requirements import CATALOG_BY_ID
 
 __all__ = ["render_junit", "case_names"]
@@ -73,9 +73,8 @@ def _families(report, run, r) -> list:
 def _requirement_out(r, observed: dict, d: str, var: str) -> str:
     """A requirement's system-out: what was observed, what was accepted beyond the budget, its waiver."""
     far = r.fields.get("beyond_budget")
-    accepted = (f"accepted beyond the budget: {far['elements']} elements, each reachable under the "
-                "error model or an alternative's: " + "; ".join(f"{name} ({n})" for name, n in far["by"].items())
-                + f", up to {far['max_ulp']} ULP") if far else ""
+    accepted = (f"accepted beyond the budget: {far['elements']} elements, each with the judge's reason: "
+                + by_text(far["by"]) + f", up to {far['max_ulp']} ULP") if far else ""
     return "\n".join(t for t in (observed.get((d, var, r.id), ""), accepted,
                                  f"waived: {r.waiver}" if r.waiver else "") if t)
 

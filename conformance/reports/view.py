@@ -18,11 +18,11 @@ from sl1conf.conformance.requirements.results import NOTHING_OBSERVED, Report
 from sl1conf.conformance.reports.failures import WORST_LABEL, Failure, Said, failure_said, failure_text
 from sl1conf.conformance.reports.wording import (
     accuracy_line, bulk_line, case_detail, decimal, diagnosis_line, distance_text, element_text, got_text,
-    inputs_text, judged_elements, outcome_text, over_the_run, where_text, why_far,
+    by_text, inputs_text, judged_elements, reasons_text, outcome_text, over_the_run, where_text, why_far,
 )
 
 __all__ = ["over_the_run", "judged_elements", "WORST_LABEL", "case_detail", "distance_text", "inputs_text", "element_text", "bulk_line", "run_causes", "got_text", "outcome_text", "where_text", "diagnosis_line", "failing_ids", "matrix", "accuracy_line", "incompleteness", "Failure", "Said", "failure_said", "failure_text", "Row", "View", "view", "sections", "all_held", "decimal",
-           "STATUS_ORDER", "ACCEPTED_FAR"]
+           "STATUS_ORDER", "ACCEPTED_BEYOND", "reasons_text", "by_text"]
 
 STATUS_ORDER = ("fail", "waived", "recorded", "pass", "not-applicable")
 
@@ -175,7 +175,7 @@ def _beyond_budget_row(d: str, v: str, r) -> "list | None":
     w = far["worst"] if far else None
     why = why_far(d, w) if w else ""
     return [f"{d} {v}", f"{r.id} {r.title}", f"{far['elements']:,}" if far else "0",
-            "; ".join(f"{name} ({n:,})" for name, n in far["by"].items()) if far else "",
+            by_text(far["by"]) if far else "",
             f"{far['max_ulp']:,} ULP" if far else "",
             "; ".join(f"{kind}: {n:,}" for kind, n in nodist.items()),
             (f"{where_text(w)}: dy {w['dy']}, x1 {w['x1']}, x2 {w['x2']}, beta {w['beta']}; expected "
@@ -323,7 +323,7 @@ def all_held(v: View) -> str:
     return "Every required requirement holds on every run."
 
 
-ACCEPTED_FAR = "Accepted beyond the budget"
+ACCEPTED_BEYOND = "Accepted beyond the budget"
 
 
 def sections(v: View) -> list:
@@ -332,18 +332,18 @@ def sections(v: View) -> list:
     if v.errors:
         out.append(("Largest error of each run",
                     "Finite results, accepted within the budget or rejected, in ULPs from the correctly rounded result; "
-                    "elements accepted beyond the budget (reachable under the error model, or an alternative) and infinities or NaNs against numbers are "
+                    "elements accepted beyond the budget (reachable under the error model, an open alternative's bits or within an open input's stated bounds) and infinities or NaNs against numbers are "
                     "counted apart, in the lines under the title.",
                     ["run", "max ULP", "NaN mismatches", "at input (dy, x1, x2, beta)", "expected", "got"],
                     [[f"{d} {var}", m, n, f"{w['dy']}, {w['x1']}, {w['x2']}, {w['beta']} (case {w['case']})"
                       if w else "", w["expected"] if w else "", got_text(w) if w else ""]
                      for d, var, m, n, w in v.errors]))
     if v.beyond_budget:
-        out.append((ACCEPTED_FAR, "Elements each requirement accepted although they are farther than the budget "
-                    "from the correctly rounded result, because the profile's error model reaches them (the "
-                    "evaluation, and the approximate operation or the flush it took) or they are an acceptable "
-                    "alternative's result; and accepted results that are no distance at all. Not counted in the "
-                    "largest error.",
+        out.append((ACCEPTED_BEYOND, "Elements each requirement accepted although they are farther than the budget "
+                    "from the correctly rounded result, each with the judge's reason: reachable under the profile's "
+                    "error model (the evaluation, and the approximate operation or the flush it took), an open "
+                    "alternative's bits (its name) or within an open input's stated bounds (which question); and "
+                    "accepted results that are no distance at all. Not counted in the largest error.",
                     ["run", "requirement", "elements", "what it took", "up to", "infinity or NaN against a number",
                      "farthest input", "explain it"], v.beyond_budget))
     if v.observed:

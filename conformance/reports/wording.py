@@ -10,7 +10,7 @@ import numpy as np
 from sl1conf.reference import formats
 
 __all__ = ["decimal", "distance_text", "got_text", "outcome_text", "inputs_text", "element_text", "over_the_run",
-           "judged_elements", "accuracy_line", "why_far", "where_text", "case_detail", "diagnosis_line", "bulk_line"]
+           "judged_elements", "accuracy_line", "REASON_WORDS", "reasons_text", "by_text", "why_far", "where_text", "case_detail", "diagnosis_line", "bulk_line"]
 
 
 def decimal(dtype: str, hex_bits: str) -> str:
@@ -86,6 +86,25 @@ def judged_elements(err: "dict | None") -> int:
     return sum(sum(c) for c in (err or {}).get("ulp_histogram", {}).values())
 
 
+REASON_WORDS = {"exact": "exact", "within_budget": "within the budget", "reachable": "reachable under the error model",
+                "alternative": "as an open alternative", "open_bounds": "within an open input's stated bounds",
+                "rejected": "rejected"}
+"""Each of the judge's reasons (rules.judge.REASONS) as every report, summary and terminal line says it."""
+
+
+def reasons_text(reasons: dict) -> str:
+    """Elements by the judge's reason in words: "1,000 exact, 3 within the budget, 1 rejected"
+    (the reasons no element has left out; "none" where none has any)."""
+    return ", ".join(f"{n:,} {REASON_WORDS[r]}" for r, n in reasons.items() if n) or "none"
+
+
+def by_text(by: dict) -> str:
+    """What accepted elements beyond the budget took (reason -> what -> elements), commonest first:
+    "reachable: divmul in fp32 (12); alternative: nan (3)"."""
+    rows = sorted(((r, name, n) for r, names in by.items() for name, n in names.items()), key=lambda t: -t[2])
+    return "; ".join(f"{r.replace('_', ' ')}: {name} ({n:,})" for r, name, n in rows)
+
+
 def accuracy_line(run) -> str:
     """One run's (RunResult) accuracy in one line: the largest error of finite results within the budget,
     the elements accepted beyond it (how many, up to how far, as what), and the results that
@@ -94,19 +113,20 @@ def accuracy_line(run) -> str:
     if not judged_elements(err):
         return f"{run.dtype} {run.variant}: no element judged, so no largest error"
     parts = [f"{run.dtype} {run.variant}: largest error {err['max_ulp']} ULP (finite results)"]
+    if err.get("reasons"):
+        parts[0] += f"; by the judge's reason: {reasons_text(err['reasons'])}"
     far = err.get("beyond_budget")
     if far and far["elements"]:
-        by = sorted(far["by"].items(), key=lambda kv: -kv[1])
-        as_ = (by[0][0] if len(by) == 1 else "; ".join(f"{name} ({n:,})" for name, n in by))
+        as_ = by_text(far["by"])
         worst = far.get("worst")
         why = why_far(run.dtype, worst) if worst else ""
-        parts.append(f"{far['elements']:,} more elements accepted beyond the budget, each with what it took ({as_}), "
+        parts.append(f"accepted beyond the budget at a distance: {far['elements']:,}, each with what it took ({as_}), "
                      + (f"up to {far['max_ulp']:,} ULP" if far["max_ulp"] else "each a zero of the other sign")
                      + (f" (the worst at beta = {decimal(run.dtype, worst['beta'])}"
                                                   f"{': ' + why if why else ''}; {where_text(worst)})" if worst else ""))
     for kind, seen in (err.get("not_a_distance") or {}).items():
         parts.append(f"{kind}: {seen['elements']:,} element{'s' if seen['elements'] != 1 else ''}" + (
-            f" ({seen['accepted']:,} accepted: reachable under the error model, or an alternative's bits)" if seen["accepted"]
+            f" ({seen['accepted']:,} accepted beyond the budget)" if seen["accepted"]
             else " (none accepted)"))
     return "; ".join(parts)
 

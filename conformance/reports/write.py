@@ -83,6 +83,37 @@ def upgraded_from_1(report: dict) -> dict:
     return {**report, "schema_version": 2}
 
 
+def upgraded_from_2(report: dict) -> dict:
+    """A version 2 report as version 3: ``errors.beyond_budget_elements`` dropped (version 3 counts
+    every element by the judge's reason; version 2 kept no such counts, so a version 2 report has
+    none), and each ``beyond_budget.by`` name filed under its reason (an open question's
+    "...: within the stated bounds" under open_bounds, an alternative's name under alternative,
+    what the error model took under reachable)."""
+    from sl1conf.conformance.rules import openbehaviour
+
+    def by_reason(far):
+        if not isinstance(far, dict) or not isinstance(far.get("by"), dict):
+            return far
+        by: dict = {}
+        for name, n in far["by"].items():
+            reason = ("open_bounds" if name.endswith(openbehaviour.WITHIN_BOUNDS) else
+                      "alternative" if name in openbehaviour.QUESTION_OF else "reachable")
+            by.setdefault(reason, {})[name] = n
+        return {**far, "by": by}
+    for run in report.get("runs") if isinstance(report.get("runs"), list) else []:
+        if not isinstance(run, dict):
+            continue
+        if isinstance(run.get("errors"), dict):
+            run["errors"].pop("beyond_budget_elements", None)
+            run["errors"]["beyond_budget"] = by_reason(run["errors"].get("beyond_budget"))
+            if run["errors"]["beyond_budget"] is None:
+                del run["errors"]["beyond_budget"]
+        for r in run.get("requirements") if isinstance(run.get("requirements"), list) else []:
+            if isinstance(r, dict) and "beyond_budget" in r:
+                r["beyond_budget"] = by_reason(r["beyond_budget"])
+    return {**report, "schema_version": 3}
+
+
 def load_report(path) -> Report:
     """A report from its folder or its ``report.json``, checked against the schema, typed
     (``requirements.results.Report``): the JSON is read here, at the file's boundary, only."""
@@ -92,7 +123,7 @@ def load_report(path) -> Report:
     elif not path.exists():
         raise ReportError(f"{path}: no such report folder or file")
     return Report.from_json(jsonfiles.read_checked(path, SCHEMA_FILE, SCHEMA_VERSION, ReportError,
-                                                   upgrades={1: upgraded_from_1}))
+                                                   upgrades={1: upgraded_from_1, 2: upgraded_from_2}))
 
 
 PATH_FIELDS = (("profile", "path"), ("invocation", "profile"), ("invocation", "vectors"),

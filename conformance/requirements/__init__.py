@@ -21,7 +21,9 @@ Two kinds of check:
   a fuzz batch or a sweep block; the requirement's check counts the rejections of a run.
 * run checks (``Requirement.check(ctx, req)``): a function of one certify run
   (:class:`~.base.RunContext`, given by the engine) returning what the report says of the
-  requirement: counts, the worst element, examples, what was observed.
+  requirement: counts, the worst element, examples, what was observed. A requirement about
+  whole calls states once what calls it needs and what it compares (``Requirement.rule``, a
+  :class:`~.call_rules.CallRule`); its check and its campaign probe both read that rule.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from sl1conf.conformance.requirements import (
 )
 from sl1conf.conformance.requirements.base import Requirement
 
-__all__ = ["CATALOG", "CATALOG_BY_ID", "by_id", "PROBES", "STATISTICS"]
+__all__ = ["CATALOG", "CATALOG_BY_ID", "by_id", "PROBES", "STATISTICS", "CALL_RULES"]
 
 CATALOG: tuple = (*accuracy.ROWS, *elements.ROWS, *subnormals.ROWS, *lengths.ROWS, *core_masks.ROWS, *memory.ROWS,
                   *returns.ROWS, *determinism.ROWS, *in_place.ROWS, *open_behaviour.ROWS, *evaluation_model.ROWS,
@@ -41,6 +43,9 @@ CATALOG: tuple = (*accuracy.ROWS, *elements.ROWS, *subnormals.ROWS, *lengths.ROW
 CATALOG_BY_ID = {r.id: r for r in CATALOG}
 PROBES: tuple = tuple({p.name: p for r in CATALOG for p in r.probes}.values())
 """Every requirement's campaign probe, once each (several rows may name one), in catalog order."""
+CALL_RULES: tuple = tuple({id(r.rule): r.rule for r in CATALOG if r.rule is not None}.values())
+"""Every call-level requirement's one definition (call_rules.CallRule), once each, in catalog order:
+certify's check and plan and the campaigns' probe of the requirement are made from it."""
 STATISTICS: tuple = tuple(r.statistic for r in CATALOG if r.statistic is not None)
 """The counts campaigns sum over their batches and judge once."""
 

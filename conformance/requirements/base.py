@@ -133,6 +133,7 @@ class Plan:
     stage: str
     calls: Callable[[RunContext], list]
     fresh: bool = False  # made first in a fresh worker (Adapter.restart), where the adapter can start one
+    rule: object = None  # the call rule whose twins these are (requirements.call_rules.CallRule.plan), if any
 
     def __post_init__(self):
         if self.stage not in STAGES:
@@ -234,6 +235,7 @@ class Requirement:
     reports_model: bool = False  # what it observes is the evaluation model matched
     plans: tuple = ()  # the calls it needs beyond the run's own (Plan), made by the driver
     probes: tuple = ()  # its checks in fuzz batches and sweep blocks (Probe), made by those drivers
+    rule: object = None  # its one definition as a call-level requirement (requirements.call_rules.CallRule)
     statistic: Optional[Statistic] = None  # counts fuzz and sweep sum over a campaign and judge once
     last: bool = False  # checked after every other requirement: it reads what their calls did too (R13)
     element: Optional[ElementRule] = None  # the judge's rule for single elements, for R01 to R06

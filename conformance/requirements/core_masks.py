@@ -11,8 +11,9 @@ import numpy as np
 from sl1conf.adapters.base import Case
 from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext
-from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example, differing
-from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch, Probe, Seen
+from sl1conf.conformance.requirements.call_rules import CallRule, Twin, campaign_probe
+from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example
+from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch, Seen
 from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
 
@@ -21,17 +22,12 @@ def _core_masks(ctx: RunContext, req: "Requirement") -> Check:
     shared-against-private half when both variants ran)."""
     t = Tally(ctx.fmt)
     if ctx.variant == "s":
-        groups = {}
-        for j in ctx.of(req.families):
-            if j.case.core_mask:
-                key = (j.case.dy.tobytes(), j.case.x1.tobytes(), j.case.x2.tobytes(), j.case.beta)
-                groups.setdefault(key, []).append(j)
-        for js in groups.values():
-            for j in js[1:]:
-                t.checked += 1
-                same = formats.same_result(ctx.fmt, j.outcome.out, js[0].outcome.out)
-                if not same.all():
-                    _note_masks_differ(t, j, js[0], np.flatnonzero(~same))
+        js = ctx.of(req.families)
+        for k, first in same_data([j.case for j in js]):
+            t.checked += 1
+            differ = RULE.differing(ctx.fmt, js[k].outcome.out, js[first].outcome.out)
+            if differ.size:
+                _note_masks_differ(t, js[k], js[first], differ)
     return Check(t, applicable=ctx.variant == "s" and t.checked > 0)
 
 
@@ -82,7 +78,7 @@ def compare_variants(requirements: list, fmt: formats.Format, outputs_shared: di
         (case, a), (_, b) = outputs_shared[cid], outputs_private[cid]
         checked += 1
         compared.append((case, a, b))
-        at_ = differing(fmt, a, b)
+        at_ = RULE.differing(fmt, a, b)
         if at_.size:
             failed += 1
             for key, (_, ids) in findings.items():
@@ -126,7 +122,7 @@ def _add_call_findings(entry: dict, failed: int, explained: dict, findings: dict
         del entry["diagnosis"]
 
 
-# the campaigns' form of the same check: a short shared-variant call again under another mask
+# the one definition: the same data under another core_mask, or in the other version, gives the same bits
 
 def twin_mask(case: Case, full: int) -> Optional[int]:
     """The other core_mask a short shared-variant case is run under (None: nothing to compare)."""
@@ -135,26 +131,46 @@ def twin_mask(case: Case, full: int) -> Optional[int]:
 
 
 def _twins(cases: list, profile) -> list:
+    """Each short shared-variant call again under another core_mask."""
     out = []
     for i, c in enumerate(cases):
         m = twin_mask(c, profile.core_mask) if c.variant == "s" and c.n <= SHORT_CALL else None
         if m is not None:
-            out.append((i, replace(c, core_mask=m)))
+            out.append(Twin(i, replace(c, core_mask=m)))
     return out
 
 
-def _twins_differ(batch: Batch) -> list:
-    """Short shared-variant calls whose twin under another core_mask gave other bits."""
-    return [Seen(ID, i, "core-mask", f"core_mask {batch.cases[i].core_mask:#x} and {twin.core_mask:#x} give "
-                 "different bits", also=(twin,)) for i, twin in batch.differing()]
+def same_data(cases: list) -> list:
+    """(index, index of the first) of every call under a non-empty core_mask whose data (dy, x1, x2,
+    beta) an earlier one held, data by data: the twins certify's core-masks family makes of its own
+    calls."""
+    groups: dict = {}
+    for k, c in enumerate(cases):
+        if c.core_mask:
+            groups.setdefault((c.dy.tobytes(), c.x1.tobytes(), c.x2.tobytes(), c.beta), []).append(k)
+    return [(k, ks[0]) for ks in groups.values() for k in ks[1:]]
 
 
-TWINS = Probe("core-mask-twins", _twins_differ, _twins)
+RULE = CallRule("R09", "core-mask", twins=_twins, certify_apart=(
+    "certify makes no twins: its core-masks family already calls the same data under every mask (same_data "
+    "pairs them), and compare_variants pairs the shared run's calls with the private run's; a campaign's "
+    "calls are random, so each short shared call gets a twin under another mask"))
+"""R09: a call and the same data under another core_mask (or in the other version): the same bits,
+NaN as a class."""
+
+
+def _said(batch: Batch, i: int, differ: list) -> list:
+    return [Seen(ID, i, "core-mask", f"core_mask {batch.cases[i].core_mask:#x} and {c.twin.call.core_mask:#x} give "
+                 "different bits", also=(c.twin.call,)) for c in differ]
+
+
+TWINS = campaign_probe("core-mask-twins", RULE, said=_said)
+"""Short shared-variant calls whose twin under another core_mask gave other bits."""
 
 
 ID = "R09"
 ROWS = (
     Requirement(ID, "core-mask-invariance",
                 "Every non-empty core_mask gives the same bits for the same data, and the shared and "
-                "private versions agree.", _core_masks, families=("core-masks",), probes=(TWINS,)),
+                "private versions agree.", _core_masks, families=("core-masks",), probes=(TWINS,), rule=RULE),
 )

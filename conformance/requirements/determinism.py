@@ -8,8 +8,9 @@ import numpy as np
 from sl1conf.conformance.requirements.base import (
     LONG_CALL, START_LAYOUT, START_LAYOUT_MAX, Check, Plan, Requirement, RunContext, replayed, start_layout,
 )
-from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example, differing
-from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch, Probe, Seen
+from sl1conf.conformance.requirements.call_rules import CallRule, Twin, campaign_probe
+from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example
+from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch, Seen
 from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
 
@@ -118,7 +119,7 @@ def _changes(ctx: RunContext, seen: list) -> tuple:
         no0, what0, ref = obs[0]
         for no, what, o in obs[1:]:
             compared.append((c, ref.out, o.out))
-            at = differing(ctx.fmt, ref.out, o.out)
+            at = RULE.differing(ctx.fmt, ref.out, o.out, nan_payloads=False)  # (see RULE)
             if at.size:
                 said = (f"call #{no0} ({what0}) gave", f"call #{no} ({what})")
                 changes.append((no, Differ(c.id, c, ref.out, o.out, at), said, j))
@@ -145,18 +146,28 @@ def _note_changes(ctx: RunContext, t: Tally, changes: list, compared: list) -> N
             t.examples.append(ex if i else difference_example(fmt, d, said, over, got_then=True, expected=expected))
 
 
-# the campaigns' form: a batch's first short call made again at the end of the batch
+# the one definition: a call made again gives the same bits
 
 def _repeat(cases: list, profile) -> list:
-    return next(([(i, c)] for i, c in enumerate(cases) if c.n <= SHORT_CALL), [])
+    """The first short call, again (after the others)."""
+    return next(([Twin(i, c)] for i, c in enumerate(cases) if c.n <= SHORT_CALL), [])
 
 
-def _repeat_differs(batch: Batch) -> list:
-    return [Seen(ID, i, "determinism", "a repeated call gave different bits")
-            for i, _ in batch.differing(nan_payloads=True)]
+RULE = CallRule("R14", "determinism", twins=_repeat, nan_payloads=True, certify_apart=(
+    "certify repeats a sample of the run's calls (HISTORY_FIRST in a fresh worker, HISTORY_AGAIN after the run "
+    "and in reverse, and every call in the start layout), numbers each in the adapter's history and compares "
+    "NaN as a class, as every comparison of results in a report does; a campaign repeats its first short call "
+    "once, after the batch's other calls, and compares every bit, a NaN's payload too (what its findings have "
+    "always counted)"))
+"""R14: a call made again gives the same bits."""
 
 
-REPEAT = Probe("repeat", _repeat_differs, _repeat)
+def _said(batch: Batch, i: int, differ: list) -> list:
+    return [Seen(ID, i, "determinism", "a repeated call gave different bits") for _ in differ]
+
+
+REPEAT = campaign_probe("repeat", RULE, said=_said)
+"""A batch's first short call made again at the end of the batch."""
 
 
 ID = "R14"
@@ -165,5 +176,5 @@ ROWS = (
                 "Repeating a call gives the same bits, whatever came before it: a sample of calls (subnormal, "
                 "boundary, long and ordinary ones) run first in a fresh worker, again after the rest of the run and "
                 "in reverse order, and every call again with its arrays at other addresses.", _deterministic,
-                observes=True, plans=(HISTORY_FIRST, START_LAYOUT, HISTORY_AGAIN), probes=(REPEAT,)),
+                observes=True, plans=(HISTORY_FIRST, START_LAYOUT, HISTORY_AGAIN), probes=(REPEAT,), rule=RULE),
 )

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from sl1conf.conformance.requirements.base import Check, Plan, Requirement, RunContext, replayed
-from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example, differing
+from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, replayed
+from sl1conf.conformance.requirements.call_rules import CallRule, Twin
+from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example
 from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
 
@@ -19,14 +20,24 @@ def _whole(case) -> bool:
     return bool(case.n) and case.elements_written == case.n
 
 
-def _in_place_calls(ctx: RunContext) -> list:
-    if replayed(ctx, "") or not ctx.adapter.capabilities.in_place:
-        return []
-    return [replace(c, out_alias=alias, length=None) for c in [c for c in ctx.returned if _whole(c)][:SAMPLE]
-            for alias in ALIASES]
+def _in_place_twins(cases: list, profile) -> list:
+    """The first SAMPLE calls that write all of their elements, again with dx1 over dy, x1 and x2."""
+    whole = [i for i, c in enumerate(cases) if _whole(c)][:SAMPLE]
+    return [Twin(i, replace(cases[i], out_alias=alias, length=None)) for i in whole for alias in ALIASES]
 
 
-IN_PLACE = Plan("in-place", "after", _in_place_calls)
+RULE = CallRule("R15", "in-place", twins=_in_place_twins)
+"""R15: a call with dx1 over one of its inputs gives the bits it gives with separate buffers, NaN as a
+class. Certify's only: the calls need the adapter's claim (``Capabilities.in_place``), and fuzz and
+sweep make calls of separate buffers only."""
+
+
+def _in_place_base(ctx: RunContext) -> "list | None":
+    """The run's returned calls, where the adapter claims in-place use and makes calls of its own."""
+    return None if replayed(ctx, "") or not ctx.adapter.capabilities.in_place else ctx.returned
+
+
+IN_PLACE = RULE.plan("in-place", "after", _in_place_base)
 """The first SAMPLE returned calls that write every element, again with dx1 over dy, x1 and x2."""
 
 
@@ -42,18 +53,18 @@ def _in_place(ctx: RunContext, req: "Requirement") -> Check:
     t = Tally(ctx.fmt)
     if not ctx.adapter.capabilities.in_place:
         return Check(t, applicable=False)
-    sample = [j for j in ctx.judged if _whole(j.case)][:SAMPLE]
     made = ctx.made_of(IN_PLACE)
-    compared, differs = [], []  # (case, both dx1) per in-place call compared; (Differ, judgement) per one that differs
-    for j, ac, o in zip([j for j in sample for _ in ALIASES], made.calls, made.outcomes):
+    twins = RULE.twins([j.case for j in ctx.judged], ctx.profile)[:len(made.outcomes)]
+    for twin, o in zip(twins, made.outcomes):
         t.checked += 1
         if o.status != "ok":
-            t.note(ac.id, f"dx1 over {ac.out_alias}: {o.detail}")
-            continue
-        compared.append((ac, j.outcome.out, o.out))
-        at = differing(ctx.fmt, j.outcome.out, o.out)
-        if at.size:
-            differs.append((Differ(ac.id, ac, j.outcome.out, o.out, at), j))
+            t.note(twin.call.id, f"dx1 over {twin.call.out_alias}: {o.detail}")
+    compared, differs = [], []  # (case, both dx1) per in-place call compared; (Differ, judgement) per one that differs
+    for c in RULE.compared([j.outcome for j in ctx.judged], twins, made.outcomes):
+        j, ac = ctx.judged[c.twin.base], c.twin.call
+        compared.append((ac, j.outcome.out, c.then.out))
+        if c.at.size:
+            differs.append((Differ(ac.id, ac, j.outcome.out, c.then.out, c.at), j))
     _note_differences(t, differs, compared)
     return Check(t)
 
@@ -82,5 +93,5 @@ def _note_differences(t: Tally, differs: list, compared: list) -> None:
 ROWS = (
     Requirement("R15", "in-place",
                 "When the implementation claims in-place use, dx1 over dy, x1 or x2 gives the same bits "
-                "as separate buffers.", _in_place, plans=(IN_PLACE,)),
+                "as separate buffers.", _in_place, plans=(IN_PLACE,), rule=RULE),
 )

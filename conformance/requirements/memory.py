@@ -5,9 +5,8 @@ the fuzzer."""
 
 from __future__ import annotations
 
-from sl1conf.conformance.requirements.base import (
-    Batch, Check, Probe, Requirement, RunContext, START_LAYOUT, Seen, Tally, start_layout,
-)
+from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, START_LAYOUT, Tally, start_layout
+from sl1conf.conformance.requirements.call_rules import CallRule, Fault, campaign_probe
 
 
 def call_fault(rid: str, outcome) -> "str | None":
@@ -60,9 +59,9 @@ def _memory(ctx: RunContext, req: "Requirement") -> Check:
         if not caps.memory_checked and not _carries(req.id, o):
             continue  # nothing observed of this call (a harness that sent no memory report)
         t.checked += 1
-        detail = call_fault(req.id, o)
-        if detail:
-            t.note(cid, detail + where)
+        fault = RULES[req.id].fault(None, o)  # (the outcome's alone: the rule reads no case)
+        if fault:
+            t.note(cid, fault.detail + where)
     if not caps.memory_checked and not t.checked:
         return Check(applicable=False, extra={"observed": getattr(ctx.adapter, "unreported_note", None) or (
             "not observed by this adapter: no call's outcome carried this observation")})
@@ -73,13 +72,21 @@ KIND = {"R10": "memory", "R11": "memory", "R12": "inputs-changed"}
 """What the fuzzer calls each memory requirement's findings."""
 
 
-def _faults(batch: Batch) -> list:
-    """A campaign's returned calls' memory faults, each under its requirement."""
-    return [Seen(rid, i, kind, detail) for i, _, o in batch.returned() for rid, kind in KIND.items()
-            for detail in [call_fault(rid, o)] if detail]
+def _rule(rid: str) -> CallRule:
+    def fault(case, outcome) -> "Fault | None":
+        detail = call_fault(rid, outcome)
+        return Fault(KIND[rid], detail) if detail else None
+    return CallRule(rid, KIND[rid], fault=fault)
 
 
-FAULTS = Probe("memory-faults", _faults)
+RULES = {rid: _rule(rid) for rid in KIND}
+"""R10 to R12, each a fault of one call alone (:func:`call_fault`: the outcome's, no case read). Certify looks at every call of
+the run in both guard layouts (the start layout is its plan), those that failed too (a guard page's
+fault is a crash), and only where the adapter observes the requirement (``OBSERVATION``); a
+campaign at its returned calls in the one layout its adapter gives."""
+
+FAULTS = campaign_probe("memory-faults", *RULES.values())
+"""A campaign's returned calls' memory faults, each under its requirement (call by call)."""
 
 
 ROWS = (
@@ -87,14 +94,14 @@ ROWS = (
                 "Nothing is written outside dx1[0, length) (guard pages and canaries, in both guard layouts; "
                 "through a simulator, the harness's guard zones around every array; in a board self-test's "
                 "results, its guard zones around dx1); a failure names the array and the side.", _memory,
-                plans=(START_LAYOUT,), probes=(FAULTS,)),
+                plans=(START_LAYOUT,), probes=(FAULTS,), rule=RULES["R10"]),
     Requirement("R11", "no-read-outside",
                 "No input is read past its end or before its start (guard pages: each call with every array's "
                 "end at a guard page, and again with every array's start right after one; a simulator harness "
                 "has none: not observed, and the entry says so).", _memory,
-                plans=(START_LAYOUT,), probes=(FAULTS,)),
+                plans=(START_LAYOUT,), probes=(FAULTS,), rule=RULES["R11"]),
     Requirement("R12", "inputs-unchanged",
                 "dy, x1 and x2 are unchanged by the call (unless dx1 is one of them): checksums, or a simulator "
                 "harness's memory report.", _memory,
-                plans=(START_LAYOUT,), probes=(FAULTS,)),
+                plans=(START_LAYOUT,), probes=(FAULTS,), rule=RULES["R12"]),
 )

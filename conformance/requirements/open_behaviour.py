@@ -7,7 +7,8 @@ import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
 from sl1conf.reference import formats
-from sl1conf.conformance.requirements.base import Batch, Check, Probe, Requirement, RunContext, Seen
+from sl1conf.conformance.requirements.base import Check, Requirement, RunContext
+from sl1conf.conformance.requirements.call_rules import CallRule, Fault, campaign_probe
 from sl1conf.conformance.requirements.filing import rejection_filed_under
 
 
@@ -67,19 +68,23 @@ def _open_behaviour(ctx: RunContext, req: "Requirement") -> Check:
 
 
 ID = "R16"
-def _refused(batch: Batch) -> list:
-    """A campaign's calls the implementation refused though the manual defines their input
-    (refusing an open one is this requirement's answer: nothing found)."""
-    out = []
-    for i, (c, o) in enumerate(zip(batch.cases, batch.outcomes)):
-        if o.status == "rejected":
-            _, rid = rejection_filed_under(c)
-            if rid:
-                out.append(Seen(rid, i, "rejected", o.detail))
-    return out
 
 
-REFUSED = Probe("refused-inputs", _refused)
+def refused(case, outcome) -> "Fault | None":
+    """A call the implementation refused though the manual defines its input, filed where
+    filing.rejection_filed_under says (refusing an open input is R16's answer: nothing wrong)."""
+    if outcome.status != "rejected":
+        return None
+    _, rid = rejection_filed_under(case)
+    return Fault("rejected", outcome.detail, rid) if rid else None
+
+
+REFUSED_RULE = CallRule(ID, "rejected", fault=refused, returned_only=False)
+"""A refused call, as one call shows it. Certify files a refused defined input itself, beside the
+requirement checks (filing.rejection_failures, with the family's requirement and its own words);
+R16's certify check records which answer each open input got, refusals among them."""
+
+REFUSED = campaign_probe("refused-inputs", REFUSED_RULE)
 
 
 ROWS = (
@@ -89,5 +94,5 @@ ROWS = (
                 "implementation gives, element by element: a named alternative, or another within the "
                 "stated bounds (NaN for a NaN input, else no larger than |dy|).",
                 _open_behaviour, kind="recorded", families=("beta-special", "core-masks", "boundary-rounded-diff"),
-                observes=True, probes=(REFUSED,)),
+                observes=True, probes=(REFUSED,), rule=REFUSED_RULE),
 )

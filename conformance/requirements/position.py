@@ -9,10 +9,9 @@ import numpy as np
 
 from sl1conf.adapters.base import Case
 from sl1conf.conformance.requirements.base import LONG_CALL, Check, Plan, Requirement, RunContext, replayed
-from sl1conf.conformance.requirements.differences import (
-    Differ, common_causes, differ_word, differing, element_words, rare,
-)
-from sl1conf.conformance.requirements.probes import NOT_WRITTEN, Batch, Probe, Seen
+from sl1conf.conformance.requirements.call_rules import CallRule, Twin, campaign_probe
+from sl1conf.conformance.requirements.differences import Differ, common_causes, differ_word, element_words, rare
+from sl1conf.conformance.requirements.probes import NOT_WRITTEN, Batch, Seen
 from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 from sl1conf.conformance.rules.diagnosis import beta_classes
 from sl1conf.conformance.rules.judge import is_special, is_subnormal
@@ -203,7 +202,7 @@ def _arranged(fmt, group: list) -> tuple:
                    id=f"{ID} {group[0].name}")
     first = np.array([m.j.outcome.out[m.k] for m in group], fmt.uint)
     then = np.array([m.bits for m in group], fmt.uint)
-    at = differing(fmt, first, then)
+    at = RULE.differing(fmt, first, then)
     return (Differ(case.id, case, first, then, at) if at.size else None), (case, first, then)
 
 
@@ -262,7 +261,7 @@ def _observed(changed: list, moves: list) -> str:
                else "no body/tail pattern for the widths 4 to 64 explains them"))
 
 
-# the campaigns' form of the same check: a long call's last elements moved
+# the one definition: an element moved to another index, in a call of another length, gives the same bits
 
 MOVED = 64
 """R18 in fuzz and sweep: the last MOVED - 1 elements of a long call run again, as elements
@@ -271,64 +270,50 @@ MOVED - 1 (a tail of every width from 4 to 64), so an element that was in a body
 tail and one that was in a tail moves into a body."""
 
 
-def moved_calls(case: Case) -> list:
-    """The long call's last MOVED - 1 elements in the two calls above (none for a short call)."""
+def moved_calls(case: Case, i: int = 0) -> list:
+    """The long call's last MOVED - 1 elements in the two calls above, as twins of call ``i`` (none
+    for a short call)."""
     if case.n <= MOVED or case.elements_written != case.n:
         return []
     fmt, k = case.format, MOVED - 1
     head = lambda a, v: np.concatenate([np.array([v], fmt.uint), a[-k:]])  # noqa: E731
     body = replace(case, dy=head(case.dy, fmt.emax << fmt.frac_bits), x1=head(case.x1, 0),
-                               x2=head(case.x2, 0), length=None, id=f"{case.id} tail in a body")
-    tail = replace(case, dy=case.dy[-k:], x1=case.x1[-k:], x2=case.x2[-k:], length=None,
-                               id=f"{case.id} tail alone")
-    return [(body, 1), (tail, 0)]
-
-
-def position_changes(case: Case, out, moved) -> list:
-    """(element of ``case``, its bits in the moved call, description) for every element of the
-    last MOVED - 1 whose bits changed in one of the moved calls (``moved``: [(outcome, offset, call)])."""
-    k, changes = MOVED - 1, []
-    for o, offset, call in moved:
-        if o.status != "ok":
-            continue
-        differ = np.flatnonzero(~formats.same_result(case.format, out[case.n - k:case.n], o.out[offset:offset + k]))
-        changes += [(case.n - k + int(d), o.out[offset + int(d)], f"index {offset + int(d)} of a call of {call.n}")
-                    for d in differ]
-    return changes
+                   x2=head(case.x2, 0), length=None, id=f"{case.id} tail in a body")
+    tail = replace(case, dy=case.dy[-k:], x1=case.x1[-k:], x2=case.x2[-k:], length=None, id=f"{case.id} tail alone")
+    return [Twin(i, body, case.n - k, 1, k), Twin(i, tail, case.n - k, 0, k)]
 
 
 def _moved(cases: list, profile) -> list:
-    return [(i, call) for i, c in enumerate(cases) for call, _ in moved_calls(c)]
+    return [t for i, c in enumerate(cases) for t in moved_calls(c, i)]
 
 
-def _moved_differ(batch: Batch) -> list:
-    """Long calls whose last elements gave other bits when moved (``changed``: each such
-    element and its other bits); where every bit that differs is the fill dx1 held before the
-    call, the shape says the elements were never written (one pattern with such defects)."""
-    answers: dict = {}
-    for (i, _), o in zip(batch.calls, batch.answers):
-        answers.setdefault(i, []).append(o)
-    out = []
-    for i, got in answers.items():
-        c, o = batch.cases[i], batch.outcomes[i]
-        if o.status != "ok":
-            continue
-        changes = position_changes(c, o.out, [(a, offset, call) for a, (call, offset) in zip(got, moved_calls(c))])
-        if changes:
-            e, bits, where = changes[0]
-            fill = c.initial_out()  # a moved call's dx1 starts with the same fill (FILL_BYTE everywhere)
-            unwritten = all(o.out[k] == fill[k] or b == fill[k] for k, b, _ in changes)
-            out.append(Seen(ID, i, "position",
-                            f"{len(changes)} of the last {MOVED - 1} elements of a call of {c.n} give other bits when "
-                            f"moved (element {e}: {formats.hex_bits(c.format, o.out[e])}, then "
-                            f"{formats.hex_bits(c.format, bits)} at {where})"
-                            + ("; the bits that differ were never written" if unwritten else ""),
-                            element=e, changed=tuple((k, b) for k, b, _ in changes),
-                            shape=("position", NOT_WRITTEN) if unwritten else ()))
-    return out
+RULE = CallRule("R18", "position", twins=_moved, certify_apart=(
+    "certify moves a sample of a run's elements, drawn from many calls by beta and by class (boundary, "
+    "special, subnormal ...), into arrangements of its own (_position_calls: the body, shifted starts, short "
+    "calls, the end of a long call), which no one call's twins are; a campaign moves one long call's last "
+    "elements. Both compare each element's bits with the rule's comparison, NaN as a class"))
+"""R18: an element's bits at another index, in a call of another length, are its bits in its own call."""
 
 
-MOVED_TAIL = Probe("moved-tail", _moved_differ, _moved, sampled=True)
+def _said(batch: Batch, i: int, differ: list) -> list:
+    """A long call whose last elements gave other bits when moved (``changed``: each such element and
+    its other bits); where every bit that differs is the fill dx1 held before the call, the shape says
+    the elements were never written (one pattern with such defects)."""
+    c, o = batch.cases[i], batch.outcomes[i]
+    changes = [(ch, cmp.twin.call) for cmp in differ for ch in cmp.changes()]
+    ch, call = changes[0]
+    fill = c.initial_out()  # a moved call's dx1 starts with the same fill (FILL_BYTE everywhere)
+    unwritten = all(o.out[x.element] == fill[x.element] or x.then == fill[x.element] for x, _ in changes)
+    return [Seen(ID, i, "position",
+                 f"{len(changes)} of the last {MOVED - 1} elements of a call of {c.n} give other bits when "
+                 f"moved (element {ch.element}: {formats.hex_bits(c.format, ch.first)}, then "
+                 f"{formats.hex_bits(c.format, ch.then)} at index {ch.index} of a call of {call.n})"
+                 + ("; the bits that differ were never written" if unwritten else ""),
+                 element=ch.element, changed=tuple((x.element, x.then) for x, _ in changes),
+                 shape=("position", NOT_WRITTEN) if unwritten else ())]
+
+
+MOVED_TAIL = campaign_probe("moved-tail", RULE, said=_said, sampled=True)
 """A long call's last elements again in a body and alone (a sweep: on its sampled blocks)."""
 
 
@@ -339,5 +324,5 @@ ROWS = (
                 "its neighbours or where a core's chunk starts (sampled elements run again alone in the vector "
                 "body, shifted by 1 to 63 places, in calls of 3 and 15 elements, and at the end of a call "
                 "longer than 65,536).", _position_invariance, observes=True, plans=(POSITIONS,),
-                probes=(MOVED_TAIL,)),
+                probes=(MOVED_TAIL,), rule=RULE),
 )

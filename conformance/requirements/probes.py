@@ -7,10 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-import numpy as np
-
-from sl1conf.reference import formats
-
 __all__ = ["Batch", "Seen", "SHORT_CALL", "NOT_WRITTEN", "Probe", "Statistic"]
 
 
@@ -26,7 +22,7 @@ class Batch:
     outcomes: list
     profile: object
     adapter: object
-    calls: list = field(default_factory=list)
+    calls: list = field(default_factory=list)  # (index of the case, call) each: a call rule's Twin
     answers: list = field(default_factory=list)
     ask_late: bool = True
     sample: Optional[int] = None
@@ -34,17 +30,6 @@ class Batch:
     def returned(self) -> list:
         """(index, case, outcome) of every call that returned a result."""
         return [(i, c, o) for i, (c, o) in enumerate(zip(self.cases, self.outcomes)) if o.status == "ok"]
-
-    def differing(self, nan_payloads: bool = False) -> list:
-        """(index of the case, the probe's call) of every probe call of the same data whose bits
-        differ from its case's, both returned (NaN as a class; ``nan_payloads``: every bit)."""
-        out = []
-        for (i, call), b in zip(self.calls, self.answers):
-            a = self.outcomes[i]
-            if a.status == b.status == "ok" and not (np.array_equal(a.out, b.out) if nan_payloads else
-                                                     formats.same_result(call.format, a.out, b.out).all()):
-                out.append((i, call))
-        return out
 
 
 @dataclass(frozen=True)
@@ -92,6 +77,7 @@ class Probe:
     calls: Callable[[list, object], list] = _no_calls
     sampled: bool = False
     last: bool = False  # checked after the others and the driver's judging (it may wait for the adapter)
+    rules: tuple = ()  # the call rules it is made from (requirements.call_rules.campaign_probe)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from sl1conf.conformance.rules import diagnosis
 from sl1conf.conformance.requirements.base import (
-    Batch, Check, Probe, Requirement, RunContext, START_LAYOUT, Seen, Tally, start_layout,
+    Batch, Check, Requirement, RunContext, START_LAYOUT, Seen, Tally, start_layout,
 )
+from sl1conf.conformance.requirements.call_rules import CallRule, Fault, campaign_probe
 
 
 LATE_WRITE = "in calls that wrote dx1 after they returned (a core or thread not waited for)"
@@ -23,8 +24,9 @@ def _returns(ctx: RunContext, req: "Requirement") -> Check:
     again = [(j.row, o) for j, o in start_layout(ctx)]
     t.checked = len(ctx.judged) + len(ctx.broken) + len(ctx.rejected) + len(again)  # the calls answered or failed:
     # an unsupported call was checked for nothing (a harness built without the dtype answers each)
-    for row, o in [(row, o) for row, _, o in ctx.broken] + [(row, o) for row, o in again if o.status != "ok"]:
-        t.note(row["id"], f"{o.status}: {o.detail}")
+    for row, f in [(row, RULE.fault(case, o)) for row, case, o in ctx.broken] + [
+            (row, Fault(o.status, o.detail)) for row, o in again if o.status != "ok"]:
+        t.note(row["id"], f"{f.kind}: {f.detail}")
     late: dict = {}  # case id -> what each of its calls wrote after returning (a case may run several times)
     for cid, text in ctx.adapter.late_writes():
         late.setdefault(cid, []).append(text)
@@ -41,18 +43,31 @@ ANSWERS = ("ok", "unsupported", "rejected")
 """Outcome statuses that are an answer; any other (crash, timeout, error) is a call that failed."""
 
 
-def _failed_calls(batch: Batch) -> list:
-    """A campaign's calls that crashed, hung or failed, and (where the driver may wait for the
-    adapter's watch) those that wrote dx1 after they returned."""
-    out = [Seen(ID, i, o.status, o.detail) for i, o in enumerate(batch.outcomes) if o.status not in ANSWERS]
-    if batch.ask_late:
-        index = {c.id: i for i, c in enumerate(batch.cases)}  # a probe's call keeps its case's id
-        out += [Seen(ID, index[cid], "late-write", detail) for cid, detail in dict(batch.adapter.late_writes()).items()
-                if cid in index]
-    return out
+def failed(case, outcome) -> "Fault | None":
+    """A call that crashed, hung or failed: its status and what the adapter said."""
+    return None if outcome.status in ANSWERS else Fault(outcome.status, outcome.detail)
 
 
-FAILED_CALLS = Probe("failed-calls", _failed_calls, last=True)
+RULE = CallRule("R13", "failed", fault=failed, returned_only=False)
+"""R13 as one call shows it: the call failed (its kind the status). Certify's failed calls are the
+engine's (``RunContext.broken``: the same statuses), and a call of its start layout, the repeat of
+one that returned, fails with any other answer (a refusal too). What a call wrote after it returned
+no call alone shows: the adapter says it once the calls are made (``Adapter.late_writes``, which
+certify's check reads and the campaign's probe reads in :func:`_late_writes`)."""
+
+
+def _late_writes(batch: Batch) -> list:
+    """Where the driver may wait for the adapter's watch: a campaign's calls that wrote dx1 after
+    they returned."""
+    if not batch.ask_late:
+        return []
+    index = {c.id: i for i, c in enumerate(batch.cases)}  # a probe's call keeps its case's id
+    return [Seen(ID, index[cid], "late-write", detail) for cid, detail in dict(batch.adapter.late_writes()).items()
+            if cid in index]
+
+
+FAILED_CALLS = campaign_probe("failed-calls", RULE, more=_late_writes, last=True)
+"""A campaign's calls that crashed, hung or failed, then those that wrote dx1 after they returned."""
 
 
 ID = "R13"
@@ -61,5 +76,5 @@ ROWS = (
                 "Every call returns, and has finished when it returns: no crash, no hang past the timeout, "
                 "nothing written into dx1 after the return (the ctypes worker watches each call's dx1 for "
                 "100 ms after it returns; other adapters cannot see it).", _returns, last=True,
-                plans=(START_LAYOUT,), probes=(FAILED_CALLS,)),
+                plans=(START_LAYOUT,), probes=(FAILED_CALLS,), rule=RULE),
 )

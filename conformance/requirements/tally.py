@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.conformance.requirements.evidence import Evidence
+from sl1conf.conformance.requirements.reasons import ReasonTally
 from sl1conf.conformance.requirements.records import ERROR_KINDS, element_record, error_kinds
 from sl1conf.conformance.rules.diagnosis import diagnose, diagnose_many
-from sl1conf.conformance.rules.judge import SPECIALS, special_class
 
 __all__ = ["EXAMPLES", "calls_to_look_at", "Tally", "diagnose_tallies"]
 
@@ -34,16 +34,15 @@ class Tally:
     """What a certify run found of one requirement (or one family of it): its ``evidence``
     (requirements.evidence.Evidence, the shape fuzz and sweep give theirs in: the elements
     checked and rejected with the worst, the failing calls), and what a report says beyond it:
-    examples, the commonest kind of error, what the diagnosis reads, what was accepted beyond the
-    budget."""
+    examples, the commonest kind of error, what the diagnosis reads, the elements checked by the
+    judge's reason (requirements.reasons: what was accepted beyond the budget in detail)."""
 
     def __init__(self, fmt):
         self.fmt, self.examples = fmt, []
         self.evidence = Evidence()
         self._added = self._counted = 0  # calls added and failing calls counted: the positions of the evidence
         self.seen = []  # (judgement, failing mask, checked mask) per call added: what the diagnosis reads
-        self.far, self.far_by, self.far_worst = 0, {}, None  # accepted beyond the budget: reachable under the error model, or an alternative
-        self.far_special = {}  # accepted infinities or NaNs against numbers (no distance), by kind
+        self.accepted = ReasonTally()  # the elements checked by the judge's reason; those beyond the budget in detail
         self.kinds = {}  # error kind (ERROR_KINDS index) -> [failing elements, the first (j, k)]: the bulk
         self.noted = []  # per failing call or comparison of calls (not an element): the case ids involved
 
@@ -70,7 +69,7 @@ class Tally:
         among = np.ones(bad.shape, bool) if among is None else among
         self.checked += int(among.sum())
         self.seen.append((j, bad, among))
-        self._beyond_budget(j, among & ~bad)
+        self.accepted.add(j, among, lambda k: self.element(j, k))
         idx = np.flatnonzero(bad)
         self._added += 1
         if not idx.size:
@@ -104,30 +103,8 @@ class Tally:
             else:
                 self._added += 1
                 self.checked += int(counted[i])
+                self.accepted.count(j.reason if part is None else j.reason[part])
                 self.seen.append((j, bad[lo:hi], np.ones(hi - lo, bool) if part is None else part))
-
-    def _beyond_budget(self, j, accepted: np.ndarray) -> None:
-        """Count the accepted elements that are beyond the budget (reachable under the error
-        model, or an alternative's bits): how many, with what it took, the farthest; those that
-        are no distance at all (an infinity or NaN against a number) by kind."""
-        far = accepted & j.beyond_budget
-        if not far.any():
-            return
-        at = np.flatnonzero(far)  # few: what accepted them is named for those only
-        cls = special_class(self.fmt, j.got[at], j.expected.oracle[at])
-        for kind in np.unique(cls[cls >= 0]):
-            self.far_special[SPECIALS[kind]] = self.far_special.get(SPECIALS[kind], 0) + int((cls == kind).sum())
-        at = at[cls < 0]
-        if not at.size:
-            return
-        named = j.accepted_as(at)
-        self.far += int(at.size)
-        for name in named:
-            self.far_by[name] = self.far_by.get(name, 0) + 1
-        i = int(np.argmax(j.dist[at]))
-        k = int(at[i])
-        if self.far_worst is None or int(j.dist[k]) > self.far_worst["ulp_value"]:
-            self.far_worst = {**self.element(j, k), "accepted_as": named[i]}
 
     def note(self, case_id: "str | None", detail: str, also: tuple = ()) -> None:
         """One failing call (not an element), with what was wrong; ``case_id`` None: a finding
@@ -153,13 +130,7 @@ class Tally:
         for kind, (n, first) in other.kinds.items():
             slot = self.kinds.setdefault(kind, [0, first])
             slot[0] += n
-        self.far += other.far
-        for name, n in other.far_by.items():
-            self.far_by[name] = self.far_by.get(name, 0) + n
-        for kind, n in other.far_special.items():
-            self.far_special[kind] = self.far_special.get(kind, 0) + n
-        if other.far_worst and (self.far_worst is None or other.far_worst["ulp_value"] > self.far_worst["ulp_value"]):
-            self.far_worst = other.far_worst
+        self.accepted.merge(other.accepted)
         theirs = other.evidence  # after this one's: its positions moved past this one's
         worst, first = theirs.worst, theirs.first_call
         self.evidence.merge(Evidence(
@@ -199,12 +170,13 @@ class Tally:
         whole calls the diagnosis tries as patterns (``RunContext.findings``); ``diagnosis``: the
         diagnosis, where :func:`diagnose_tallies` made it with the run's others."""
         out = {"checked": self.checked, "failed": self.failed}
-        if details and self.far:
-            out["beyond_budget"] = {"elements": self.far, "max_ulp": self.far_worst["ulp_value"],
-                                   "by": dict(sorted(self.far_by.items())),
-                                   "worst": {k: v for k, v in self.far_worst.items() if k != "ulp_value"}}
-        if details and self.far_special:
-            out["beyond_budget_not_a_distance"] = dict(sorted(self.far_special.items()))
+        if self.accepted.counts.any():
+            out["reasons"] = self.accepted.reasons()
+        beyond = self.accepted.beyond_budget() if details else None
+        if beyond:
+            out["beyond_budget"] = beyond
+        if details and self.accepted.not_a_distance:
+            out["beyond_budget_not_a_distance"] = dict(sorted(self.accepted.not_a_distance.items()))
         example = self.example
         if details and self.kinds:  # the bulk: the commonest kind of error, with its first element
             kind, (n, first) = max(self.kinds.items(), key=lambda kv: (kv[1][0], -kv[0]))

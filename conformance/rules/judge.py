@@ -13,6 +13,11 @@ lean of its roundings (R01). Which elements each rule is about and which of them
 is :data:`ELEMENT_RULES` here (the rules of the catalog's R01 to R06). The tolerance policy is
 this file plus the profile: nothing else accepts or rejects an element.
 
+Each element gets one :class:`Reason`, decided here once: exact, within the budget, reachable,
+an alternative, within an open input's bounds, or rejected; certify's tallies and error
+statistics, the sweep and fuzz count by it (``requirements.reasons``), so every report says
+the same of the same element.
+
 The reachable set is computed only for the elements nothing cheaper accepts (not the
 oracle's bits, beyond the budget or on the boundary, no alternative's), so its cost is the
 unexplained elements'.
@@ -25,6 +30,7 @@ zero counts where the profile is strict.
 
 from __future__ import annotations
 
+import enum
 import functools
 
 from dataclasses import dataclass, field
@@ -39,8 +45,31 @@ from sl1conf.reference import formats
 from sl1conf.reference import reachable
 from sl1conf.reference.models import accepted_models
 
-__all__ = ["Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
+__all__ = ["Reason", "REASONS", "BEYOND_BUDGET", "Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
            "SPECIALS", "special_class", "is_subnormal", "InputFacts", "input_facts"]
+
+
+class Reason(enum.IntEnum):
+    """Why the judge accepted an element, or that it did not: one per element, decided once here
+    (as Vulkan CTS states each result's acceptance once) and counted by every driver (certify's
+    tallies and error statistics, the sweep, fuzz). The weakest acceptance any deciding rule
+    needed: an element within the budget but on the boundary (no budget there: R02), or an
+    infinity one step past the largest finite value (no rounding: R03), is accepted only as
+    reachable, an alternative or an open input's bounds, and is said so."""
+
+    EXACT = 0  # the correctly rounded result (NaN as a class)
+    WITHIN_BUDGET = 1  # within the profile's ULP budget of it (the zero's sign included where strict)
+    REACHABLE = 2  # reachable under the profile's error model (the order, the approximate operation or the flush it took)
+    ALTERNATIVE = 3  # an open-behaviour alternative's bits (rules.openbehaviour: its name)
+    OPEN_BOUNDS = 4  # an open input's answer within its stated bounds (which question)
+    REJECTED = 5  # a deciding rule rejects it (the kind: the requirements it breaks)
+
+
+REASONS = tuple(r.name.lower() for r in Reason)
+"""Each reason's name in reports, sweep states and fuzz summaries (exact, within_budget,
+reachable, alternative, open_bounds, rejected): one vocabulary in code, schema and prose."""
+BEYOND_BUDGET = (Reason.REACHABLE, Reason.ALTERNATIVE, Reason.OPEN_BOUNDS)
+"""The reasons reports call "accepted beyond the budget": shown apart, each with what it took."""
 
 
 @dataclass
@@ -180,6 +209,7 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     rejected: dict = field(default_factory=dict)
     breaks: dict = field(default_factory=dict)  # the rejections that make an element unacceptable here
     checked: dict = field(default_factory=dict)  # requirement id -> elements its rule applies to
+    reason: np.ndarray = None  # the Reason of every element (uint8): why it was accepted, or that it was not
     case: object = None  # the call judged, where the caller knows it (its unwritten elements, the diagnosis's patterns)
 
     def part(self, lo: int, hi: int) -> "Judgement":
@@ -192,10 +222,10 @@ same for the rules that decide under the profile (a strict-only rule is recorded
                          self.boundary[s],
                          self.subnormal_inputs[s], self.overflow_prone[s], self.open_q[s], self.bounded[s],
                          tuple(a if np.ndim(a) == 0 else a[s] for a in self.inputs), self.ok[s], cut(self.rejected),
-                         cut(self.breaks), cut(self.checked))
+                         cut(self.breaks), cut(self.checked), self.reason[s])
 
     @functools.cached_property
-    def acceptable_otherwise(self) -> np.ndarray:
+    def acceptable_beyond_budget(self) -> np.ndarray:
         """Reachable under the error model, an open alternative's bits, or an open input's answer
         within its bounds (whatever the distance); computed once per judgement (every rule reads it)."""
         out = self.reach.stage > 0
@@ -243,10 +273,10 @@ same for the rules that decide under the profile (a strict-only rule is recorded
 
     @functools.cached_property
     def beyond_budget(self) -> np.ndarray:
-        """Accepted, but beyond the budget: accepted only as reachable under the error model or as
-        an alternative's bits (reports show these apart from the largest error, with what it took).
+        """Accepted beyond the budget (:data:`BEYOND_BUDGET`: reachable, an alternative's bits or an
+        open input's bounds; reports show these apart from the largest error, with what it took).
         Computed once per judgement (every element requirement's tally and the error statistics read it)."""
-        return self.ok & ~self.exact & ~self.within
+        return (self.reason >= Reason.REACHABLE) & (self.reason <= Reason.OPEN_BOUNDS)
 
     def accepted_as(self, at: "np.ndarray | None" = None) -> np.ndarray:
         """Per element, what accepted it beyond the budget (object array, "" elsewhere): what the
@@ -260,33 +290,39 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         return self.__dict__["_accepted_as"]
 
     def _name_accepted(self, at) -> np.ndarray:
-        todo = self.beyond_budget[at].copy()
-        out = np.full(todo.shape, "", object)
-        stage = self.reach.stage[at]
-        take = todo & (stage > 0)
-        out[take] = self.reach.how[at][take]
-        todo &= ~take
+        reason = self.reason[at]
+        out = np.full(reason.shape, "", object)
+        todo = reason == Reason.ALTERNATIVE
         for name, hit in self.alt.items():
             take = todo & hit[at]
             out[take] = name
             todo &= ~take
-        take = todo & self.bounded[at]
+        take = reason == Reason.OPEN_BOUNDS
         open_q = self.open_q[at]
         for q in np.unique(open_q[take]).tolist():
             out[take & (open_q == q)] = f"{openbehaviour.BOUNDED[q]}: {openbehaviour.WITHIN_BOUNDS}"
+        take = reason == Reason.REACHABLE
+        out[take] = self.reach.how[at][take]
         return out
 
 
 @dataclass(frozen=True)
 class ElementRule:
     """A rule about single elements, named by the requirement it checks (``sl1conf.conformance.requirements``):
-    ``applies(j)`` the elements it is about, ``accepts(j)`` those of them it accepts (masks
-    over a Judgement's elements)."""
+    ``applies(j)`` the elements it is about, ``own(j)`` those of them it accepts on its own (the
+    correctly rounded result, the budget, ...: masks over a Judgement's elements). Every rule
+    also accepts what the error model reaches, an alternative's bits and an open input's
+    answer within its bounds (:meth:`accepts`), so which of those an element needed is one
+    fact, its :class:`Reason`."""
 
     id: str
     applies: Callable
-    accepts: Callable
+    own: Callable
     strict_only: bool = False
+
+    def accepts(self, j) -> np.ndarray:
+        """The elements it accepts: on its own, or as reachable, an alternative or within open bounds."""
+        return self.own(j) | j.acceptable_beyond_budget
 
     def decides(self, profile) -> bool:
         """Whether a rejection makes the element unacceptable under ``profile`` (a rule
@@ -295,30 +331,31 @@ class ElementRule:
 
 
 def _within_budget(j) -> np.ndarray:
-    """Exact, within the budget, reachable under the error model, or an alternative's bits."""
-    return j.exact | j.within | j.acceptable_otherwise
+    """Exact or within the budget."""
+    return j.exact | j.within
 
 
 def _exactly(j) -> np.ndarray:
-    """No budget: exact, reachable under the error model, or an alternative's bits."""
-    return j.exact | j.acceptable_otherwise
+    """No budget: exact."""
+    return j.exact
 
 
 ELEMENT_RULES: tuple = (
     # Most specific first: an element that breaks several rules is filed under the first (the
-    # fuzzer keys its findings so); certify counts it under each.
-    # R02: on the boundary no budget: +-dy exactly, or what the error model reaches (an
-    # approximate division, a reciprocal order's beta * fl(1/beta) * dy).
+    # fuzzer keys its findings so); certify counts it under each. Each rule accepts besides what
+    # the error model reaches (an approximate division, a reciprocal order's beta * fl(1/beta) * dy
+    # on the boundary), an alternative's bits and an open input's answer within its bounds.
+    # R02: on the boundary no budget: +-dy exactly.
     ElementRule("R02", lambda j: j.boundary, _exactly),
     # R03: where the exact result is finite and an intermediate overflows (or the result is
     # infinite or NaN anyway): no infinity or NaN.
     ElementRule("R03", lambda j: ~is_special(j.fmt, j.expected.oracle) & (j.overflow_prone | is_special(j.fmt, j.got)),
-                lambda j: ~is_special(j.fmt, j.got) | j.acceptable_otherwise),
+                lambda j: ~is_special(j.fmt, j.got)),
     # R04: where the exact result is NaN or infinite: that (any NaN), no budget.
     ElementRule("R04", lambda j: is_special(j.fmt, j.expected.oracle), _exactly),
     # R05: a zero result where the exact result is zero: its sign (strict profiles decide on it).
     ElementRule("R05", lambda j: is_zero(j.fmt, j.expected.oracle) & is_zero(j.fmt, j.got),
-                lambda j: (j.got == j.expected.oracle) | j.acceptable_otherwise, strict_only=True),
+                lambda j: j.got == j.expected.oracle, strict_only=True),
     # R06: elements flushing would change, or with a subnormal input: R01's rule, reported apart.
     ElementRule("R06", lambda j: ~formats.same_result(j.fmt, j.expected.oracle, j.expected.oracle_ftz) | j.subnormal_inputs,
                 _within_budget),
@@ -401,13 +438,34 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
                   boundary, sub, prone, open_q, bounded,
                   tuple(np.asarray(a, fmt.uint) for a in (dy, x1, x2)) + (beta if np.ndim(beta) == 0 else np.asarray(beta, fmt.uint),))
     ok = np.ones(got.shape, bool)
+    needs = np.zeros(got.shape, bool)  # a deciding rule does not accept it on its own
+    otherwise = j.acceptable_beyond_budget
     for rule in ELEMENT_RULES:
         applies = rule.applies(j)
-        bad = applies & ~rule.accepts(j)
+        short = applies & ~rule.own(j)
+        bad = short & ~otherwise
         j.checked[rule.id] = applies
         j.rejected[rule.id] = bad
         if rule.decides(profile):
             ok &= ~bad
+            needs |= short
             j.breaks[rule.id] = bad
     j.ok = ok
+    j.reason = _reasons(j, needs)
     return j
+
+
+def _reasons(j: Judgement, needs: np.ndarray) -> np.ndarray:
+    """The :class:`Reason` of every element: rejected, exact, within the budget where every
+    deciding rule accepts it on its own, else what accepted it, in the order the judge looks: an
+    alternative's bits, then an open input's bounds, then the error model (asked only where
+    neither accepts the element)."""
+    out = np.where(j.ok, np.where(j.exact, Reason.EXACT, Reason.WITHIN_BUDGET), Reason.REJECTED).astype(np.uint8)
+    beyond = j.ok & ~j.exact & needs
+    if beyond.any():
+        alt = np.zeros(beyond.shape, bool)
+        for mask in j.alt.values():
+            alt |= mask
+        out[beyond] = np.where(alt[beyond], Reason.ALTERNATIVE,
+                               np.where(j.bounded[beyond], Reason.OPEN_BOUNDS, Reason.REACHABLE))
+    return out

@@ -42,7 +42,7 @@ from sl1conf.conformance.requirements.base import NOT_WRITTEN, SHORT_CALL, Seen,
 from sl1conf.conformance.requirements.evidence import Evidence, add_evidence
 from sl1conf.conformance.requirements.filing import NOT_WRITTEN_UNDER
 from sl1conf.conformance.search.probing import run_probed
-from sl1conf.conformance.rules.judge import expected_for, is_special, is_zero, judge
+from sl1conf.conformance.rules.judge import Reason, expected_for, is_special, is_zero, judge
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors.sampling import fast_batch, hard_batch, random_batch
 from sl1conf.conformance.search.campaign import per_worker
@@ -172,6 +172,7 @@ class BatchResult:
     seconds: float
     statistics: dict = field(default_factory=dict)  # statistic name -> "dtype/variant" -> the batch's counts
     evidence: dict = field(default_factory=dict)  # requirement id -> Evidence: what the batch found of it
+    reasons: np.ndarray = field(default_factory=lambda: np.zeros(len(Reason), np.int64))  # elements by the judge's reason
 
 
 @dataclass
@@ -187,6 +188,7 @@ class Result:
     interrupted: bool = False  # stopped by a signal before its batches or time were done
     statistics: dict = field(default_factory=dict)  # statistic name -> "dtype/variant" -> counts summed over the batches
     evidence: dict = field(default_factory=dict)  # requirement id -> Evidence over the batches (certify's and sweep's shape)
+    reasons: np.ndarray = field(default_factory=lambda: np.zeros(len(Reason), np.int64))  # elements by the judge's reason
 
     patterns: dict = field(default_factory=dict)  # pattern -> Group
 
@@ -197,6 +199,7 @@ class Result:
         self.findings += len(r.findings)
         add_statistics(self.statistics, r.statistics)
         add_evidence(self.evidence, r.evidence)
+        self.reasons = self.reasons + r.reasons
         for f in r.findings:
             old = self.first.get(f.key)
             if old is None or (f.batch, f.case) < (old.batch, old.case):
@@ -340,21 +343,27 @@ def _unwritten_where(idx: np.ndarray, n: int) -> str:
     return "start" if contiguous and idx[0] == 0 else "scattered"
 
 
-def judge_call(profile: Profile, case: Case, got: np.ndarray, worst: "dict | None" = None) -> dict:
+def judge_call(profile: Profile, case: Case, got: np.ndarray, worst: "dict | None" = None,
+               reasons: "np.ndarray | None" = None) -> dict:
     """Requirement id -> the elements of ``got`` (the written elements) it rejects: the one
     judge, run only where the result is not the correctly rounded one (where it is, every
     rule accepts it). Empty when every element is accepted. ``worst``, if given, gets each
     requirement's worst rejected element (requirement id -> (element, its distance, the
-    correctly rounded bits))."""
+    correctly rounded bits)); ``reasons``, if given (counts per rules.judge.Reason), gets the
+    elements counted by the judge's reason (those not judged: exact)."""
     fmt, w = case.format, case.elements_written
     dy, x1, x2, beta = case.floats()
     oracle = fast_oracle.smoothl1lossgrad(dy[:w], x1[:w], x2[:w], beta).view(fmt.uint)
     idx = np.flatnonzero(~formats.same_result(fmt, got, oracle))
+    if reasons is not None:
+        reasons[Reason.EXACT] += got.size - idx.size
     if not idx.size:
         return {}
     sub = [a[:w][idx] for a in (case.dy, case.x1, case.x2)]
     exp = expected_for(fmt, *sub, case.beta, variant=case.variant, core_mask=case.core_mask, oracle=oracle[idx])
     j = judge(fmt, profile, got[idx], exp, *sub, case.beta)
+    if reasons is not None:
+        reasons += np.bincount(j.reason, minlength=len(Reason))
     if worst is not None:
         for rid, bad in j.breaks.items():
             if bad.any():
@@ -364,14 +373,14 @@ def judge_call(profile: Profile, case: Case, got: np.ndarray, worst: "dict | Non
 
 
 def _element_findings(profile: Profile, i: int, case: Case, o: Outcome, evidence: "dict | None" = None,
-                      batch: int = 0) -> list[Finding]:
+                      batch: int = 0, reasons: "np.ndarray | None" = None) -> list[Finding]:
     """The wrong elements of a returned call, as findings: the one judge's rejections (every
     rule it breaks, filed under the most specific), one per requirements broken, value class,
     error and branch (its first element). ``evidence``, if given (requirement id -> Evidence),
     gets every requirement's rejected elements and the worst, at (batch, case, element)."""
     w, fmt = case.elements_written, case.format
     worst: dict = {}
-    rejected = judge_call(profile, case, o.out[:w], worst if evidence is not None else None)
+    rejected = judge_call(profile, case, o.out[:w], worst if evidence is not None else None, reasons)
     if not rejected:
         return []
     for rid, (k, d, expected) in worst.items():
@@ -406,17 +415,20 @@ def _probe_finding(s: Seen, case: Case) -> Finding:
 
 
 def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], statistics: "dict | None" = None,
-                late: bool = True, evidence: "dict | None" = None, batch: int = 0) -> list[Finding]:
+                late: bool = True, evidence: "dict | None" = None, batch: int = 0,
+                reasons: "np.ndarray | None" = None) -> list[Finding]:
     """Every finding on ``cases``: each returned call's elements judged, and every requirement's
     probe (``search.probing``: their calls made with the cases in one adapter run). ``late``
     False: no probe waits for the adapter's watch of writes after the return (the shrinker's
     checks). ``statistics``, if given (statistic name -> "dtype/variant" -> counts), gets the
     batch's counts added (their first STATISTIC_SAMPLE elements of a call). ``evidence``, if given
     (requirement id -> Evidence), gets what each requirement's rule and probe found, at (``batch``,
-    case, element): every rejected element and the worst, every failing call and the first."""
+    case, element): every rejected element and the worst, every failing call and the first.
+    ``reasons``, if given (counts per rules.judge.Reason), gets every returned element counted by
+    the judge's reason."""
     def elements(outcomes):
         return [f for i, (c, o) in enumerate(zip(cases, outcomes)) if o.status == "ok"
-                for f in _element_findings(profile, i, c, o, evidence, batch)]
+                for f in _element_findings(profile, i, c, o, evidence, batch, reasons)]
 
     probed = run_probed(adapter, profile, cases, ask_late=late, statistics=statistics is not None,
                         sample=STATISTIC_SAMPLE, first=elements)
@@ -447,11 +459,11 @@ def run_batch(campaign: Campaign, profile: Profile, adapter: Adapter, k: int) ->
     """Draw batch ``k``, check it, keep the first finding of each key."""
     t0 = time.perf_counter()
     cases = make_batch(campaign, profile, k)
-    first, counts, evidence = {}, {}, {}
-    for f in check_cases(adapter, profile, cases, counts, evidence=evidence, batch=k):  # the first of each key and pattern
-        first.setdefault((f.key, f.pattern), dataclasses.replace(f, batch=k))
+    first, counts, evidence, reasons = {}, {}, {}, np.zeros(len(Reason), np.int64)
+    for f in check_cases(adapter, profile, cases, counts, evidence=evidence, batch=k, reasons=reasons):
+        first.setdefault((f.key, f.pattern), dataclasses.replace(f, batch=k))  # the first of each key and pattern
     return BatchResult(k, sum(c.n for c in cases), len(cases), list(first.values()), time.perf_counter() - t0, counts,
-                       evidence)
+                       evidence, reasons)
 
 
 # ------------------------------------------------------------------ driving

@@ -29,6 +29,7 @@ from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id, core_masks
 from sl1conf.conformance.requirements.base import element_record
 from sl1conf.conformance.requirements.evidence import add_evidence, evidence_of
+from sl1conf.conformance.requirements.reasons import reason_counts
 from sl1conf.conformance.requirements.elements import BOUNDARY_ID
 from sl1conf.conformance.search import fuzz
 from sl1conf.conformance.search.ranges import expand, runs, runs_text
@@ -38,13 +39,14 @@ __all__ = ["FuzzError", "SCHEMA", "SCHEMA_VERSION", "read_summary", "claim", "fi
            "write_output", "merge", "replayed_campaign", "statistic_keys"]
 
 SCHEMA = "sl1conf-fuzz"
-SCHEMA_VERSION = 6  # 2: findings keyed by requirement id; saved failures name their requirements;
+SCHEMA_VERSION = 7  # 2: findings keyed by requirement id; saved failures name their requirements;
 # 3: batches of 2^20 elements, long calls drawn by sampling.fast_batch (another batch for the same seed);
 # 4: failures grouped by pattern (failures.patterns), one saved reproducer per pattern with its counts;
 # 5: R01's rounding-bias counts leave out, as 'explained', the deviations an allowed evaluation gives (the
 # rule changed: older summaries are not merged with newer ones); saved reproducers carry ulp and not_written;
 # 6: the evidence per requirement (requirements.evidence: every rejected element and the worst, every failing
-# call and the first), as certify's runs and sweeps hold it
+# call and the first), as certify's runs and sweeps hold it; 7: every element counted by the judge's reason
+# (``reasons``: a version 6 summary is read as 7 with ``reasons`` null, not counted)
 REGRESSIONS = (100, "fuzz-regressions", "Failures found by sl1conf fuzz, each minimized to the shortest call "
                                         "and the simplest values that still fail.")
 CORE_MASKS = (11, "core-masks", "Failures found by sl1conf fuzz: the same data under two core masks gives "
@@ -76,7 +78,13 @@ def read_summary(folder: Path) -> dict:
     path = folder / "summary.json"
     if not path.exists():
         raise FuzzError(f"{folder}: not a sl1conf fuzz output (no summary.json)")
-    return jsonfiles.read_checked(path, "fuzz-summary.schema.json", SCHEMA_VERSION, FuzzError)
+    return jsonfiles.read_checked(path, "fuzz-summary.schema.json", SCHEMA_VERSION, FuzzError,
+                                  upgrades={6: _from_version_6})
+
+
+def _from_version_6(summary: dict) -> dict:
+    """A version 6 summary as version 7: the same findings and evidence, no counts by reason (null)."""
+    return {**summary, "reasons": None, "schema_version": 7}
 
 
 @contextmanager
@@ -130,8 +138,8 @@ def _vector_case(case, kind: str):
     from sl1conf.conformance.vectors.cases import VectorCase
 
     fmt = case.format
-    vc = VectorCase(case.dy.copy(), case.x1.copy(), case.x2.copy(), int(case.beta), variant=case.variant,
-                    core_mask=int(case.core_mask), flags=("fuzz", f"fuzz-{kind}"))
+    vc = VectorCase(case.replace(dy=case.dy.copy(), x1=case.x1.copy(), x2=case.x2.copy(), length=None, id="",
+                                 out_alias=None, guard="end"), flags=("fuzz", f"fuzz-{kind}"))
     return finish_case(fmt, vc)
 
 
@@ -312,7 +320,7 @@ def _summary(campaign, profile, adapter, result, workers, scheduler) -> dict:
                          "keys": sorted([fuzz.key_text(k) for k in result.first] + judged_keys),
                          "patterns": _patterns(rows, judged_keys)},
             "requirements": {rid: e.to_json() for rid, e in sorted(result.evidence.items())},
-            **judged,
+            "reasons": reason_counts(result.reasons), **judged,
             "implementation": adapter.describe(), "profile": profile.summary(), "host": describe_host()}
 
 
@@ -432,6 +440,8 @@ def merge(parts: list, out: Path, force: bool) -> tuple:
                             - sum(map(len, counted)) + len(judged_keys), "keys": sorted(keys),
                             "patterns": _merged_patterns(parts, judged_keys)},
                "requirements": {rid: e.to_json() for rid, e in sorted(evidence.items())},
+               "reasons": (None if any(s["reasons"] is None for _, s in parts) else
+                           {r: sum(s["reasons"][r] for _, s in parts) for r in parts[0][1]["reasons"]}),
                **judged}
     by_pattern = {r["pattern"]: r for r in summary["failures"]["patterns"]}
     for e, _ in saved:  # each reproducer with its finding's counts over every shard

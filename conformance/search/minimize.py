@@ -22,7 +22,6 @@ Why ``give_up``: an interrupted campaign still saves what it found, in bounded t
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Optional
 
 import numpy as np
@@ -41,7 +40,7 @@ Predicate = Callable[[Case], Optional[object]]  # a finding on the case, or None
 def take(case: Case, idx) -> Case:
     """The call on the elements ``idx`` of ``case`` (same beta, variant, core_mask)."""
     idx = np.asarray(idx, dtype=np.int64)
-    return dataclasses.replace(case, dy=case.dy[idx], x1=case.x1[idx], x2=case.x2[idx], length=None)
+    return case.replace(dy=case.dy[idx], x1=case.x1[idx], x2=case.x2[idx], length=None)
 
 
 def _windows(n: int, element: int, length: int):
@@ -109,7 +108,7 @@ def _with(case: Case, k: int, **values) -> Case:
     arrays = {name: getattr(case, name).copy() for name in ("dy", "x1", "x2")}
     for name, v in values.items():
         arrays[name][k] = v
-    return dataclasses.replace(case, **arrays)
+    return case.replace(**arrays)
 
 
 def _rounded_diff(case: Case, k: int) -> Optional[int]:
@@ -124,7 +123,7 @@ def _rounded_diff(case: Case, k: int) -> Optional[int]:
 def _with_beta(case: Case, k: int, beta: int) -> Case:
     """``case`` with another beta; an element ``k`` on the boundary as the minimizer leaves it
     (x2 = 0, x1 = +-beta) stays there, its x1 moved with beta."""
-    cand = dataclasses.replace(case, beta=beta)
+    cand = case.replace(beta=beta)
     sign = case.format.sign_mask
     x1 = int(case.x1[k])
     if int(case.x2[k]) == 0 and x1 & ~sign == case.beta:

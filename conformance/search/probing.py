@@ -1,7 +1,8 @@
 """A campaign's calls made with every requirement's probe: how fuzz and sweep run checks.
 
 Why one function: the campaign drivers have no requirement's logic of their own. Each probe
-(``requirements.PROBES``, declared in its requirement's module) says which calls it needs
+(``requirements.PROBES``, made in its requirement's module from the requirement's call rule,
+``requirements.call_rules``, the definition certify's check reads too) says which calls it needs
 beyond the campaign's; they are made with the campaign's own in one adapter run (a simulator
 starts once), in catalog order after them, and each probe's check reads the outcomes. The
 statistics (``requirements.STATISTICS``) count what a campaign sums and judges once.

@@ -134,8 +134,7 @@ class _Block:
         probed = run_probed(self.adapter, self.profile, [call], ask_late=False, sampled=sampled, statistics=sampled)
         outcome = probed.outcomes[0]
         if outcome.status == "rejected" and openbehaviour.open_input(FP16, c.beta, c.variant, call.core_mask):
-            tally.elements += hi - lo  # refused for a beta the manual leaves open: an answer, nothing checked
-            tally.open["rejected"] = tally.open.get("rejected", 0) + hi - lo
+            tally.refused(hi - lo)  # refused for a beta the manual leaves open: an answer, nothing checked
             return tally
         if outcome.status != "ok":
             tally.fail(k, hi - lo, outcome.status, outcome.detail)

@@ -17,14 +17,15 @@ from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.search.ranges import parse_ranges, ranges_text
 from sl1conf.conformance.search.sweep_config import SweepError
-from sl1conf.conformance.search.sweep_migration import FORMAT_4, from_format_4
+from sl1conf.conformance.search.sweep_migration import FORMAT_4, FORMAT_5, from_format_4, from_format_5
 from sl1conf.conformance.search.sweep_tally import PlaneTally
 
 __all__ = ["STATE_FILE", "STATE_FORMAT", "load_state", "save_state", "check_same", "state_folder"]
 
 STATE_FILE = "sweep.json"
-STATE_FORMAT = "sl1conf-sweep/5"
-"""5: one Evidence per requirement (requirements.evidence) and every example an element record
+STATE_FORMAT = "sl1conf-sweep/6"
+"""6: every element counted by the judge's reason (requirements.reasons; format 5 is read as 6,
+its counts by reason derived); 5: one Evidence per requirement (requirements.evidence) and every example an element record
 (format 4 is read as 5); 4: the rounding-bias counts leave out what an allowed evaluation gives;
 3: ``excepted`` is ``beyond_budget`` (as in reports), the statistics by name, the probes' call failures."""
 
@@ -44,14 +45,17 @@ def load_state(folder) -> "dict | None":
         raise SweepError(f"{path} is not a readable sweep state (nested too deeply)") from None
     found = state.get("format") if isinstance(state, dict) else None
     if found == FORMAT_4:
-        state = from_format_4(state, STATE_FORMAT)
+        state = from_format_4(state, FORMAT_5)
+        found = state.get("format")
+    if found == FORMAT_5:
+        state = from_format_5(state, STATE_FORMAT)
         found = state.get("format")
     if found != STATE_FORMAT:
         older = isinstance(found, str) and found.startswith("sl1conf-sweep/")
         raise SweepError(f"{path} is not a readable sweep state (format is {found!r}, not {STATE_FORMAT}"
                          + ("; a checkpoint of an older sl1conf, judged by other rules (format 4: the rounding-bias "
                             "counts leave out the deviations an allowed evaluation gives, and the histogram has the "
-                            "reports' distance classes; format 5 reads format 4): sweep again into another folder)"
+                            "reports' distance classes; format 6 reads formats 4 and 5): sweep again into another folder)"
                             if older else ")"))
     jsonfiles.validate(state, "sweep-state.schema.json", SweepError, str(path))
     try:  # the schema admits only what these read; the net catches a gap in it

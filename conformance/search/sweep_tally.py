@@ -1,5 +1,5 @@
 """What a sweep's blocks found, summed: :class:`PlaneTally` (the histogram, the worst and first
-examples, one Evidence per requirement, what was accepted beyond the budget or as an open answer,
+examples, one Evidence per requirement, every element by the judge's reason (requirements.reasons),
 the statistics), and one element as every report says one.
 
 Why sums and order-independent choices (the worst element: largest distance, ties to the lowest
@@ -16,7 +16,8 @@ from sl1conf.reference import formats
 from sl1conf.conformance.rules import distances
 from sl1conf.conformance.requirements.base import Seen, element_record
 from sl1conf.conformance.requirements.evidence import Evidence, add_evidence, evidence_of, pick, worst_order
-from sl1conf.conformance.rules.judge import expected_for, judge
+from sl1conf.conformance.requirements.reasons import ReasonTally
+from sl1conf.conformance.rules.judge import Reason, expected_for, judge
 from sl1conf.conformance.search.fuzz import add_statistics
 
 __all__ = ["BUCKETS", "ROWS", "PlaneTally", "element_example"]
@@ -27,6 +28,8 @@ BUCKETS = (*distances.BUCKETS, "zero-sign")
 against -0 (0 ULP apart, not the same result)."""
 NB = len(BUCKETS)
 B_ZERO = NB - 1
+REFUSED = "rejected"
+"""The open alternative a refused call is (rules.openbehaviour: an error the manual allows at an open input)."""
 ROWS = ("unmatched", "ftz", "model", "model+ftz")
 """What else a wrong element equals: nothing, only the flush-to-zero oracle, an accepted model."""
 
@@ -85,9 +88,9 @@ class PlaneTally:
         # (largest distance, then lowest pair), and the blocks its probe found failing as calls
         self.requirements = {}
         self.rejected_elements = 0  # elements some requirement rejects (each counted once)
-        self.beyond_budget = 0  # accepted beyond the budget: reachable under the error model, or an alternative
-        self.beyond_budget_worst = None
-        self.open = {}  # alternative -> elements it accepted that the oracle's answer would not be (open behaviour)
+        # every element returned, by the judge's reason; those beyond the budget in detail (the
+        # alternatives' names: R16's record), the farthest by distance, then the lower pair
+        self.accepted = ReasonTally(_first)
         self.statistics = {}  # statistic name -> "dtype/variant" -> its counts of the sampled blocks
 
     def merge(self, other: "PlaneTally") -> "PlaneTally":
@@ -102,10 +105,7 @@ class PlaneTally:
             self.first_zsign[r] = pick(self.first_zsign[r], other.first_zsign[r], _first)
         self.rejected_elements += other.rejected_elements
         add_evidence(self.requirements, other.requirements)
-        self.beyond_budget += other.beyond_budget
-        self.beyond_budget_worst = pick(self.beyond_budget_worst, other.beyond_budget_worst, worst_order)
-        for name, n in other.open.items():
-            self.open[name] = self.open.get(name, 0) + n
+        self.accepted.merge(other.accepted)
         add_statistics(self.statistics, other.statistics)
         return self
 
@@ -137,11 +137,12 @@ class PlaneTally:
         """One block's verdicts, by the one judge, on the elements that are not the correctly
         rounded result (those every rule accepts)."""
         bad = _wrong(got, want)
-        if bad.size:
-            self._judge(lo, dy, x1, x2, beta, got, want, bad, _judged(profile, got, dy, x1, x2, beta, want, bad))
+        self._judge(lo, dy, x1, x2, beta, got, want, bad,
+                    _judged(profile, got, dy, x1, x2, beta, want, bad) if bad.size else None)
 
     def _judge(self, lo, dy, x1, x2, beta, got, want, idx, j) -> None:
-        """:meth:`judge` given the judgement ``j`` of the elements ``idx``."""
+        """:meth:`judge` given the judgement ``j`` of the elements ``idx`` (the others exact)."""
+        self.accepted.counts[Reason.EXACT] += got.size - idx.size
         if not idx.size:
             return
         ex = lambda k: element_example(lo + idx[k], dy[idx[k]], x1[idx[k]], x2[idx[k]], beta,  # noqa: E731
@@ -154,14 +155,7 @@ class PlaneTally:
         for rid, bad in j.breaks.items():
             if bad.any():
                 self.requirements.setdefault(rid, Evidence()).add_elements(int(bad.sum()), worst(bad))
-        far = j.beyond_budget
-        if far.any():
-            self.beyond_budget += int(far.sum())
-            self.beyond_budget_worst = pick(self.beyond_budget_worst, worst(far), worst_order)
-        for name, hit in j.alt.items():
-            n = int((hit & ~j.exact & ~j.within).sum())
-            if n:
-                self.open[name] = self.open.get(name, 0) + n
+        self.accepted.add(j, None, ex)
 
     def add(self, lo, dy, x1, x2, beta, got, want) -> None:
         """One block's results (bit patterns; pair numbers from ``lo``)."""
@@ -212,6 +206,19 @@ class PlaneTally:
                 if hit.size:
                     slot[r] = pick(slot[r], ex(int(hit[0])), _first)
 
+    def refused(self, n: int) -> None:
+        """A block of ``n`` elements refused at an open beta: the open alternative "rejected" (a
+        refusal the manual allows there), counted by that reason, not checked."""
+        self.elements += n
+        self.accepted.counts[Reason.ALTERNATIVE] += n
+        names = self.accepted.named.setdefault("alternative", {})
+        names[REFUSED] = names.get(REFUSED, 0) + n
+
+    @property
+    def refused_elements(self) -> int:
+        """Elements of blocks refused at an open beta (:meth:`refused`)."""
+        return self.accepted.named.get("alternative", {}).get(REFUSED, 0)
+
     def fail(self, block: int, n: int, status: str, detail: str) -> None:
         self.elements += n
         self.failed += n
@@ -239,8 +246,7 @@ class PlaneTally:
         return {"elements": self.elements, "failed_elements": self.failed, "first_failure": self.failure,
                 "rows": rows, "rejected_elements": self.rejected_elements,
                 "requirements": {rid: e.to_json() for rid, e in sorted(self.requirements.items())},
-                "beyond_budget": {"elements": self.beyond_budget, "worst": self.beyond_budget_worst},
-                "open_answers": dict(sorted(self.open.items())), "statistics": self.statistics}
+                "accepted": self.accepted.to_json(), "statistics": self.statistics}
 
     @classmethod
     def from_json(cls, data: dict) -> "PlaneTally":
@@ -253,9 +259,8 @@ class PlaneTally:
                     arr[r, BUCKETS.index(b)] = c
             t.worst[r], t.first_nan[r], t.first_zsign[r] = row["worst"], row["first_nan"], row["first_zero_sign"]
         t.requirements = evidence_of(data["requirements"])
-        t.beyond_budget, t.beyond_budget_worst = data["beyond_budget"]["elements"], data["beyond_budget"]["worst"]
+        t.accepted = ReasonTally.from_json(data["accepted"], _first)
         t.rejected_elements = data["rejected_elements"]
-        t.open = dict(data["open_answers"])
         t.statistics = {name: {run: {who: dict(c) for who, c in counts.items()} for run, counts in runs.items()}
                         for name, runs in data["statistics"].items()}
         return t

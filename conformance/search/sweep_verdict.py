@@ -35,10 +35,10 @@ def verdict(tally: PlaneTally, profile, beta: "int | None" = None) -> dict:
     for entry in by_req.values():
         example = pick(example, entry["worst"], worst_order)
     open_by_question = {}
-    for name, n in tally.open.items():
+    for name, n in tally.accepted.named.get("alternative", {}).items():
         question = openbehaviour.QUESTION_OF.get(name) or openbehaviour.open_input(FP16, beta, "p")
         open_by_question.setdefault(question, {})[name] = n
-    checked = tally.elements - tally.failed - tally.open.get("rejected", 0)
+    checked = tally.elements - tally.failed - tally.refused_elements
     judged = {}  # each statistic over the sampled blocks (one dtype and variant: its counts summed)
     for s in requirements.STATISTICS:
         total: dict = {}
@@ -49,7 +49,7 @@ def verdict(tally: PlaneTally, profile, beta: "int | None" = None) -> dict:
              if e.calls}
     return {"platform": profile.name, "budget_ulp": profile.max_ulp["fp16"], "rejected": rejected,
             "requirements": by_req, "failed_elements": tally.failed, "call_failures": calls, "example": example,
-            "beyond_budget": {"elements": tally.beyond_budget, "worst": tally.beyond_budget_worst},
+            "reasons": tally.accepted.reasons(), "beyond_budget": tally.accepted.beyond_budget(),
             "open_answers": open_by_question, "checked_elements": checked, **judged,
             "pass": rejected == 0 and tally.failed == 0 and not calls and checked > 0
                     and not any(j["findings"] for j in judged.values())}

@@ -68,7 +68,7 @@ def _fill_bits(vs: VectorSet) -> int:
 def written_elements(vs: VectorSet, row: dict) -> int:
     """How many leading elements of a case's dx1 a correct call writes (the rest keep the fill):
     :attr:`sl1conf.adapters.base.Case.elements_written`, which the expected columns used too."""
-    return vs.case(row).call(vs.format.name).elements_written
+    return vs.case(row).call.elements_written
 
 
 def _hex_digits(fmt: formats.Format, arr) -> list[str]:

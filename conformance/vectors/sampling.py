@@ -4,37 +4,29 @@ Uniform random bit patterns almost never land on ``diff == ±beta``, on ties,
 or on subnormal results, so a batch mixes several populations (TestFloat-style):
 raw bit patterns, values on the scale of beta, special values, and x1 built
 from x2 so that ``x1 - x2`` falls on or within a few ULPs of ``±beta``.
-Everything is a deterministic function of the numpy Generator passed in.
+Everything is a deterministic function of the numpy Generator passed in. Each batch is an
+:class:`sl1conf.adapters.base.Case` of the format (private variant, every core): the one type
+for a call's inputs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from sl1conf.adapters.base import Case
 from sl1conf.reference.formats import Format
 
-__all__ = ["Draw", "special_patterns", "random_batch", "fast_batch", "hard_batch", "TYPICAL_BETAS"]
+__all__ = ["special_patterns", "random_batch", "fast_batch", "hard_batch", "TYPICAL_BETAS"]
 
 TYPICAL_BETAS = (1.0, 0.1, 0.5, 0.25, 0.3, 2.0, 1.0 / 3.0)
 """Betas in and around the manual's "usually between 0.1 and 1.0"."""
 
 
-@dataclass(frozen=True)
-class Draw:
-    """One draw of bit patterns for a call's inputs: dy, x1, x2 arrays and one beta (what the
-    families and fuzz make cases of)."""
-
-    dy: np.ndarray
-    x1: np.ndarray
-    x2: np.ndarray
-    beta: int
-
-    def floats(self, fmt: Format):
-        """(dy, x1, x2, beta) as float arrays of ``fmt`` (beta a numpy scalar)."""
-        view = lambda a: np.ascontiguousarray(a, dtype=fmt.uint).view(fmt.dtype)  # noqa: E731
-        return view(self.dy), view(self.x1), view(self.x2), view(np.array([self.beta]))[0]
+def _drawn(fmt: Format, dy: np.ndarray, x1: np.ndarray, x2: np.ndarray, beta: int) -> Case:
+    """A draw as the call it is made for: families and the fuzzer take its arrays (or the call
+    itself, given a variant and core_mask with ``Case.replace``). A draw is a Case rather than a
+    type of its own so that the inputs of one call have one type, wherever they come from."""
+    return Case(fmt.name, dy, x1, x2, int(beta))
 
 
 def special_patterns(fmt: Format) -> np.ndarray:
@@ -69,7 +61,7 @@ def _scaled(fmt: Format, rng: np.random.Generator, n: int, scale: float) -> np.n
     return vals.view(fmt.uint)
 
 
-def random_batch(fmt: Format, n: int, rng: np.random.Generator, beta: "int | None" = None) -> Draw:
+def random_batch(fmt: Format, n: int, rng: np.random.Generator, beta: "int | None" = None) -> Case:
     """``n`` elements of boundary-weighted random inputs (beta drawn if not given)."""
     beta = _random_beta(fmt, rng) if beta is None else int(beta)
     beta_f = np.array([beta], dtype=fmt.uint).view(fmt.dtype)[0]
@@ -92,7 +84,7 @@ def random_batch(fmt: Format, n: int, rng: np.random.Generator, beta: "int | Non
         edge = edge + rng.integers(-2, 3, n) * (rng.random(n) < 0.5)
         edge = np.clip(edge, 0, (1 << fmt.bits) - 1).astype(fmt.uint)
     x1 = mix(edge, _scaled(fmt, rng, n, scale), raw(), spec(), p=[0.45, 0.35, 0.1, 0.1])
-    return Draw(dy, x1, x2, beta)
+    return _drawn(fmt, dy, x1, x2, beta)
 
 
 def _seed(rng: np.random.Generator) -> np.ndarray:
@@ -122,7 +114,7 @@ def _populations(fmt: Format, rng: np.random.Generator, n: int, scale_field: int
     return out
 
 
-def fast_batch(fmt: Format, n: int, rng: np.random.Generator, beta: "int | None" = None) -> Draw:
+def fast_batch(fmt: Format, n: int, rng: np.random.Generator, beta: "int | None" = None) -> Case:
     """The populations of :func:`random_batch`, in about its shares, drawn in compiled loops from
     raw random words (``draw``): many times faster, for the fuzzer's long calls, where drawing
     dominated. What differs: nine binade offsets drawn with near-uniform weights instead of a
@@ -139,7 +131,7 @@ def fast_batch(fmt: Format, n: int, rng: np.random.Generator, beta: "int | None"
     edge = np.empty(n, fmt.uint)
     draw.edges(_seed(rng), x2, float(beta_f), edge)
     x1 = _populations(fmt, rng, n, scale_field, (115, 90, 25, 26), edge=edge)
-    return Draw(dy, x1, x2, beta)
+    return _drawn(fmt, dy, x1, x2, beta)
 
 
 def _pow2(fmt: Format, k: np.ndarray) -> np.ndarray:
@@ -147,7 +139,7 @@ def _pow2(fmt: Format, k: np.ndarray) -> np.ndarray:
     return ((k + fmt.emax).astype(np.int64) << fmt.frac_bits).astype(fmt.uint)
 
 
-def hard_batch(fmt: Format, n: int, rng: np.random.Generator) -> Draw:
+def hard_batch(fmt: Format, n: int, rng: np.random.Generator) -> Case:
     """Inputs where correct rounding is hardest, for cross-checking exact oracles.
 
     With beta and dy powers of two, ``(x1 - x2) * dy / beta`` is the exact diff
@@ -176,4 +168,4 @@ def hard_batch(fmt: Format, n: int, rng: np.random.Generator) -> Draw:
     tiny = rng.integers(1, 1 << (p + 3), n).astype(fmt.uint)  # subnormal or barely normal
     x1 = np.where(gap, edge, x1).astype(fmt.uint)
     x2 = np.where(gap, tiny | (x2 & fmt.sign_mask), x2).astype(fmt.uint)
-    return Draw(dy.astype(fmt.uint), x1, x2, beta)
+    return _drawn(fmt, dy.astype(fmt.uint), x1, x2, beta)

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from sl1conf import __version__
-from sl1conf.adapters.base import FILL_BYTE
+from sl1conf.adapters.base import FILL_BYTE, Case
 from sl1conf.reference import fast_oracle
 from sl1conf.reference import formats
 from sl1conf.reference.models import models_for
@@ -67,21 +67,21 @@ def _columns(fmt: formats.Format, cases: list[VectorCase], columns: list[str]) -
     """Each column's dx1 for the cases, concatenated: the fill pattern where a correct call
     writes nothing. Computed over all cases at once (every column is computed once per
     distinct beta), element for element what one case at a time gives."""
-    calls = [case.call(fmt.name) for case in cases]
-    n = [case.n for case in cases]
-    written = np.concatenate([np.arange(k) < call.elements_written for k, call in zip(n, calls)]) if cases \
+    calls = [case.call for case in cases]
+    n = [call.n for call in calls]
+    written = np.concatenate([np.arange(k) < call.elements_written for k, call in zip(n, calls)]) if calls \
         else np.zeros(0, bool)
     cat = lambda parts: np.concatenate(parts).astype(fmt.uint, copy=False) if parts else np.zeros(0, fmt.uint)  # noqa: E731
-    args = [cat([getattr(c, a) for c in cases])[written].view(fmt.dtype) for a in ("dy", "x1", "x2")]
-    beta_bits = np.repeat(np.array([c.beta for c in cases], np.int64), n).astype(fmt.uint)[written]
+    args = [cat([getattr(c, a) for c in calls])[written].view(fmt.dtype) for a in ("dy", "x1", "x2")]
+    beta_bits = np.repeat(np.array([c.beta for c in calls], np.int64), n).astype(fmt.uint)[written]
     fill = cat([call.initial_out() for call in calls])
     # one group per distinct beta; a case with a NaN input alone (which NaN's payload a model's
     # result carries depends on how numpy's loops meet the elements, so it is computed as the
     # case itself, as one call; the bytes of a set never depend on its other cases)
-    case_of = np.repeat(np.arange(len(cases)), n)[written]
+    case_of = np.repeat(np.arange(len(calls)), n)[written]
     has_nan = [bool(formats.is_nan_bits(fmt, np.concatenate([c.dy, c.x1, c.x2, [c.beta]]).astype(fmt.uint)).any())
-               for c in cases]
-    alone = np.array(has_nan, bool)[case_of] if cases else np.zeros(0, bool)
+               for c in calls]
+    alone = np.array(has_nan, bool)[case_of] if calls else np.zeros(0, bool)
     # group key: beta's bits, or (for a case alone) one past every pattern plus the case's index;
     # the elements sorted by it (stably) make every group one contiguous slice, read as views
     key = np.where(alone, (1 << 40) + case_of, beta_bits.astype(np.int64))
@@ -92,7 +92,7 @@ def _columns(fmt: formats.Format, cases: list[VectorCase], columns: list[str]) -
     groups = []
     for lo, hi in bounds:
         k = int(sorted_key[lo])
-        bits = cases[k - (1 << 40)].beta if k >= 1 << 40 else k
+        bits = calls[k - (1 << 40)].beta if k >= 1 << 40 else k
         groups.append((np.array([bits], fmt.uint).view(fmt.dtype)[0], slice(lo, hi)))
     group_alone = [int(sorted_key[lo]) >= 1 << 40 for lo, _ in bounds]
     sorted_args = [a[order] for a in args]
@@ -159,25 +159,28 @@ def _build(fmt: formats.Format, families: list[Family], seed: int, large: bool) 
     for fam in families:
         elements = 0
         for index, case in enumerate(fam.cases):
+            call = case.call
+            if call.dtype != fmt.name:
+                raise ValueError(f"family {fam.name} case {index}: a {call.dtype} call in a {fmt.name} set")
             for name in INPUTS:
-                data[name].append(np.ascontiguousarray(getattr(case, name), fmt.uint))
+                data[name].append(getattr(call, name))
             alts = []
             for alt_name in sorted(case.alternatives):
                 arr = np.ascontiguousarray(case.alternatives[alt_name], fmt.uint)
-                if arr.shape != (case.n,):
+                if arr.shape != (call.n,):
                     raise ValueError(f"family {fam.name} case {index}: alternative {alt_name} has "
-                                     f"{arr.shape} elements, the case {case.n}")
+                                     f"{arr.shape} elements, the case {call.n}")
                 alternatives.append(arr)
                 alts.append({"name": alt_name, "offset": alt_offset})
-                alt_offset += case.n
+                alt_offset += call.n
             cases.append({
-                "id": f"{fam.id}.{index}", "family": fam.id, "offset": offset, "n": case.n,
-                "length": case.call_length, "beta": formats.hex_bits(fmt, case.beta), "variant": case.variant,
-                "core_mask": f"{case.core_mask:#x}", "flags": list(case.flags), "result": case.result,
+                "id": f"{fam.id}.{index}", "family": fam.id, "offset": offset, "n": call.n,
+                "length": int(call.call_length), "beta": formats.hex_bits(fmt, call.beta), "variant": call.variant,
+                "core_mask": f"{call.core_mask:#x}", "flags": list(case.flags), "result": case.result,
                 "alternatives": alts, "note": case.note,
             })
-            offset += case.n
-            elements += case.n
+            offset += call.n
+            elements += call.n
         fam_rows.append({"id": fam.id, "name": fam.name, "description": fam.description,
                          "flags": list(fam.flags), "cases": len(fam.cases), "elements": elements})
     cat = lambda parts: np.concatenate(parts) if parts else np.zeros(0, fmt.uint)  # noqa: E731
@@ -348,16 +351,18 @@ class VectorSet:
         return [c for c in self.manifest["cases"] if family_id is None or c["family"] == family_id]
 
     def case(self, row: dict) -> VectorCase:
-        """The VectorCase of a manifest row (arrays are views into the loaded files), built once."""
+        """The record of a manifest row, built once: its call (with the row's id; arrays are
+        views into the loaded files) and what the row says about it."""
         built = self._cases.get(row["id"])
         if built is not None:
             return built
         s = slice(row["offset"], row["offset"] + row["n"])
         alts = {a["name"]: self.arrays["alternatives"][a["offset"]:a["offset"] + row["n"]]
                 for a in row["alternatives"]}
-        built = VectorCase(self.arrays["dy"][s], self.arrays["x1"][s], self.arrays["x2"][s], int(row["beta"], 16),
-                           variant=row["variant"], core_mask=int(row["core_mask"], 16), length=row["length"],
-                           flags=tuple(row["flags"]), result=row["result"], alternatives=alts, note=row["note"])
+        call = Case(self.manifest["dtype"], self.arrays["dy"][s], self.arrays["x1"][s], self.arrays["x2"][s],
+                    int(row["beta"], 16), variant=row["variant"], core_mask=int(row["core_mask"], 16),
+                    length=row["length"], id=row["id"])
+        built = VectorCase(call, flags=tuple(row["flags"]), result=row["result"], alternatives=alts, note=row["note"])
         self._cases[row["id"]] = built
         return built
 

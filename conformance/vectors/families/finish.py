@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sl1conf.adapters.base import FILL_BYTE
+from sl1conf.adapters.base import FILL_BYTE, Case
 from sl1conf.conformance.rules.openbehaviour import NOTES
 from sl1conf.conformance.rules.openbehaviour import alternatives as open_alternatives
 from sl1conf.conformance.vectors.cases import VectorCase
@@ -54,30 +54,40 @@ def oracle_bits(fmt: Format, dy, x1, x2, beta: int, ftz: bool = False) -> np.nda
     return np.ascontiguousarray(out).view(fmt.uint)
 
 
-def _expected(fmt: Format, case: VectorCase) -> np.ndarray:
+def _expected(fmt: Format, call: Case) -> np.ndarray:
     """The answer the alternatives are compared with: the oracle's, or dx1 untouched
     (FILL_BYTE) where a correct call writes nothing (core_mask 0)."""
-    if case.variant == "s" and case.core_mask == 0:
-        return np.full(case.n * fmt.dtype.itemsize, FILL_BYTE, np.uint8).view(fmt.uint)
-    return oracle_bits(fmt, case.dy, case.x1, case.x2, case.beta)
+    if call.variant == "s" and call.core_mask == 0:
+        return np.full(call.n * fmt.dtype.itemsize, FILL_BYTE, np.uint8).view(fmt.uint)
+    return oracle_bits(fmt, call.dy, call.x1, call.x2, call.beta)
+
+
+def _kept(fmt: Format, oracle: np.ndarray, candidates: dict) -> dict:
+    """The alternatives that differ from ``oracle`` somewhere and from every one kept before."""
+    kept: dict = {}
+    for name, alt in candidates.items():
+        if alt.shape != oracle.shape:
+            raise AssertionError(f"alternative {name} has the wrong length")
+        if (~formats.same_result(fmt, alt, oracle)).any() and not any(
+                formats.same_result(fmt, alt, other).all() for other in kept.values()):
+            kept[name] = alt.astype(fmt.uint)
+    return kept
 
 
 def finish_case(fmt: Format, case: VectorCase) -> VectorCase:
-    """Flags from the data, and the alternatives that differ from the expected answer somewhere."""
-    flags = list(case.flags) + _beta_flags(fmt, case.beta)
-    if case.n and (is_subnormal(fmt, case.dy) | is_subnormal(fmt, case.x1) | is_subnormal(fmt, case.x2)).any():
+    """Flags from the data, and the alternatives that differ from the expected answer somewhere.
+    ``fmt`` must be the call's format (it is said where the record is made, and checked)."""
+    c = case.call
+    if c.dtype != fmt.name:
+        raise ValueError(f"finish_case: a {c.dtype} call finished as {fmt.name}")
+    flags = list(case.flags) + _beta_flags(fmt, c.beta)
+    if c.n and (is_subnormal(fmt, c.dy) | is_subnormal(fmt, c.x1) | is_subnormal(fmt, c.x2)).any():
         flags.append("subnormal-input")
-    if case.n and case.call_length == case.n:
-        oracle = _expected(fmt, case)
-        kept: dict = {}
-        for name, alt in open_alternatives(fmt, case.dy, case.x1, case.x2, case.beta, variant=case.variant,
-                                           core_mask=case.core_mask).items():
-            if alt.shape != oracle.shape:
-                raise AssertionError(f"alternative {name} has the wrong length")
-            if (~formats.same_result(fmt, alt, oracle)).any() and not any(
-                    formats.same_result(fmt, alt, other).all() for other in kept.values()):
-                kept[name] = alt.astype(fmt.uint)
-        if (~formats.same_result(fmt, oracle_bits(fmt, case.dy, case.x1, case.x2, case.beta, ftz=True), oracle)).any():
+    if c.n and c.call_length == c.n:
+        oracle = _expected(fmt, c)
+        kept = _kept(fmt, oracle, open_alternatives(fmt, c.dy, c.x1, c.x2, c.beta, variant=c.variant,
+                                                    core_mask=c.core_mask))
+        if (~formats.same_result(fmt, oracle_bits(fmt, c.dy, c.x1, c.x2, c.beta, ftz=True), oracle)).any():
             flags.append("ftz-sensitive")
         if "rounded-diff" in kept:
             flags.append("rounded-diff-sensitive")
@@ -85,22 +95,19 @@ def finish_case(fmt: Format, case: VectorCase) -> VectorCase:
             case.result = "acceptable"
             case.alternatives = kept
             case.note = "; ".join(f"{name}: {NOTES[name]}" for name in kept)
-        elif case.variant == "s" and case.core_mask == 0:
+        elif c.variant == "s" and c.core_mask == 0:
             case.result = "acceptable"
             case.note = ("core_mask = 0 selects no core: nothing written is the expected answer; the manual "
                          "does not say, so certify records what an implementation does (R16) and the C "
                          "self-test demands nothing written")
-    elif 0 < case.call_length < case.n:  # the elements a shorter call writes may be open too
-        L = case.call_length
-        fill = np.full(case.n * fmt.dtype.itemsize, FILL_BYTE, np.uint8).view(fmt.uint)
-        oracle = np.concatenate([oracle_bits(fmt, case.dy[:L], case.x1[:L], case.x2[:L], case.beta), fill[L:]])
-        kept = {}
-        for name, alt in open_alternatives(fmt, case.dy[:L], case.x1[:L], case.x2[:L], case.beta,
-                                           variant=case.variant, core_mask=case.core_mask).items():
-            whole = np.concatenate([alt, fill[L:]]).astype(fmt.uint)
-            if (~formats.same_result(fmt, whole, oracle)).any() and not any(
-                    formats.same_result(fmt, whole, other).all() for other in kept.values()):
-                kept[name] = whole
+    elif 0 < c.call_length < c.n:  # the elements a shorter call writes may be open too
+        L = c.call_length
+        fill = np.full(c.n * fmt.dtype.itemsize, FILL_BYTE, np.uint8).view(fmt.uint)
+        oracle = np.concatenate([oracle_bits(fmt, c.dy[:L], c.x1[:L], c.x2[:L], c.beta), fill[L:]])
+        shorter = open_alternatives(fmt, c.dy[:L], c.x1[:L], c.x2[:L], c.beta, variant=c.variant,
+                                    core_mask=c.core_mask)
+        kept = _kept(fmt, oracle, {name: np.concatenate([alt, fill[L:]]).astype(fmt.uint)
+                                   for name, alt in shorter.items()})
         if kept:
             case.result = "acceptable"
             case.alternatives = kept
@@ -109,7 +116,8 @@ def finish_case(fmt: Format, case: VectorCase) -> VectorCase:
     return case
 
 
-def make_case(fmt: Format, dy, x1, x2, beta: int, flags, **kw) -> VectorCase:
-    """A case (before :func:`finish_case`) from bit patterns, the flags it claims and VectorCase's other fields."""
-    return VectorCase(dy=bit_array(fmt, dy), x1=bit_array(fmt, x1), x2=bit_array(fmt, x2), beta=int(beta),
-                      flags=tuple(flags), **kw)
+def make_case(fmt: Format, dy, x1, x2, beta: int, flags, **call_fields) -> VectorCase:
+    """A record (before :func:`finish_case`): the call of these bit patterns in ``fmt`` (with
+    ``call_fields``: variant, core_mask, length) and the flags it claims."""
+    call = Case(fmt.name, bit_array(fmt, dy), bit_array(fmt, x1), bit_array(fmt, x2), int(beta), **call_fields)
+    return VectorCase(call, flags=tuple(flags))

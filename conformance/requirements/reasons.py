@@ -1,0 +1,148 @@
+"""Elements counted by the judge's reason (``rules.judge.Reason``): the one aggregator every
+driver counts with (a requirement's tally, a run's error statistics, a sweep's plane, a fuzz
+campaign), so that "exact", "within the budget", "reachable", "an alternative", "within an open
+input's bounds" and "rejected" mean the same elements wherever they are counted.
+
+Those accepted beyond the budget (reachable, an alternative, an open input's bounds) are also
+kept in detail, as every report shows them: by reason and what it took (the evaluation and the
+approximate operation or flush, the alternative's name, the open question), the farthest with
+its element, and apart those that are no distance at all (an infinity or NaN against a number,
+judge.SPECIALS). Sums and a farthest chosen by distance (ties: the first added, or the lower
+position where the caller orders them), so merging in any order gives one result.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+import numpy as np
+
+from sl1conf.conformance.rules.judge import REASONS, SPECIALS, Reason, special_class
+
+__all__ = ["ReasonTally", "reason_counts"]
+
+
+def reason_counts(counts) -> dict:
+    """Reason name -> elements, every reason named (a fixed record: zeros included)."""
+    return {name: int(n) for name, n in zip(REASONS, counts)}
+
+
+class ReasonTally:
+    """Elements by :class:`Reason` (``counts``), and those accepted beyond the budget in detail:
+    ``named`` (reason name -> what it took -> elements), ``by`` (the same, of those with a
+    distance), ``far`` (how many have one), ``not_a_distance`` (SPECIALS kind -> elements), the
+    farthest (``worst``: its distance, what the caller's ``record`` gave for it, its reason and what
+    it took). ``position(record)``: where given, a tie for the farthest goes to the lower position
+    (a sweep's blocks finish in any order), else to the one added first."""
+
+    def __init__(self, position: "Callable[[object], object] | None" = None):
+        self.counts = np.zeros(len(Reason), np.int64)
+        self.named: dict = {}
+        self.by: dict = {}
+        self.far = 0
+        self.not_a_distance: dict = {}
+        self.worst: Optional[tuple] = None  # (distance, record, reason name, what it took)
+        self._position = position
+
+    def _farther(self, candidate: tuple) -> bool:
+        """Whether ``candidate`` (a :attr:`worst`) goes before the one kept."""
+        if self.worst is None:
+            return True
+        if candidate[0] != self.worst[0] or self._position is None:
+            return candidate[0] > self.worst[0]
+        return self._position(candidate[1]) < self._position(self.worst[1])
+
+    @property
+    def beyond(self) -> int:
+        """Every element accepted beyond the budget (with a distance or not)."""
+        return int(self.counts[Reason.REACHABLE:Reason.OPEN_BOUNDS + 1].sum())
+
+    def count(self, reasons: np.ndarray) -> None:
+        """Count elements by their reasons (a uint8 array of Reason values)."""
+        if reasons.size:
+            self.counts += np.bincount(reasons, minlength=len(Reason))
+
+    def add(self, j, mask: "np.ndarray | None", record: Callable[[int], object]) -> None:
+        """The elements ``mask`` marks of judgement ``j`` (None: all): counted by reason, those
+        beyond the budget in detail (``record(k)``: what names element ``k`` of ``j``)."""
+        self.count(j.reason if mask is None else j.reason[mask])
+        beyond = j.beyond_budget if mask is None else j.beyond_budget & mask
+        at = np.flatnonzero(beyond)  # few: what accepted them is named for those only
+        if at.size:
+            self.add_beyond(j.fmt, j.got[at], j.expected.oracle[at], j.dist[at], j.reason[at], j.accepted_as(at),
+                            lambda i: record(int(at[i])))
+
+    def add_beyond(self, fmt, got, want, dist, reasons, named, record: Callable[[int], object]) -> None:
+        """Elements accepted beyond the budget (arrays over them; ``named``: what each took) in
+        detail, without counting them by reason (:meth:`count` does): those that are no distance
+        by kind, the others by reason and what it took, the farthest (``record(i)``: element ``i``)."""
+        for r, name in zip(reasons.tolist(), named.tolist()):
+            slot = self.named.setdefault(REASONS[r], {})
+            slot[name or "?"] = slot.get(name or "?", 0) + 1
+        cls = special_class(fmt, got, want)
+        for kind in np.unique(cls[cls >= 0]).tolist():
+            self.not_a_distance[SPECIALS[kind]] = self.not_a_distance.get(SPECIALS[kind], 0) + int((cls == kind).sum())
+        keep = np.flatnonzero(cls < 0)
+        if not keep.size:
+            return
+        for r, name in zip(reasons[keep].tolist(), named[keep].tolist()):
+            slot = self.by.setdefault(REASONS[r], {})
+            slot[name or "?"] = slot.get(name or "?", 0) + 1
+        self.far += int(keep.size)
+        i = int(keep[int(np.argmax(dist[keep]))])
+        if self.worst is None or int(dist[i]) >= self.worst[0]:
+            candidate = (int(dist[i]), record(i), REASONS[int(reasons[i])], named[i] or "?")
+            if self._farther(candidate):
+                self.worst = candidate
+
+    def merge(self, other: "ReasonTally") -> None:
+        """Add ``other``'s (added after this one's: a tie for the farthest stays this one's)."""
+        self.counts += other.counts
+        for mine, theirs in ((self.named, other.named), (self.by, other.by)):
+            for reason, names in theirs.items():
+                slot = mine.setdefault(reason, {})
+                for name, n in names.items():
+                    slot[name] = slot.get(name, 0) + n
+        self.far += other.far
+        for kind, n in other.not_a_distance.items():
+            self.not_a_distance[kind] = self.not_a_distance.get(kind, 0) + n
+        if other.worst is not None and self._farther(other.worst):
+            self.worst = other.worst
+
+    def beyond_budget(self, describe: "Callable[[object], dict] | None" = lambda r: r) -> "dict | None":
+        """The report's ``beyond_budget`` object (None when no element with a distance was accepted
+        beyond the budget): how many, the farthest distance, by reason and what it took, the
+        farthest element (``describe(record)``: it as an element record; None: left out) with its
+        reason and what it took."""
+        if not self.far:
+            return None
+        d, rec, reason, how = self.worst
+        out = {"elements": self.far, "max_ulp": d,
+               "by": {r: dict(sorted(self.by[r].items())) for r in REASONS if r in self.by}}
+        if describe is not None:
+            worst = {k: v for k, v in describe(rec).items() if k not in ("ulp_value", "at")}
+            out["worst"] = {**worst, "reason": reason, "accepted_as": how}
+        return out
+
+    def reasons(self) -> dict:
+        """Reason name -> elements (:func:`reason_counts`)."""
+        return reason_counts(self.counts)
+
+    def to_json(self) -> dict:
+        """Everything, for a checkpoint (a sweep's state): :meth:`from_json` reads it back."""
+        w = self.worst
+        return {"reasons": self.reasons(), "named": {r: dict(sorted(v.items())) for r, v in sorted(self.named.items())},
+                "by": {r: dict(sorted(v.items())) for r, v in sorted(self.by.items())}, "far": self.far,
+                "not_a_distance": dict(sorted(self.not_a_distance.items())),
+                "worst": None if w is None else {"ulp": w[0], "element": w[1], "reason": w[2], "accepted_as": w[3]}}
+
+    @classmethod
+    def from_json(cls, data: dict, position: "Callable[[object], object] | None" = None) -> "ReasonTally":
+        t = cls(position)
+        t.counts = np.array([int(data["reasons"][name]) for name in REASONS], np.int64)
+        t.named = {r: dict(v) for r, v in data["named"].items()}
+        t.by = {r: dict(v) for r, v in data["by"].items()}
+        t.far, t.not_a_distance = int(data["far"]), dict(data["not_a_distance"])
+        w = data["worst"]
+        t.worst = None if w is None else (int(w["ulp"]), w["element"], w["reason"], w["accepted_as"])
+        return t
