@@ -80,6 +80,16 @@ def _fields(node: ast.ClassDef) -> set:
     return {s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)}
 
 
+def _a_call_type(node: ast.ClassDef) -> bool:
+    """A dataclass (or NamedTuple) holding a call's inputs: dy, x1, x2 and beta as fields, dy not
+    one element's bits as hex text (requirements.records.ElementRecord: one element of a call,
+    its record, not a call)."""
+    if not (_dataclass_like(node) and CALL_INPUTS <= _fields(node)):
+        return False
+    dy = next(s for s in node.body if isinstance(s, ast.AnnAssign) and getattr(s.target, "id", "") == "dy")
+    return ast.unparse(dy.annotation) != "str"
+
+
 def test_no_module_defines_another_type_for_a_call():
     """An AST scan of conformance/ and adapters/: Case is the only dataclass (or NamedTuple)
     with a call's inputs as fields; a record or a draw that repeats them has come back."""
@@ -87,7 +97,7 @@ def test_no_module_defines_another_type_for_a_call():
     for folder in ("conformance", "adapters"):
         for path in sorted((ROOT / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if isinstance(node, ast.ClassDef) and _dataclass_like(node) and CALL_INPUTS <= _fields(node):
+                if isinstance(node, ast.ClassDef) and _a_call_type(node):
                     found.append(f"{path.relative_to(ROOT)}:{node.name}")
     assert found == ["adapters/base.py:Case"], found
 
@@ -96,7 +106,9 @@ def test_the_scan_would_see_a_second_call_type():
     """The scan's own check: a dataclass repeating the call's inputs is found."""
     tree = ast.parse("@dataclass(frozen=True)\nclass Draw:\n    dy: int\n    x1: int\n    x2: int\n    beta: int\n")
     (node,) = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
-    assert _dataclass_like(node) and CALL_INPUTS <= _fields(node)
+    assert _a_call_type(node)
+    record = ast.parse("@dataclass\nclass Element:\n    dy: str\n    x1: str\n    x2: str\n    beta: str\n")
+    assert not _a_call_type([n for n in ast.walk(record) if isinstance(n, ast.ClassDef)][0])  # one element's record
 
 
 def test_a_record_is_made_of_a_case_only():

@@ -9,6 +9,7 @@ import itertools
 from hypothesis import given, settings, strategies as st
 
 from sl1conf.conformance.requirements.evidence import Evidence, add_evidence, evidence_of
+from sl1conf.conformance.requirements.records import ElementRecord
 from sl1conf.reference.formats import NAN_MISMATCH
 
 # a piece: (checked, [(position, distance) of rejected elements], [(position, kind) of failing calls])
@@ -19,11 +20,16 @@ pieces = st.lists(st.tuples(st.integers(0, 50),
                   min_size=1, max_size=5)
 
 
+def _record(at, distance) -> ElementRecord:
+    """An element record at ``at`` whose distance is ``distance`` (the rest: what orders nothing)."""
+    return ElementRecord("0x0", "0x0", "0x0", "0x0", "0x0", "0x0", ulp=distance, distance=distance, at=at)
+
+
 def _evidence(piece) -> Evidence:
     checked, elements, calls = piece
     e = Evidence(checked=checked)
     for at, d in elements:
-        e.add_elements(1, {"at": at, "ulp_value": d})
+        e.add_elements(1, _record(at, d))
     for at, kind in calls:
         e.add_call(at, kind, f"{kind} at {at}")
     return e
@@ -44,17 +50,17 @@ def test_evidence_merged_in_any_order_is_the_same(parts):
         for piece in order:
             total.merge(_evidence(piece))
         assert (total.checked, total.elements, total.calls) == (sum(p[0] for p in parts), len(everything), len(calls))
-        assert (total.worst and (total.worst["at"], total.worst["ulp_value"])) == (want_worst and tuple(want_worst))
+        assert (total.worst and (total.worst.at, total.worst.distance)) == (want_worst and tuple(want_worst))
         assert (total.first_call and total.first_call["at"]) == (want_first and want_first[0])
         assert total.failed == len(everything) + len(calls)
         assert Evidence.from_json(total.to_json()) == total  # what a checkpoint or a summary holds
 
 
 def test_evidence_per_requirement_adds_up_and_reads_back():
-    a = {"R01": Evidence(10, 2, 0, {"at": [0, 1, 2], "ulp_value": 3}), "R13": Evidence(1, 0, 1, None,
+    a = {"R01": Evidence(10, 2, 0, _record([0, 1, 2], 3)), "R13": Evidence(1, 0, 1, None,
                                                                               {"at": [4, 0], "kind": "crash", "detail": "x"})}
-    b = {"R01": Evidence(5, 1, 0, {"at": [0, 0, 9], "ulp_value": 3})}
+    b = {"R01": Evidence(5, 1, 0, _record([0, 0, 9], 3))}
     total = add_evidence(add_evidence({}, a), b)
-    assert total["R01"].elements == 3 and total["R01"].worst["at"] == [0, 0, 9]  # the tie: the lower position
+    assert total["R01"].elements == 3 and total["R01"].worst.at == [0, 0, 9]  # the tie: the lower position
     assert total["R13"].calls == 1 and total["R13"].first_call["at"] == [4, 0]
     assert evidence_of({k: e.to_json() for k, e in total.items()}) == total

@@ -272,10 +272,8 @@ def _errors(ctx: RunContext) -> "dict | None":
     stats = ErrorStats()
     stats.add_run(ctx.fmt, ctx.whole, ctx.judged, ctx.bounds)
 
-    def describe(i, k):
-        element = Tally(ctx.fmt).element(ctx.judged[i], k)
-        element.pop("ulp_value")
-        return element
+    def describe(i, k):  # an ElementRecord: errorstats writes it
+        return Tally(ctx.fmt).element(ctx.judged[i], k)
     return stats.entry(describe(*stats.worst_at) if stats.worst_at is not None else None, describe)
 
 

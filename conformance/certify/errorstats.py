@@ -176,9 +176,9 @@ class ErrorStats:
         np.maximum.at(self.max_ulp, b_nz[shown & real], d_nz[shown & real])
         self.nan += np.bincount(b_nz[shown & (d_nz == formats.NAN_MISMATCH) & ~ex_nz], minlength=n)
 
-    def entry(self, worst: "dict | None", describe=None) -> dict:
-        """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at`;
-        ``describe(where, k)`` gives the element dict of any other position kept here."""
+    def entry(self, worst=None, describe=None) -> dict:
+        """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at` (an
+        ElementRecord); ``describe(where, k)`` gives the ElementRecord of any other position kept here."""
         out = {"max_ulp": self.worst_ulp, "nan_mismatches": self.nan_mismatches, "reasons": self.accepted.reasons(),
                "buckets": list(BUCKETS),
                "ulp_histogram": {f: [int(n) for n in c] for f, c in self.hist.items()},
@@ -187,7 +187,7 @@ class ErrorStats:
                             "nan": self.nan.tolist(),
                             "outside": self.outside}}
         if worst is not None:
-            out["worst"] = worst
+            out["worst"] = worst.to_json()
         far = self.accepted.beyond_budget(None if describe is None else lambda at: describe(*at))
         if far:
             out["beyond_budget"] = far
@@ -196,7 +196,7 @@ class ErrorStats:
             if n:
                 specials[name] = {"elements": n, "accepted": ex}
                 if describe is not None and at is not None:
-                    specials[name]["first"] = describe(*at)
+                    specials[name]["first"] = describe(*at).to_json()
         if specials:
             out["not_a_distance"] = specials
         return out

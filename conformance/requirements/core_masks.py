@@ -13,6 +13,7 @@ from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext
 from sl1conf.conformance.requirements.call_rules import CallRule, Twin, campaign_probe
 from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example
+from sl1conf.conformance.requirements.records import as_json, detail_of, with_detail
 from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch, Seen
 from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
@@ -40,10 +41,10 @@ def _note_masks_differ(t: Tally, j, first, differ: np.ndarray) -> None:
     said = (f"core_mask {case.core_mask:#x} gives", f"{first.case.core_mask:#x}")
     ex = difference_example(t.fmt, d, said, expected=int(j.expected.oracle[k]) if k < j.exact.size else None)
     detail = (f"core_mask {case.core_mask:#x} differs from {first.case.core_mask:#x} (case {first.row['id']}): "
-              + ex["detail"])
+              + detail_of(ex))
     t.count((j.row["id"], first.row["id"]), detail)
     if len(t.examples) < EXAMPLES:
-        t.examples.append({**ex, "detail": detail})
+        t.examples.append(with_detail(ex, detail))
 
 
 VARIANTS_SAID = ("the shared version (all cores) gives", "the private version")
@@ -90,7 +91,7 @@ def compare_variants(requirements: list, fmt: formats.Format, outputs_shared: di
         over = (f"{elements:,} elements differ in {failed:,} of the {checked:,} calls compared"
                 + "".join(f"; cause: {c}" for c in common_causes(fmt, differs, compared)))
         room = max(0, EXAMPLES - len(examples))
-        examples += [difference_example(fmt, d, VARIANTS_SAID, over if i == 0 else "")
+        examples += [as_json(difference_example(fmt, d, VARIANTS_SAID, over if i == 0 else ""))
                      for i, d in enumerate(differs[:room])]
     if not examples:
         entry.pop("examples")

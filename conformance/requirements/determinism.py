@@ -10,6 +10,7 @@ from sl1conf.conformance.requirements.base import (
 )
 from sl1conf.conformance.requirements.call_rules import CallRule, Twin, campaign_probe
 from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example
+from sl1conf.conformance.requirements.records import detail_of
 from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch, Seen
 from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
@@ -140,8 +141,8 @@ def _note_changes(ctx: RunContext, t: Tally, changes: list, compared: list) -> N
         expected = int(j.expected.oracle[k]) if j is not None and k < j.exact.size else None
         ex = difference_example(fmt, d, said, got_then=True, expected=expected)
         if k < d.case.elements_written:
-            ctx.note_flush_varies(d.case, k, d.first[k], d.then[k], d.case_id, ex["detail"])
-        t.count((d.case_id,), ex["detail"])
+            ctx.note_flush_varies(d.case, k, d.first[k], d.then[k], d.case_id, detail_of(ex))
+        t.count((d.case_id,), detail_of(ex))
         if i < EXAMPLES:
             t.examples.append(ex if i else difference_example(fmt, d, said, over, got_then=True, expected=expected))
 

@@ -1,7 +1,7 @@
 """What a driver found of one requirement: the one evidence certify, fuzz and sweep report it by.
 
 One shape for the three drivers: the elements the requirement's rule rejected (how many, and
-the worst of them as an element record, ``base.element_record``), the calls that failed it
+the worst of them as an element record, ``records.ElementRecord``), the calls that failed it
 (how many, and the first, with what was seen), and how much was checked. Evidence merges in
 any order to the same evidence (the worst is the farthest, then the one at the lowest
 position; the first call is the one at the lowest position), so the families of a run, the
@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from sl1conf.conformance.requirements.records import ElementRecord
+
 __all__ = ["Evidence", "add_evidence", "evidence_of", "worst_order", "pick"]
 
 
@@ -24,10 +26,10 @@ def _position(at) -> tuple:
     return tuple(at) if isinstance(at, (list, tuple)) else (at,)
 
 
-def worst_order(e: dict) -> tuple:
+def worst_order(e: ElementRecord) -> tuple:
     """The order the worst element is chosen by: the larger distance (NaN against a number,
     ``formats.NAN_MISMATCH``, counts as the largest), then the lower position."""
-    return (-e["ulp_value"], _position(e["at"]))
+    return (-e.distance, _position(e.at))
 
 
 def pick(a, b, key):
@@ -39,13 +41,12 @@ def pick(a, b, key):
 class Evidence:
     """One requirement's evidence: ``checked`` elements (or calls) looked at (certify's; fuzz and
     sweep count what they checked for the whole campaign or plane, and leave it 0), ``elements``
-    rejected (``worst``: the worst, an element record with its distance ``ulp_value`` and its
-    position ``at``), failing ``calls`` (``first_call``: ``{"at", "kind", "detail"}``)."""
+    rejected (``worst``: the worst, an ElementRecord with its distance and its position ``at``), failing ``calls`` (``first_call``: ``{"at", "kind", "detail"}``)."""
 
     checked: int = 0
     elements: int = 0
     calls: int = 0
-    worst: Optional[dict] = None
+    worst: Optional[ElementRecord] = None
     first_call: Optional[dict] = None
 
     @property
@@ -53,8 +54,8 @@ class Evidence:
         """Elements and calls that failed it."""
         return self.elements + self.calls
 
-    def add_elements(self, n: int, worst: Optional[dict] = None) -> "Evidence":
-        """``n`` rejected elements, ``worst`` the worst of them (an element record with ``at``)."""
+    def add_elements(self, n: int, worst: Optional[ElementRecord] = None) -> "Evidence":
+        """``n`` rejected elements, ``worst`` the worst of them (an ElementRecord with ``at``)."""
         self.elements += int(n)
         self.worst = pick(self.worst, worst, worst_order)
         return self
@@ -75,12 +76,15 @@ class Evidence:
         return self
 
     def to_json(self) -> dict:
-        return {"checked": self.checked, "elements": self.elements, "calls": self.calls, "worst": self.worst,
+        """As a sweep's checkpoint and a fuzz summary keep it: the worst with its position and distance."""
+        return {"checked": self.checked, "elements": self.elements, "calls": self.calls,
+                "worst": None if self.worst is None else self.worst.to_json(internal=True),
                 "first_call": self.first_call}
 
     @classmethod
     def from_json(cls, d: dict) -> "Evidence":
-        return cls(d["checked"], d["elements"], d["calls"], d["worst"], d["first_call"])
+        return cls(d["checked"], d["elements"], d["calls"],
+                   None if d["worst"] is None else ElementRecord.from_json(d["worst"]), d["first_call"])
 
 
 def add_evidence(into: dict, other: dict) -> dict:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext, replayed
 from sl1conf.conformance.requirements.call_rules import CallRule, Twin
 from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example
+from sl1conf.conformance.requirements.records import detail_of, with_detail
 from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
 
@@ -85,9 +86,9 @@ def _note_differences(t: Tally, differs: list, compared: list) -> None:
         said = ("separate buffers give", f"dx1 over {d.case.out_alias}")
         expected = int(j.expected.oracle[k]) if k < j.exact.size else None
         ex = difference_example(fmt, d, said, over if i == 0 else "", got_then=True, expected=expected)
-        t.count((d.case_id,), f"dx1 over {d.case.out_alias}: " + ex["detail"])
+        t.count((d.case_id,), f"dx1 over {d.case.out_alias}: " + detail_of(ex))
         if len(t.examples) < EXAMPLES:
-            t.examples.append({**ex, "detail": f"dx1 over {d.case.out_alias}: " + ex["detail"]})
+            t.examples.append(with_detail(ex, f"dx1 over {d.case.out_alias}: " + detail_of(ex)))
 
 
 ROWS = (

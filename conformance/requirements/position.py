@@ -229,9 +229,7 @@ def _note_moved(ctx: RunContext, t: Tally, changed: list, moves: list, groups: l
         ctx.note_flush_varies(j.case, k, j.outcome.out[k], m.bits, j.row["id"], detail)
         t.count((j.row["id"], m.call), detail)
         if len(t.examples) < EXAMPLES:
-            ex = t.element(j, k, got=m.bits)
-            ex.pop("ulp_value")
-            t.examples.append({**ex, "detail": detail})
+            t.examples.append(t.element(j, k, got=m.bits).but(detail=detail))
 
 
 def _moved_cause(changed: list, moves: list) -> list:

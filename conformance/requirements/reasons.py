@@ -112,16 +112,15 @@ class ReasonTally:
     def beyond_budget(self, describe: "Callable[[object], dict] | None" = lambda r: r) -> "dict | None":
         """The report's ``beyond_budget`` object (None when no element with a distance was accepted
         beyond the budget): how many, the farthest distance, by reason and what it took, the
-        farthest element (``describe(record)``: it as an element record; None: left out) with its
+        farthest element (``describe(record)``: it as an ElementRecord; None: left out) with its
         reason and what it took."""
         if not self.far:
             return None
         d, rec, reason, how = self.worst
         out = {"elements": self.far, "max_ulp": d,
                "by": {r: dict(sorted(self.by[r].items())) for r in REASONS if r in self.by}}
-        if describe is not None:
-            worst = {k: v for k, v in describe(rec).items() if k not in ("ulp_value", "at")}
-            out["worst"] = {**worst, "reason": reason, "accepted_as": how}
+        if describe is not None:  # an ElementRecord, written as reports write one
+            out["worst"] = describe(rec).but(reason=reason, accepted_as=how).to_json()
         return out
 
     def reasons(self) -> dict:
@@ -129,20 +128,24 @@ class ReasonTally:
         return reason_counts(self.counts)
 
     def to_json(self) -> dict:
-        """Everything, for a checkpoint (a sweep's state): :meth:`from_json` reads it back."""
+        """Everything, for a checkpoint (a sweep's state): :meth:`from_json` reads it back (a
+        record with a ``to_json``, an ElementRecord, written as a checkpoint keeps one)."""
         w = self.worst
+        element = None if w is None else w[1].to_json(internal=True) if hasattr(w[1], "to_json") else w[1]
         return {"reasons": self.reasons(), "named": {r: dict(sorted(v.items())) for r, v in sorted(self.named.items())},
                 "by": {r: dict(sorted(v.items())) for r, v in sorted(self.by.items())}, "far": self.far,
                 "not_a_distance": dict(sorted(self.not_a_distance.items())),
-                "worst": None if w is None else {"ulp": w[0], "element": w[1], "reason": w[2], "accepted_as": w[3]}}
+                "worst": None if w is None else {"ulp": w[0], "element": element, "reason": w[2], "accepted_as": w[3]}}
 
     @classmethod
-    def from_json(cls, data: dict, position: "Callable[[object], object] | None" = None) -> "ReasonTally":
+    def from_json(cls, data: dict, position: "Callable[[object], object] | None" = None,
+                  read: "Callable[[object], object]" = lambda r: r) -> "ReasonTally":
+        """What :meth:`to_json` wrote; ``read``: the farthest's record from its JSON."""
         t = cls(position)
         t.counts = np.array([int(data["reasons"][name]) for name in REASONS], np.int64)
         t.named = {r: dict(v) for r, v in data["named"].items()}
         t.by = {r: dict(v) for r, v in data["by"].items()}
         t.far, t.not_a_distance = int(data["far"]), dict(data["not_a_distance"])
         w = data["worst"]
-        t.worst = None if w is None else (int(w["ulp"]), w["element"], w["reason"], w["accepted_as"])
+        t.worst = None if w is None else (int(w["ulp"]), read(w["element"]), w["reason"], w["accepted_as"])
         return t

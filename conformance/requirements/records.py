@@ -1,9 +1,17 @@
 """One element as every report, fuzz summary and terminal line says it (:func:`element_record`:
 its inputs, the correctly rounded and the implementation's bits, the distance or the kind of
 result that is no distance), and the kinds of error a failing requirement's bulk counts
-(:data:`ERROR_KINDS`)."""
+(:data:`ERROR_KINDS`).
+
+An element is one typed record everywhere (:class:`ElementRecord`, Wycheproof-style: a fixed
+schema, flags as booleans): the drivers carry it up to the JSON boundary, and its
+:meth:`ElementRecord.to_json` alone decides what is written (the internal distance and position
+only where a checkpoint or a fuzz summary keeps them)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Optional
 
 import numpy as np
 
@@ -12,7 +20,85 @@ from sl1conf.conformance.rules import distances
 from sl1conf.conformance.rules.judge import SPECIALS, special_class
 from sl1conf.reference import formats
 
-__all__ = ["UNWRITTEN", "ERROR_KINDS", "error_kinds", "element_record", "oracle_at", "case_element"]
+__all__ = ["UNWRITTEN", "ERROR_KINDS", "error_kinds", "ElementRecord", "element_record", "oracle_at", "case_element",
+           "as_json", "detail_of", "with_detail"]
+
+_CONTEXT = ("case", "element", "length")  # written before the inputs
+_RESULT = ("dy", "x1", "x2", "beta", "expected", "got")  # the bit patterns, in this order
+_AFTER = ("detail", "reason", "accepted_as")  # written after the result and the flags
+
+
+@dataclass(frozen=True)
+class ElementRecord:
+    """One element as every report, fuzz summary, sweep checkpoint and terminal line says it: the
+    inputs, the correctly rounded result and the implementation's (bit patterns, as hex), ``ulp``
+    (its distance in ULPs, or the kind of result that is no distance, judge.SPECIALS), the flag
+    ``not_written`` (the result has dx1's fill bits), and where given its context: the call
+    (``case``, ``element``, ``length``), a ``detail`` said of it, the ``reason`` and what it was
+    ``accepted_as`` (beyond the budget). Internal: ``distance`` (formats.ulp_distance, NaN as a
+    class: what the worst is chosen by) and ``at`` (a driver's position: what orders ties)."""
+
+    dy: str
+    x1: str
+    x2: str
+    beta: str
+    expected: str
+    got: str
+    ulp: "int | str"
+    distance: int
+    not_written: bool = False
+    at: object = None
+    case: Optional[str] = None
+    element: Optional[int] = None
+    length: Optional[int] = None
+    detail: Optional[str] = None
+    reason: Optional[str] = None
+    accepted_as: Optional[str] = None
+
+    def but(self, **changes) -> "ElementRecord":
+        """This record with ``changes`` (dataclasses.replace)."""
+        return replace(self, **changes)
+
+    def to_json(self, internal: bool = False, result: bool = True) -> dict:
+        """The record as written: context, inputs, results, ``ulp``, flags, detail, reason.
+        ``internal``: with its position ``at`` (first) and distance ``ulp_value`` (after ``ulp``),
+        as a sweep's checkpoint and a fuzz summary keep them; ``result`` False: the inputs and the
+        expected bits only (a call that returned no result)."""
+        if not result:
+            return {name: getattr(self, name) for name in _RESULT[:5]}
+        out = {"at": self.at} if internal and self.at is not None else {}
+        out.update((name, getattr(self, name)) for name in _CONTEXT if getattr(self, name) is not None)
+        out.update((name, getattr(self, name)) for name in _RESULT)
+        out["ulp"] = self.ulp
+        if internal:
+            out["ulp_value"] = self.distance
+        if self.not_written:
+            out["not_written"] = True
+        out.update((name, getattr(self, name)) for name in _AFTER if getattr(self, name) is not None)
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict) -> "ElementRecord":
+        """What :meth:`to_json` wrote with ``internal`` (a sweep's checkpoint, a fuzz summary)."""
+        return cls(**{name: data[name] for name in _RESULT}, ulp=data["ulp"], distance=int(data["ulp_value"]),
+                   not_written=bool(data.get("not_written", False)), at=data.get("at"),
+                   **{name: data[name] for name in (*_CONTEXT, *_AFTER) if name in data})
+
+
+def as_json(example) -> dict:
+    """A report example as written: an :class:`ElementRecord`'s :meth:`~ElementRecord.to_json`,
+    or a note about a call (a dict: no element) as it is."""
+    return example.to_json() if isinstance(example, ElementRecord) else example
+
+
+def detail_of(example) -> str:
+    """What ``example`` (an :class:`ElementRecord` or a note about a call) says: its detail."""
+    return example.detail if isinstance(example, ElementRecord) else example["detail"]
+
+
+def with_detail(example, detail: str):
+    """``example`` (an :class:`ElementRecord` or a note about a call) saying ``detail``."""
+    return example.but(detail=detail) if isinstance(example, ElementRecord) else {**example, "detail": detail}
 
 
 UNWRITTEN = "not written (dx1 still holds the fill)"  # an element's error kind: no result, no distance
@@ -37,25 +123,22 @@ def error_kinds(j, idx: np.ndarray) -> np.ndarray:
 
 
 def element_record(fmt, dy, x1, x2, beta, expected, got, *, distance: "int | None" = None,
-                   may_be_fill: bool = True) -> dict:
-    """One element as every report, fuzz summary and terminal line says it (reports.view.element_text
-    reads it): the inputs, the correctly rounded result and the implementation's (bit patterns,
-    as hex), and ``ulp``: its distance in ULPs, or the kind of result that is no distance
-    (judge.SPECIALS: an infinity or NaN against a number, the other sign ...). ``ulp_value``: the
-    distance (formats.ulp_distance; NaN as a class), what the worst is chosen by (the writers
-    leave it out); ``distance``: that distance where the judge measured it already.
-    ``not_written``: the result has dx1's fill bits, all but surely never written (``may_be_fill``
-    False: an in-place call, whose dx1 held an input)."""
+                   may_be_fill: bool = True, **context) -> ElementRecord:
+    """One element as an :class:`ElementRecord` (reports.view.element_text reads what it writes):
+    the inputs, the correctly rounded result and the implementation's (bit patterns, as hex), and
+    ``ulp``: its distance in ULPs, or the kind of result that is no distance (judge.SPECIALS: an
+    infinity or NaN against a number, the other sign ...). ``distance``: that distance where the
+    judge measured it already (else formats.ulp_distance; NaN as a class). ``not_written``: the
+    result has dx1's fill bits, all but surely never written (``may_be_fill`` False: an in-place
+    call, whose dx1 held an input). ``context``: the record's other fields (``at``, ``case`` ...)."""
     want, bits = np.array([expected], fmt.uint), np.array([got], fmt.uint)
     if distance is None:
         distance = 0 if formats.same_result(fmt, bits, want)[0] else int(formats.ulp_distance(fmt, bits, want)[0])
     cls = int(special_class(fmt, bits, want)[0])
-    out = {"dy": formats.hex_bits(fmt, dy), "x1": formats.hex_bits(fmt, x1), "x2": formats.hex_bits(fmt, x2),
-           "beta": formats.hex_bits(fmt, beta), "expected": formats.hex_bits(fmt, expected),
-           "got": formats.hex_bits(fmt, got), "ulp": SPECIALS[cls] if cls >= 0 else distance, "ulp_value": distance}
-    if may_be_fill and int(got) == fill_bits(fmt):
-        out["not_written"] = True  # dx1's bits from before the call: all but surely never written
-    return out
+    hexes = (formats.hex_bits(fmt, v) for v in (dy, x1, x2, beta, expected, got))
+    return ElementRecord(*hexes, ulp=SPECIALS[cls] if cls >= 0 else distance, distance=distance,
+                         # dx1's bits from before the call: all but surely never written
+                         not_written=bool(may_be_fill and int(got) == fill_bits(fmt)), **context)
 
 
 def oracle_at(case, k: int) -> int:
@@ -66,9 +149,10 @@ def oracle_at(case, k: int) -> int:
     return int(fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in floats[:3]), floats[3]).view(case.format.uint)[0])
 
 
-def case_element(case, k: int, got: int, distance: "int | None" = None, expected: "int | None" = None) -> dict:
+def case_element(case, k: int, got: int, distance: "int | None" = None, expected: "int | None" = None,
+                 **context) -> ElementRecord:
     """Element ``k`` of ``case`` with the result ``got`` (bits), as :func:`element_record` says an
     element (``expected``: the correctly rounded bits, computed where not given)."""
     return element_record(case.format, case.dy[k], case.x1[k], case.x2[k], case.beta,
                           oracle_at(case, k) if expected is None else expected, got, distance=distance,
-                          may_be_fill=case.out_alias is None)
+                          may_be_fill=case.out_alias is None, **context)

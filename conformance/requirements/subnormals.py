@@ -160,8 +160,8 @@ def _element(ctx: RunContext, parts: list, where: np.ndarray) -> tuple:
     j, k = ctx.element_at(k) if ctx.whole is not None else (parts[i], k)
     rec = element_record(ctx.fmt, *(np.broadcast_to(np.asarray(a), j.got.shape)[k] for a in j.inputs),
                          j.expected.oracle[k], j.got[k])
-    return j.row["id"], (f"case {j.row['id']} element {k} (dy={rec['dy']} x1={rec['x1']} x2={rec['x2']} "
-                         f"beta={rec['beta']}: expected {rec['expected']}, got {rec['got']})")
+    return j.row["id"], (f"case {j.row['id']} element {k} (dy={rec.dy} x1={rec.x1} x2={rec.x2} "
+                         f"beta={rec.beta}: expected {rec.expected}, got {rec.got})")
 
 
 def _subnormals(ctx: RunContext, req: "Requirement") -> Check:

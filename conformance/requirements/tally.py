@@ -8,7 +8,7 @@ import numpy as np
 
 from sl1conf.conformance.requirements.evidence import Evidence
 from sl1conf.conformance.requirements.reasons import ReasonTally
-from sl1conf.conformance.requirements.records import ERROR_KINDS, element_record, error_kinds
+from sl1conf.conformance.requirements.records import ERROR_KINDS, ElementRecord, as_json, element_record, error_kinds
 from sl1conf.conformance.rules.diagnosis import diagnose, diagnose_many
 
 __all__ = ["EXAMPLES", "calls_to_look_at", "Tally", "diagnose_tallies"]
@@ -60,7 +60,7 @@ class Tally:
         return self.evidence.failed
 
     @property
-    def worst(self) -> "dict | None":
+    def worst(self) -> "ElementRecord | None":
         """The worst failing element (the first added of the farthest)."""
         return self.evidence.worst
 
@@ -82,7 +82,7 @@ class Tally:
                 slot[1] = (j, int(idx[first]))
         k = int(idx[int(np.argmax(j.dist[idx]))])
         ex = self.element(j, k)
-        self.evidence.add_elements(idx.size, {**ex, "at": (self._added, k)})
+        self.evidence.add_elements(idx.size, ex.but(at=(self._added, k)))
         if len(self.examples) < EXAMPLES:
             self.examples.append(ex)
 
@@ -112,7 +112,7 @@ class Tally:
         ids of other calls the failure involves (the call it was compared with)."""
         self.count((case_id, *also), detail)
         if case_id is None:
-            self.examples.insert(0, {"detail": detail})
+            self.examples.insert(0, {"detail": detail})  # notes about calls: no element, a dict
             del self.examples[EXAMPLES:]
         elif len(self.examples) < EXAMPLES:
             self.examples.append({"case": case_id, "detail": detail})
@@ -135,30 +135,28 @@ class Tally:
         worst, first = theirs.worst, theirs.first_call
         self.evidence.merge(Evidence(
             theirs.checked, theirs.elements, theirs.calls,
-            None if worst is None else {**worst, "at": (self._added + worst["at"][0], worst["at"][1])},
+            None if worst is None else worst.but(at=(self._added + worst.at[0], worst.at[1])),
             None if first is None else {**first, "at": (self._counted + first["at"][0],)}))
         self._added += other._added
         self._counted += other._counted
         self.examples += other.examples[: max(0, EXAMPLES - len(self.examples))]
 
-    def element(self, j, k: int, got=None) -> dict:
-        """Element ``k`` of judgement ``j`` as a report example (:func:`element_record`, where it
-        is first); ``got``: another result of it (a rearranged call's) in place of the judged one,
+    def element(self, j, k: int, got=None) -> ElementRecord:
+        """Element ``k`` of judgement ``j`` as a report example (:func:`element_record`, its call
+        named); ``got``: another result of it (a rearranged call's) in place of the judged one,
         its distance measured the same way."""
         c = j.case
         if got is None:
             got, d = j.got[k], int(j.dist[k])
         else:
             d = None
-        return {"case": j.row["id"], "element": k, "length": int(c.call_length),
-                **element_record(self.fmt, c.dy[k], c.x1[k], c.x2[k], c.beta, j.expected.oracle[k], got,
-                                 distance=d, may_be_fill=c.out_alias is None)}
+        return element_record(self.fmt, c.dy[k], c.x1[k], c.x2[k], c.beta, j.expected.oracle[k], got,
+                              distance=d, may_be_fill=c.out_alias is None, case=j.row["id"], element=k,
+                              length=int(c.call_length))
 
     def example(self, j, k: int) -> dict:
-        """Element ``k`` of judgement ``j`` as a report shows it."""
-        e = self.element(j, k)
-        e.pop("ulp_value")
-        return e
+        """Element ``k`` of judgement ``j`` as a report shows it (written: the diagnosis's example)."""
+        return self.element(j, k).to_json()
 
     def diagnosed(self, findings: "dict | None" = None) -> bool:
         """Whether its entry has a diagnosis: it failed, on elements or on calls a finding may explain."""
@@ -186,9 +184,9 @@ class Tally:
             out["diagnosis"] = (diagnosis if diagnosis is not None
                                 else diagnose(self.seen, self.example, findings, self.noted))
         if self.worst is not None:
-            out["worst"] = {k: v for k, v in self.worst.items() if k not in ("ulp_value", "at")}
-        if self.examples:
-            out["examples"] = [{k: v for k, v in e.items() if k != "ulp_value"} for e in self.examples]
+            out["worst"] = self.worst.to_json()
+        if self.examples:  # element records, and notes about calls (dicts)
+            out["examples"] = [as_json(e) for e in self.examples]
         return out
 
 

@@ -385,7 +385,7 @@ def _element_findings(profile: Profile, i: int, case: Case, o: Outcome, evidence
         return []
     for rid, (k, d, expected) in worst.items():
         evidence.setdefault(rid, Evidence()).add_elements(
-            rejected[rid].size, {"at": [batch, i, k], **case_element(case, k, int(o.out[k]), d, expected)})
+            rejected[rid].size, case_element(case, k, int(o.out[k]), d, expected, at=[batch, i, k]))
     out, beta_class = [], _beta_class(fmt, case.beta)
     rids = list(rejected)  # most specific first
     bad = np.unique(np.concatenate(list(rejected.values())))
@@ -438,7 +438,7 @@ def check_cases(adapter: Adapter, profile: Profile, cases: list[Case], statistic
         if s.changed:  # elements whose bits changed in another call: rejected elements, the first the example
             k, bits = min(s.changed)
             e.add_elements(len({k for k, _ in s.changed}),
-                           {"at": [batch, s.case, int(k)], **case_element(cases[s.case], int(k), int(bits))})
+                           case_element(cases[s.case], int(k), int(bits), at=[batch, s.case, int(k)]))
         else:
             e.add_call([batch, s.case], s.kind, s.detail)
     if statistics is not None:

@@ -261,10 +261,7 @@ def _minimized(campaign, profile, adapter, result, max_cases: int, out: Path, gi
             want = fast_oracle.smoothl1lossgrad(*(a[k:k + 1] for a in case.floats()[:3]), case.floats()[3])
             element = element_record(fmt, case.dy[k], case.x1[k], case.x2[k], case.beta, want.view(fmt.uint)[0],
                                      o.out[k] if o.status == "ok" else 0, may_be_fill=case.out_alias is None)
-            del element["ulp_value"]
-            if o.status != "ok":  # no result: the inputs and the expected bits only
-                element = {name: element[name] for name in ("dy", "x1", "x2", "beta", "expected")}
-            entry.update(element)
+            entry.update(element.to_json(result=o.status == "ok"))  # no result: the inputs and the expected bits only
         family = BOUNDARY_EXACT if g.kind == "element" and g.key[4] == fuzz.BOUNDARY else REGRESSIONS
         items = [(family, _vector_case(case, g.kind))]
         if g.also:  # the calls it is seen in too (a twin under another core_mask)

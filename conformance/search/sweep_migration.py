@@ -12,7 +12,7 @@ from __future__ import annotations
 from sl1conf.reference import formats
 
 from sl1conf.conformance.requirements.evidence import Evidence
-from sl1conf.conformance.search.sweep_tally import element_example
+from sl1conf.conformance.search.sweep_tally import element_example, kept
 
 __all__ = ["FORMAT_4", "FORMAT_5", "from_format_4", "from_format_5"]
 
@@ -29,7 +29,7 @@ def from_format_4(state: dict, into: str) -> dict:
         config, tally = state["config"], state["tally"]
         dy, beta = int(config["dy"], 16), int(config["beta"], 16)
 
-        def record(e):
+        def record(e):  # an ElementRecord
             if e is None:
                 return None
             distance = formats.NAN_MISMATCH if e["ulp"] == "nan" else int(e["ulp"])
@@ -37,8 +37,8 @@ def from_format_4(state: dict, into: str) -> dict:
                                    int(e["got"], 16), distance)
         for row in tally["rows"].values():
             for key in ("worst", "first_nan", "first_zero_sign"):
-                row[key] = record(row[key])
-        tally["beyond_budget"]["worst"] = record(tally["beyond_budget"]["worst"])
+                row[key] = kept(record(row[key]))
+        tally["beyond_budget"]["worst"] = kept(record(tally["beyond_budget"]["worst"]))
         evidence = {rid: Evidence(elements=r["elements"], worst=record(r["worst"]))
                     for rid, r in tally.pop("rejected").items()}
         for rid, c in tally.pop("call_failures").items():

@@ -16,11 +16,12 @@ from sl1conf.reference import formats
 from sl1conf.conformance.rules import distances
 from sl1conf.conformance.requirements.base import Seen, element_record
 from sl1conf.conformance.requirements.evidence import Evidence, add_evidence, evidence_of, pick, worst_order
+from sl1conf.conformance.requirements.records import ElementRecord
 from sl1conf.conformance.requirements.reasons import ReasonTally
 from sl1conf.conformance.rules.judge import Reason, expected_for, judge
 from sl1conf.conformance.search.fuzz import add_statistics
 
-__all__ = ["BUCKETS", "ROWS", "PlaneTally", "element_example"]
+__all__ = ["BUCKETS", "ROWS", "PlaneTally", "element_example", "kept"]
 
 FP16 = formats.FP16
 BUCKETS = (*distances.BUCKETS, "zero-sign")
@@ -34,15 +35,24 @@ ROWS = ("unmatched", "ftz", "model", "model+ftz")
 """What else a wrong element equals: nothing, only the flush-to-zero oracle, an accepted model."""
 
 
-def element_example(index, dy, x1, x2, beta, want, got, ulp) -> dict:
+def element_example(index, dy, x1, x2, beta, want, got, ulp) -> ElementRecord:
     """One element, as every report says one (``base.element_record``: the inputs, the correctly
     rounded result and the implementation's, the distance or the kind of result that is no
-    distance), at its pair number ``at``: the worst is picked by its distance ``ulp_value``."""
-    return {"at": int(index), **element_record(FP16, dy, x1, x2, beta, want, got, distance=int(ulp))}
+    distance), at its pair number ``at``: the worst is picked by its ``distance``."""
+    return element_record(FP16, dy, x1, x2, beta, want, got, distance=int(ulp), at=int(index))
 
 
-def _first(e) -> int:
-    return e["at"]
+def _first(e: ElementRecord) -> int:
+    return e.at
+
+
+def kept(e: "ElementRecord | None") -> "dict | None":
+    """``e`` as the checkpoint keeps it: with its pair number and distance."""
+    return None if e is None else e.to_json(internal=True)
+
+
+def _read(e: "dict | None") -> "ElementRecord | None":
+    return None if e is None else ElementRecord.from_json(e)
 
 
 def _wrong(got, want) -> np.ndarray:
@@ -241,8 +251,8 @@ class PlaneTally:
         for r, name in enumerate(ROWS):
             rows[name] = {"histogram": {b: int(c) for b, c in zip(BUCKETS, self.hist[r]) if c},
                           "zero_sign": {b: int(c) for b, c in zip(BUCKETS, self.zsign[r]) if c},
-                          "worst": self.worst[r], "first_nan": self.first_nan[r],
-                          "first_zero_sign": self.first_zsign[r]}
+                          "worst": kept(self.worst[r]), "first_nan": kept(self.first_nan[r]),
+                          "first_zero_sign": kept(self.first_zsign[r])}
         return {"elements": self.elements, "failed_elements": self.failed, "first_failure": self.failure,
                 "rows": rows, "rejected_elements": self.rejected_elements,
                 "requirements": {rid: e.to_json() for rid, e in sorted(self.requirements.items())},
@@ -257,9 +267,10 @@ class PlaneTally:
             for arr, key in ((t.hist, "histogram"), (t.zsign, "zero_sign")):
                 for b, c in row[key].items():
                     arr[r, BUCKETS.index(b)] = c
-            t.worst[r], t.first_nan[r], t.first_zsign[r] = row["worst"], row["first_nan"], row["first_zero_sign"]
+            t.worst[r], t.first_nan[r], t.first_zsign[r] = (_read(row[k]) for k in ("worst", "first_nan",
+                                                                                     "first_zero_sign"))
         t.requirements = evidence_of(data["requirements"])
-        t.accepted = ReasonTally.from_json(data["accepted"], _first)
+        t.accepted = ReasonTally.from_json(data["accepted"], _first, _read)
         t.rejected_elements = data["rejected_elements"]
         t.statistics = {name: {run: {who: dict(c) for who, c in counts.items()} for run, counts in runs.items()}
                         for name, runs in data["statistics"].items()}

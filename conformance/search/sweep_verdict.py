@@ -15,7 +15,7 @@ from sl1conf.conformance.requirements import by_id
 from sl1conf.conformance.requirements.evidence import pick, worst_order
 from sl1conf.conformance.rules import openbehaviour
 from sl1conf.conformance.search.sweep_state import save_state
-from sl1conf.conformance.search.sweep_tally import PlaneTally
+from sl1conf.conformance.search.sweep_tally import PlaneTally, kept
 
 __all__ = ["verdict", "finish", "elapsed"]
 
@@ -28,12 +28,13 @@ def verdict(tally: PlaneTally, profile, beta: "int | None" = None) -> dict:
     was accepted only beyond the budget or as an open alternative, and blocks refused for an open
     ``beta`` (the sweep's). Nothing checked is no pass."""
     evidence = sorted(tally.requirements.items())
-    by_req = {rid: {"title": by_id(rid).title, "elements": e.elements, "worst": e.worst} for rid, e in evidence
-              if e.elements}
+    by_req = {rid: {"title": by_id(rid).title, "elements": e.elements, "worst": kept(e.worst)}
+              for rid, e in evidence if e.elements}
     rejected = tally.rejected_elements
     example = None
-    for entry in by_req.values():
-        example = pick(example, entry["worst"], worst_order)
+    for _, e in evidence:
+        if e.elements:
+            example = pick(example, e.worst, worst_order)
     open_by_question = {}
     for name, n in tally.accepted.named.get("alternative", {}).items():
         question = openbehaviour.QUESTION_OF.get(name) or openbehaviour.open_input(FP16, beta, "p")
@@ -48,7 +49,7 @@ def verdict(tally: PlaneTally, profile, beta: "int | None" = None) -> dict:
     calls = {rid: {"title": by_id(rid).title, "calls": e.calls, "first": e.first_call} for rid, e in evidence
              if e.calls}
     return {"platform": profile.name, "budget_ulp": profile.max_ulp["fp16"], "rejected": rejected,
-            "requirements": by_req, "failed_elements": tally.failed, "call_failures": calls, "example": example,
+            "requirements": by_req, "failed_elements": tally.failed, "call_failures": calls, "example": kept(example),
             "reasons": tally.accepted.reasons(), "beyond_budget": tally.accepted.beyond_budget(),
             "open_answers": open_by_question, "checked_elements": checked, **judged,
             "pass": rejected == 0 and tally.failed == 0 and not calls and checked > 0
@@ -63,7 +64,7 @@ def finish(state: dict, profile, out) -> None:
     state["summary"] = {
         "elements": tally.elements, "seconds": round(seconds, 2),
         "elements_per_second": round(tally.elements / seconds) if seconds else None,
-        "histogram": tally.histogram(), "worst": tally.worst_overall(),
+        "histogram": tally.histogram(), "worst": kept(tally.worst_overall()),
         "verdict": verdict(tally, profile, int(state["config"]["beta"], 16))}
     save_state(out, state)
 
