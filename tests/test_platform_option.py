@@ -1,15 +1,18 @@
-"""One meaning of ``--platform`` on every subcommand that takes it (certify, fuzz, sweep, vectors
-export): a built-in profile's name or a profile .toml file, ieee's when not given, and the same
-one line (exit 2, no traceback) naming the option and the problem for an unknown name, a missing
-file or a malformed one (``common.platforms``, ``certify.session.platform_profile``)."""
+"""One meaning of ``--platform`` and ``--profile`` on every subcommand that judges (certify, fuzz,
+sweep, vectors export) and in the plugin: ``--platform`` a built-in profile's name or a profile
+.toml file, ``--profile FILE`` the same as ``--platform FILE``, at most one of the two, ieee's when
+neither is given, and the same one line (exit 2, no traceback) naming the option and the problem
+for an unknown name, a missing file or a malformed one (``common.platforms``,
+``certify.session.open_session``)."""
 
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
-from sl1conf.conformance.certify.session import InputError, platform_profile, plugin_option
+from sl1conf.conformance.certify.session import InputError, open_session, plugin_option
 from sl1conf.conformance.cli import main
 from sl1conf.conformance.common.platforms import DEFAULT_PLATFORM, chosen_platform
 
@@ -136,12 +139,13 @@ def test_without_platform_every_subcommand_uses_ieee(tmp_path, vector_set, capsy
     assert code == 0 and f"judges as certify --platform {DEFAULT_PLATFORM} does (the default" in out
 
 
-@pytest.mark.parametrize("command", ["certify", "vectors export"])
+@pytest.mark.parametrize("command", SUBCOMMANDS)
 def test_platform_and_profile_together_are_one_line(command, tmp_path, vector_set, capsys):
     (tmp_path / "mine.toml").write_text(FP32_TOML)
     code, _, err = cli(capsys, *commands(tmp_path, vector_set)[command], "--platform", "ieee",
                        "--profile", tmp_path / "mine.toml")
     one_line(code, err, "give one of --platform NAME|FILE and --profile FILE, not both")
+    assert list(tmp_path.iterdir()) == [tmp_path / "mine.toml"]  # nothing written
 
 
 @pytest.mark.parametrize("command", ["certify", "fuzz", "sweep", "vectors export"])
@@ -151,6 +155,79 @@ def test_every_help_says_the_same(command, tmp_path, vector_set, capsys):
         main([*argv, "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert "--platform NAME|FILE" in text and "a built-in profile (ieee, ft78ne, mt7004) or a profile .toml file" in text
+    assert "--profile FILE a profile .toml file: the same as --platform FILE (give one of the two)" in text
+
+
+def test_the_plugin_declares_the_same_two_options():
+    from sl1conf.conformance.pytest_plugin import pytest_addoption
+
+    declared = {}
+
+    class Group:
+        def addoption(self, flag, **keywords):
+            declared[flag] = keywords
+
+    class Parser:
+        def getgroup(self, *_):
+            return Group()
+
+    pytest_addoption(Parser())
+    assert declared["--sl1-platform"]["metavar"] == "NAME|FILE"
+    assert "a built-in profile (ieee, ft78ne, mt7004) or a profile .toml file" in declared["--sl1-platform"]["help"]
+    assert declared["--sl1-profile"]["help"] == ("a profile .toml file: the same as --sl1-platform FILE "
+                                                 "(give one of the two)")
+
+
+# ------------------------------------------------------------------ --profile FILE: --platform FILE's meaning
+
+def _outcome(command, out):
+    """What a run under the profile left: the profile it judged under, and what it recorded."""
+    if command == "certify":
+        return json.loads((out / "report.json").read_text())["profile"]["name"]
+    if command == "fuzz":
+        summary = json.loads((out / "summary.json").read_text())
+        return summary["profile"]["name"], summary["campaign"]["platform"], summary["campaign"]["dtypes"]
+    if command == "sweep":
+        state = json.loads((out / "sweep.json").read_text())
+        return state["summary"]["verdict"]["platform"], state["config"]["platform"]
+    return (out / "sl1_vectors.h").read_text()
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_profile_file_means_what_platform_file_means(command, tmp_path, vector_set, capsys):
+    toml = tmp_path / "mine.toml"
+    toml.write_text(FP16_TOML if command == "sweep" else FP32_TOML)
+    argv = commands(tmp_path, vector_set)[command]
+    extra = {"certify": ["--only", "R13", "--format", "md"], "fuzz": ["--seed", "1"]}.get(command, [])
+    got = {}
+    for option in ("--platform", "--profile"):
+        out = tmp_path / option.strip("-")
+        run = [*argv[:-1], out, *extra, option, toml]
+        code, text, err = cli(capsys, *run)
+        assert code == 0 and "error" not in err, err
+        said = re.sub(r"[\d.,]+ (M )?\w*/s\b|\d+(\.\d+)? ?s\b", "T", (text + err).replace(str(out), "OUT"))
+        got[option] = _outcome(command, out), said  # the same, but for speeds and times
+    assert got["--platform"] == got["--profile"]
+    assert "mine" in str(got["--profile"][0]) or "mine" in got["--profile"][1]
+    if command in ("fuzz", "sweep"):  # what the workers load again and the record keeps: the file's path
+        assert str(toml) in got["--profile"][0]
+
+
+@pytest.mark.parametrize("command", SUBCOMMANDS)
+def test_a_missing_profile_file_is_one_line_naming_profile(command, tmp_path, vector_set, capsys):
+    missing = tmp_path / "no" / "such.toml"
+    code, _, err = cli(capsys, *commands(tmp_path, vector_set)[command], "--profile", missing)
+    one_line(code, err, f"--profile {missing}: {missing}: no such profile file")
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_fuzz_replays_a_campaign_run_with_profile(tmp_path, capsys):
+    (tmp_path / "mine.toml").write_text(FP32_TOML)
+    run = ["fuzz", "--impl", "builtin:kernel", "--elements", "256", "--batch-elements", "256", "--seed", "1"]
+    assert cli(capsys, *run, "--profile", tmp_path / "mine.toml", "--out", tmp_path / "f")[0] == 0
+    assert cli(capsys, "fuzz", "replay", tmp_path / "f", "--batch", "0")[0] == 0
+    code, _, err = cli(capsys, "fuzz", "--profile", tmp_path / "mine.toml", "replay", tmp_path / "f", "--batch", "0")
+    one_line(code, err, "replay does not take --profile")
 
 
 # ------------------------------------------------------------------ the loader itself
@@ -162,9 +239,18 @@ def test_the_rule_and_the_loader():
     assert chosen_platform(None, "p.toml", option=said, error=ValueError) == ("p.toml", "--profile p.toml")
     with pytest.raises(ValueError, match="not both"):
         chosen_platform("ieee", "p.toml", option=said, error=ValueError)
-    assert platform_profile().name == DEFAULT_PLATFORM
-    assert platform_profile("mt7004", dtypes=["fp16", "fp32"]).name == "mt7004"
+    default = open_session()
+    assert (default.profile.name, default.platform, default.given) == (DEFAULT_PLATFORM, DEFAULT_PLATFORM, False)
+    assert default.implementation is None
+    assert open_session("mt7004", dtypes=["fp16", "fp32"]).profile.name == "mt7004"
     with pytest.raises(InputError, match=r"^--sl1-platform nosuch: unknown platform 'nosuch'"):
-        platform_profile("nosuch", option=plugin_option)
+        open_session("nosuch", option=plugin_option)
     with pytest.raises(InputError, match=r"^--platform ft78ne: profile ft78ne has no fp16"):
-        platform_profile("ft78ne", dtypes=["fp16"])
+        open_session("ft78ne", dtypes=["fp16"])
+    with pytest.raises(InputError, match=r"^give one of --sl1-platform NAME\|FILE and --sl1-profile FILE, not both$"):
+        open_session("ieee", "p.toml", option=plugin_option)
+    with pytest.raises(InputError, match=r"^--sl1-impl nosuch:x: "):
+        open_session(impl="nosuch:x", option=plugin_option)
+    session = open_session("ieee", impl="builtin:kernel")
+    with session.implementation:
+        assert session.given and session.implementation.name

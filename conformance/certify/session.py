@@ -1,15 +1,20 @@
-"""The inputs of a certification, checked once before anything runs.
+"""The session every command opens: its options' inputs checked once, before anything runs.
 
-Why one module: the command line's ``certify`` and the pytest plugin read the same inputs (a
-platform or a profile file, dtypes, vector sets, waivers, the implementation and its variants)
-and must refuse the same bad ones with the same one line, each naming the option as its
-driver spells it (``--vectors``, ``--sl1-vectors``): :class:`InputError`, before any call is
-made or any file written. The platform is every command's: :func:`platform_profile` is how
-certify, the plugin, fuzz, sweep, the vector export and the self-test load the profile
-``--platform`` names (``common.platforms``: a name or a .toml file, ieee's by default), with the
-same one-line error; the entry points sit above this module, and the search engine, which
-cannot import it, is handed a platform already loaded here and loads it again in its workers
-by the same name.
+Every command that judges (certify, fuzz, sweep, the c-header export, the self-test's
+members) and the pytest plugin call :func:`open_session` and get a :class:`Session`: the
+profile ``--platform NAME|FILE`` or ``--profile FILE`` names (at most one; neither: ieee's,
+``common.platforms``), the dtypes, vector sets and waivers where the command has them, the
+implementation where it has one, and how the driver spells its options. A bad input is
+:class:`InputError`, one line naming the option as the driver spells it (``--platform``,
+``--sl1-platform``, ``zoo.toml member M: platform``), before any call is made or file written.
+
+Why here, in certify/: opening a session reads a profile (``rules``), vector sets
+(``vectors``), waivers (``certify.waivers``) and an adapter (``adapters``), so it cannot sit in
+``common/``, which is below the rules; certify is the lowest layer that sees every piece, and
+every opener is an entry point above it (cli, pytest_plugin, selftest). The search engine, a
+sibling that may not import it, is handed ``Session.profile`` and stores ``Session.platform``
+(the built-in name or the file's path, ``--profile``'s too), by which its workers load the
+profile again (``rules.profiles.load_profile``).
 """
 
 from __future__ import annotations
@@ -18,72 +23,72 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from sl1conf.conformance.common.errors import SuiteError
-from sl1conf.conformance.common.platforms import chosen_platform
+from sl1conf.conformance.common.platforms import chosen_platform, cli_option, plugin_option
 
-__all__ = ["InputError", "Inputs", "checked_inputs", "platform_profile", "loaded_implementation", "selected_runs",
+__all__ = ["InputError", "Session", "open_session", "loaded_implementation", "selected_runs",
            "cli_option", "plugin_option"]
 
 
 class InputError(SuiteError):
-    """A certification's input that cannot be used: one line naming the option and the problem."""
-
-
-def cli_option(name: str) -> str:
-    return f"--{name}"
-
-
-def plugin_option(name: str) -> str:
-    return f"--sl1-{name}"
+    """A session's input that cannot be used: one line naming the option and the problem."""
 
 
 @dataclass
-class Inputs:
-    """What a certification runs on, checked: the ``profile``, the ``dtypes`` asked for (None:
-    the profile's), the vector sets (dtype -> VectorSet; None: the suite's own vectors) and the
-    ``waivers`` (None: none given)."""
+class Session:
+    """What a command runs on, checked. ``profile``: the rules.profiles.Profile that judges;
+    ``platform``: what names it, a built-in name or a .toml path, ieee's name when neither
+    option was given (what a record keeps and a worker loads again); ``given``: whether
+    ``--platform`` or ``--profile`` named it; ``option``: how the driver spells an option;
+    ``dtypes`` asked for (None: the profile's), vector sets (dtype -> VectorSet; None: the
+    suite's own), ``waivers`` (None: none given); ``implementation``: the adapter, once opened."""
 
     profile: object
-    dtypes: Optional[list]
-    vectors: Optional[dict]
-    waivers: Optional[list]
+    platform: str
+    given: bool
+    option: Callable[[str], str] = cli_option
+    dtypes: Optional[list] = None
+    vectors: Optional[dict] = None
+    waivers: Optional[list] = None
+    implementation: object = None
+
+    def open_implementation(self, spec: str):
+        """The adapter ``spec`` names, kept as ``implementation`` (:func:`loaded_implementation`:
+        its error names the option as this session's driver spells it)."""
+        self.implementation = loaded_implementation(spec, self.option)
+        return self.implementation
 
 
-def platform_profile(platform: "str | None" = None, profile_file: "str | None" = None, *, dtypes=(),
-                     option: Callable[[str], str] = cli_option):
-    """The profile ``--platform`` (a built-in name or a .toml file) or ``--profile FILE`` names, at
-    most one of them (neither: ``common.platforms.DEFAULT_PLATFORM``), checked to document each
-    of ``dtypes``: InputError, one line naming the option as ``option`` spells it, for an unknown
-    name, a file that is missing or malformed, or a dtype the profile lacks."""
+def open_session(platform: "str | None" = None, profile_file: "str | None" = None, *, dtypes=None,
+                 vector_dirs=(), waivers_file=None, impl: "str | None" = None,
+                 option: Callable[[str], str] = cli_option) -> Session:
+    """The session of a command: the profile ``platform`` (a built-in name or a .toml file) or
+    ``profile_file`` names (``common.platforms.chosen_platform``: at most one, ieee's when
+    neither), checked to document each dtype asked for; the vector sets (schema, checksums; one
+    per dtype, each of a dtype of the profile, one for each dtype asked for); the waivers file;
+    then the implementation ``impl``, when given (a command that must do more first opens it
+    later, :meth:`Session.open_implementation`). Each bad one: InputError, one line."""
     from sl1conf.conformance.rules.profiles import ProfileError, load_profile
 
+    asked = list(dict.fromkeys(dtypes)) if dtypes else None
     chosen, where = chosen_platform(platform, profile_file, option=option, error=InputError)
     try:
         profile = load_profile(chosen)
-        for d in dtypes:
+        for d in asked or ():
             profile.require_dtype(d)
     except ProfileError as exc:
         raise InputError(f"{where}: {exc}") from None
-    return profile
-
-
-def checked_inputs(*, platform: "str | None", profile_file: "str | None", dtypes=None, vector_dirs=(),
-                   waivers_file=None, option: Callable[[str], str] = cli_option) -> Inputs:
-    """The inputs, each checked: the profile (:func:`platform_profile`: at most one of a platform
-    and a profile file, ieee's by default), each dtype one the profile documents, the vector sets
-    (schema, checksums; one per dtype, each of a dtype of the profile, one for each dtype asked
-    for) and the waivers file."""
-    asked = list(dict.fromkeys(dtypes)) if dtypes else None
-    profile = platform_profile(platform, profile_file, dtypes=asked or (), option=option)
-    vectors = _vector_sets(vector_dirs, asked, profile, option) if vector_dirs else None
-    waivers = None
+    session = Session(profile, chosen, bool(platform or profile_file), option, asked)
+    session.vectors = _vector_sets(vector_dirs, asked, profile, option) if vector_dirs else None
     if waivers_file:
         from sl1conf.conformance.certify.waivers import WaiverError, load_waivers
 
         try:
-            waivers = load_waivers(waivers_file)
+            session.waivers = load_waivers(waivers_file)
         except WaiverError as exc:
             raise InputError(f"{option('waivers')}: {exc}") from None
-    return Inputs(profile, asked, vectors, waivers)
+    if impl is not None:
+        session.open_implementation(impl)
+    return session
 
 
 def _vector_sets(paths, dtypes, profile, option) -> dict:
@@ -119,7 +124,7 @@ def loaded_implementation(spec: str, option: Callable[[str], str] = cli_option):
         raise InputError(f"{option('impl')} {spec}: {type(exc).__name__}: {exc}") from None
 
 
-def selected_runs(inputs: Inputs, adapter, variants=None) -> tuple:
+def selected_runs(session: Session, adapter, variants=None) -> tuple:
     """(dtypes, variants) to run: those asked for (default: the profile's, or the vector sets'
     dtypes where sets are given), each one the profile documents and the implementation offers
     (``Profile.select``: one rule for every driver); InputError when nothing is left."""
@@ -127,6 +132,7 @@ def selected_runs(inputs: Inputs, adapter, variants=None) -> tuple:
     from sl1conf.conformance.rules.profiles import ProfileError
 
     try:
-        return inputs.profile.select(adapter, dtypes_to_run(inputs.profile, inputs.dtypes, inputs.vectors), variants)
+        return session.profile.select(adapter, dtypes_to_run(session.profile, session.dtypes, session.vectors),
+                                      variants)
     except ProfileError as exc:
         raise InputError(str(exc)) from None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from sl1conf.conformance.common.errors import SuiteError
-from sl1conf.conformance.common.platforms import DEFAULT_PLATFORM
+from sl1conf.conformance.common.platforms import PLATFORM_HELP, platform_options
 from sl1conf.reference import formats
 
 __all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values",
@@ -136,15 +136,10 @@ def add_action(actions, name: str, help_text: str, usage: str, description: str,
     return parser
 
 
-PLATFORM_HELP = "a built-in profile (ieee, ft78ne, mt7004) or a profile .toml file"
-"""What ``--platform`` takes, on every subcommand (``common.platforms``: one meaning everywhere)."""
-
-
-def add_platform(parser, role: str = "the profile that judges, as certify does", default: "str | None" = None,
-                 note: str = "") -> None:
-    """``--platform NAME|FILE`` on a subcommand's parser, with the one help text (``role``: what the
-    profile does there; ``note``: anything the subcommand adds). ``default`` None: the option is
-    None when not given, and ``certify.session.platform_profile`` loads ieee's (the one default
-    rule); a subcommand that records the platform it ran under gives the default's name instead."""
-    parser.add_argument("--platform", metavar="NAME|FILE", default=default,
-                        help=f"{role}: {PLATFORM_HELP} (default {DEFAULT_PLATFORM}{note})")
+def add_platform(parser, role: str = "the profile that judges, as certify does", note: str = "") -> None:
+    """``--platform NAME|FILE`` and ``--profile FILE`` on a subcommand's parser, with the one help
+    text (``common.platforms.platform_options``; ``role``: what the profile does there; ``note``:
+    anything the subcommand adds). Neither has a default: ``certify.session.open_session`` loads
+    ieee's when neither is given (the one default rule) and says which it loaded."""
+    for flag, keywords in platform_options(role, note):
+        parser.add_argument(flag, **keywords, **({"type": path_arg} if flag == "--profile" else {}))

@@ -35,12 +35,11 @@ def _recorded(args, sets):
 
 
 def _run(args) -> int:
-    from sl1conf.conformance.certify.session import checked_inputs
+    from sl1conf.conformance.certify.session import open_session
     from sl1conf.conformance.common.files import writable_folder
 
-    inputs = checked_inputs(platform=args.platform, profile_file=args.profile,
-                            dtypes=[d.name for d in args.dtype] if args.dtype else None,
-                            vector_dirs=args.vectors or (), waivers_file=args.waivers)
+    session = open_session(args.platform, args.profile, dtypes=[d.name for d in args.dtype] if args.dtype else None,
+                           vector_dirs=args.vectors or (), waivers_file=args.waivers)
     if bool(args.impl) == bool(args.results):
         raise UsageError("give exactly one of --impl SPEC (run an implementation) and --results FILE (judge a board "
                          "self-test's output)")
@@ -49,24 +48,25 @@ def _run(args) -> int:
     if "html" in (args.format or ["html"]):
         plots.warm()  # the plots' processes, started while this one is small and has one thread
     try:
-        return _certified(args, inputs, out_of=lambda: writable_folder(args.out, UsageError))
+        return _certified(args, session, out_of=lambda: writable_folder(args.out, UsageError))
     except BaseException:
         plots.cool()
         raise
 
 
-def _certified(args, inputs, out_of) -> int:
-    """The certification of :func:`_run`'s checked ``inputs``, written into ``out_of()``."""
+def _certified(args, session, out_of) -> int:
+    """The certification of :func:`_run`'s checked ``session``, written into ``out_of()``; the
+    implementation opened here, after the plots' processes started."""
     from pathlib import Path
 
     from sl1conf.conformance.certify.engine import certify
-    from sl1conf.conformance.certify.session import loaded_implementation, selected_runs
+    from sl1conf.conformance.certify.session import selected_runs
     from sl1conf.conformance.common.progress import Progress
 
-    profile, dtypes, sets, waivers = inputs.profile, inputs.dtypes, inputs.vectors, inputs.waivers
-    impl = _recorded(args, sets) if args.results else loaded_implementation(args.impl)
+    profile, dtypes, sets = session.profile, session.dtypes, session.vectors
+    impl = _recorded(args, sets) if args.results else session.open_implementation(args.impl)
     with impl:
-        selected_runs(inputs, impl, args.variant)  # before the run: nothing to certify is bad usage
+        selected_runs(session, impl, args.variant)  # before the run: nothing to certify is bad usage
         if sets is not None and dtypes is None:
             print("vectors: " + "; ".join(f"{d} from {vs.path}" for d, vs in sets.items())
                   + (f" (no --vectors set holds {', '.join(d for d in profile.dtypes if d not in sets)}: "
@@ -79,7 +79,7 @@ def _certified(args, inputs, out_of) -> int:
                       "vectors": [str(Path(p).resolve()) for p in args.vectors] if args.vectors else None}
         report = certify(impl, profile, dtypes=dtypes, variants=args.variant, vectors=sets,
                          quick=args.quick, progress=lambda desc, total: Progress(desc, total, unit="cases"),
-                         only=only, invocation=invocation, waivers=waivers)
+                         only=only, invocation=invocation, waivers=session.waivers)
     from sl1conf.conformance.reports.write import FORMATS, write_report
 
     write_report(report, out, ["json", *(args.format or ["md", "html", "junit"])], replace_all=True)
@@ -123,7 +123,6 @@ def register(sub) -> None:
                    help="instead of --impl: judge what the exported self-test (built with -DSL1_DUMP) printed on "
                         "the board, against the one --vectors set it was exported from")
     add_platform(p)
-    p.add_argument("--profile", type=path_arg, metavar="FILE", help="a profile TOML file instead of a built-in platform")
     p.add_argument("--dtype", type=dtype_arg, action="append",
                    help="fp16 or fp32; repeatable (default: every dtype the profile lists; one the "
                         "implementation lacks is an error when asked for)")

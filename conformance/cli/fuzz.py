@@ -18,13 +18,14 @@ from sl1conf.conformance.cli import summaries
 from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
                                           add_platform, count_arg, dtype_arg, path_arg, seed_arg, workers_arg)
 from sl1conf.conformance.common.commands import certify_command
-from sl1conf.conformance.common.platforms import DEFAULT_PLATFORM
+from sl1conf.conformance.common.platforms import cli_option
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import fuzz, fuzz_campaign, shards
 
 __all__ = ["register"]
 
-USAGE = """sl1conf fuzz --impl SPEC [--platform NAME|FILE] --out DIR [--elements N | --seconds S] [options]
+USAGE = """sl1conf fuzz --impl SPEC [--platform NAME|FILE | --profile FILE] --out DIR
+                    [--elements N | --seconds S] [options]
        sl1conf fuzz merge DIR [DIR ...] --out DIR [--force]
        sl1conf fuzz replay DIR --batch K [--impl SPEC]"""
 MAX_CASES = 20
@@ -39,12 +40,12 @@ def register(sub) -> None:
     """Add ``sl1conf fuzz`` (with the actions merge and replay) to the parser."""
     p = sub.add_parser(
         "fuzz", help="fuzz an implementation; save every failure as a minimized regression vector", usage=USAGE,
-        description="sl1conf fuzz --impl SPEC [--platform NAME|FILE] --out DIR: a campaign. "
+        description="sl1conf fuzz --impl SPEC [--platform NAME|FILE | --profile FILE] --out DIR: a campaign. "
                     "sl1conf fuzz merge DIR... --out DIR: one summary of shards' outputs. "
                     "sl1conf fuzz replay DIR --batch K: run one recorded batch again "
                     "(sl1conf fuzz merge --help, sl1conf fuzz replay --help: their options). See docs/fuzzing.md.")
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ...")
-    add_platform(p, default=DEFAULT_PLATFORM)
+    add_platform(p)
     p.add_argument("--dtype", type=dtype_arg, action="append", help="fp16 or fp32 (default: all in common)")
     p.add_argument("--variant", choices=("s", "p"), action="append", help="s or p (default: all in common)")
     p.add_argument("--seconds", type=float, help="run for this long (default 60 unless --elements)")
@@ -82,7 +83,7 @@ def register(sub) -> None:
 
 # ------------------------------------------------------------------ argument checks
 
-CAMPAIGN_DEFAULTS = {"platform": DEFAULT_PLATFORM, "workers": 1, "shard": "1/1",
+CAMPAIGN_DEFAULTS = {"platform": None, "profile": None, "workers": 1, "shard": "1/1",
                      "batch_elements": fuzz.BATCH_ELEMENTS, "max_cases": MAX_CASES, "force": False}
 
 
@@ -110,7 +111,7 @@ def _available_memory() -> "int | None":
         return None
 
 
-def _campaign_from(args, adapter, profile) -> fuzz.Campaign:
+def _campaign_from(args, session) -> fuzz.Campaign:
     if args.seconds is not None and args.elements is not None:
         raise UsageError("give --seconds or --elements, not both")
     if args.seconds is not None and not (args.seconds > 0 and math.isfinite(args.seconds)):
@@ -121,25 +122,27 @@ def _campaign_from(args, adapter, profile) -> fuzz.Campaign:
         shards.parse_shard(args.shard)
     except ValueError as exc:
         raise UsageError(f"--shard: {exc}") from None
-    dtypes, variants = profile.select(adapter, [d.name for d in args.dtype] if args.dtype else None,
-                                      args.variant, what="fuzz")
+    dtypes, variants = session.profile.select(session.implementation,
+                                              [d.name for d in args.dtype] if args.dtype else None,
+                                              args.variant, what="fuzz")
     batches = seconds = None
     if args.elements is not None:
         batches = max(1, math.ceil(args.elements / (args.batch_elements * len(dtypes) * len(variants))))
     else:
         seconds = 60.0 if args.seconds is None else args.seconds
     seed = args.seed if args.seed is not None else secrets.randbits(32)
-    return fuzz.Campaign(args.impl, args.platform, tuple(dtypes), tuple(variants), seed, args.batch_elements,
+    return fuzz.Campaign(args.impl, session.platform, tuple(dtypes), tuple(variants), seed, args.batch_elements,
                          batches, seconds, args.shard)
 
 
-def _load(impl: str, platform: str, option=None):
-    """(the adapter, the profile): the profile first (``certify.session.platform_profile``: its one
-    line names ``--platform``, or what ``option`` says held the platform)."""
-    from sl1conf.conformance.certify.session import cli_option, loaded_implementation, platform_profile
+def _session(impl: str, platform: "str | None", profile_file: "str | None" = None, option=None):
+    """The campaign's session (``certify.session.open_session``): the profile first, its one line
+    naming ``--platform`` or ``--profile`` (or what ``option`` says held them), then the adapter.
+    Its ``platform`` (a built-in name or the file's path) is what the campaign records and its
+    workers load again."""
+    from sl1conf.conformance.certify.session import open_session
 
-    profile = platform_profile(platform, option=option or cli_option)
-    return loaded_implementation(impl), profile
+    return open_session(platform, profile_file, impl=impl, option=option or cli_option)
 
 
 # ------------------------------------------------------------------ the commands
@@ -158,9 +161,10 @@ def _campaign(args) -> int:
             raise UsageError(f"a campaign needs --{name}")
     if args.scheduler and args.workers != 1:
         raise UsageError("--workers is for local runs; a Dask cluster (--scheduler) has its own workers")
-    adapter, profile = _load(args.impl, args.platform)
+    session = _session(args.impl, args.platform, args.profile)
+    adapter, profile = session.implementation, session.profile
     with adapter:
-        campaign = _campaign_from(args, adapter, profile)
+        campaign = _campaign_from(args, session)
         if not args.scheduler:  # a cluster's workers have their own memory
             fuzz_campaign.fits_in_memory(campaign, args.workers, _available_memory())
         out = Path(args.out)
@@ -202,7 +206,10 @@ def _replay(args) -> int:
     campaign = fuzz_campaign.replayed_campaign(fuzz_campaign.read_summary(Path(args.dirs[0])), args.batch,
                                                args.dirs[0])
     recorded = Path(args.dirs[0]) / "summary.json"
-    adapter, profile = _load(args.replay_impl or campaign.impl, campaign.platform, lambda name: f"{recorded}: {name}")
+    # the platform the campaign recorded: an error about it names where; --impl is the option's
+    session = _session(args.replay_impl or campaign.impl, campaign.platform,
+                       option=lambda name: f"{recorded}: {name}" if name == "platform" else cli_option(name))
+    adapter, profile = session.implementation, session.profile
     with adapter:
         cases = fuzz.make_batch(campaign, profile, args.batch)
         findings = fuzz.check_cases(adapter, profile, cases)

@@ -15,7 +15,7 @@ from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, P
                                           add_platform, dtype_arg, path_arg, workers_arg)
 from sl1conf.reference import formats
 
-from sl1conf.conformance.common.platforms import DEFAULT_PLATFORM
+from sl1conf.conformance.common.platforms import cli_option
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import sweep
 
@@ -26,7 +26,8 @@ x1 - x2 is within K fp16 steps of +beta or -beta; K defaults to 8). Re-running t
 resumes from OUT/sweep.json; 'sl1conf sweep merge' combines shards. See docs/sweeps.md."""
 
 
-USAGE = """sl1conf sweep --impl SPEC --beta V --dy V --out DIR [--subset S] [options]
+USAGE = """sl1conf sweep --impl SPEC --beta V --dy V --out DIR [--subset S]
+                    [--platform NAME|FILE | --profile FILE] [options]
        sl1conf sweep merge DIR [DIR ...] --out DIR"""
 
 
@@ -43,7 +44,7 @@ def register(sub) -> None:
                    help=f"processes (default: the CPUs available; at most {WORKERS_PER_CPU} per CPU)")
     p.add_argument("--scheduler", metavar="ADDRESS", help="run the blocks on this Dask scheduler (docs/sweeps.md)")
     p.add_argument("--shard", metavar="I/N", help="run only the blocks k with k %% N == I - 1")
-    add_platform(p, default=DEFAULT_PLATFORM, note="; kept in the checkpoint")
+    add_platform(p, note="; kept in the checkpoint")
     p.add_argument("--max-blocks", type=int, metavar="N", help="stop after N blocks (run again to continue)")
     p.add_argument("--out", type=path_arg, metavar="DIR", help="folder for sweep.json (the checkpoint and the result)")
     actions = p.add_subparsers(dest="action", parser_class=Parser, title="actions (default: a sweep)",
@@ -58,12 +59,14 @@ def register(sub) -> None:
     p.set_defaults(run=lambda args: _merge(args) if args.action == "merge" else _sweep(args))
 
 
-def _profile(platform, option=None):
-    """The fp16 profile the sweep is judged under (``certify.session.platform_profile``: its one line
-    names ``--platform``, or what ``option`` says held the platform)."""
-    from sl1conf.conformance.certify.session import cli_option, platform_profile
+def _session(platform, profile_file=None, option=None):
+    """The sweep's session (``certify.session.open_session``): the fp16 profile it is judged under,
+    its one line naming ``--platform`` or ``--profile``, or what ``option`` says held the platform.
+    Its ``platform`` (a built-in name or the file's path) is what the checkpoint keeps and the
+    workers load again; the implementation is the workers' own to load."""
+    from sl1conf.conformance.certify.session import open_session
 
-    return platform_profile(platform, dtypes=["fp16"], option=option or cli_option)
+    return open_session(platform, profile_file, dtypes=["fp16"], option=option or cli_option)
 
 
 def _sweep(args) -> int:
@@ -91,10 +94,10 @@ def _sweep(args) -> int:
         raise UsageError("--max-blocks must be at least 1")
     if args.scheduler and args.workers is not None:
         raise UsageError("--workers is for local runs; a Dask cluster (--scheduler) has its own workers")
-    profile = _profile(args.platform)
+    session = _session(args.platform, args.profile)
     out = sweep.state_folder(args.out)
     config = sweep.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant,
-                               platform=args.platform)
+                               platform=session.platform)
     show = _Bar()
     try:
         state = sweep.run_sweep_on(config, out, workers=args.workers, scheduler=args.scheduler, shard=shard,
@@ -104,7 +107,7 @@ def _sweep(args) -> int:
     finally:
         show.close()
     pending = len(shard.items(0, state["blocks"])) - sum(1 for k in state["done"] if shard.owns(k))
-    return _finish(state, profile, out, f"partial: {pending} blocks of this shard still to run; run "
+    return _finish(state, session.profile, out, f"partial: {pending} blocks of this shard still to run; run "
                    "the same command again to continue" if pending else "")
 
 
@@ -112,7 +115,8 @@ def _merge(args) -> int:
     out = sweep.state_folder(args.merge_out)
     merged = sweep.merge_folders([Path(d) for d in args.dirs], out)
     # the profile the shards judged under
-    profile = _profile(merged["config"]["platform"], lambda name: f"the inputs' {sweep.STATE_FILE}: {name}")
+    recorded = f"the inputs' {sweep.STATE_FILE}"
+    profile = _session(merged["config"]["platform"], option=lambda name: f"{recorded}: {name}").profile
     missing = merged["blocks"] - len(merged["done"])
     note = f"incomplete: {missing} blocks are in none of the inputs" if missing else ""
     code = _finish(merged, profile, out, note)

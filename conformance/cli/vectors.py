@@ -94,24 +94,23 @@ def export(path, fmt_name: str, out, *, force: bool, platform=None, profile_file
 
     if (platform or profile_file) and fmt_name != "c-header":
         raise UsageError("--platform and --profile apply to --format c-header only")
-    profile = None
-    if platform or profile_file:  # neither: None, and the header says it holds the default profile's
-        from sl1conf.conformance.certify.session import platform_profile
+    session = None
+    if fmt_name == "c-header":  # the profile whose accepted results it carries: ieee's when neither is given
+        from sl1conf.conformance.certify.session import open_session
 
-        profile = platform_profile(platform, profile_file)
+        session = open_session(platform, profile_file)
     vs = store.load(path)
     try:
         written = write_export(vs, fmt_name, out or ("sl1_vectors_c" if fmt_name == "c-header" else "sl1_vectors.txt"),
-                           force=force, profile=profile)
+                               force=force, profile=session.profile if session else None,
+                               given=session.given if session else None)
     except OSError as exc:
         raise UsageError(f"{out}: cannot write the export ({exc.strerror or exc})") from None
     for p in written:
         echo(f"wrote {p}")
-    if fmt_name == "c-header":  # what the self-test will accept is the profile's: never left unsaid
-        from sl1conf.conformance.vectors.export import DEFAULT_PROFILE
-
-        echo(f"the self-test judges as certify --platform {profile.name} does" if profile is not None else
-             f"the self-test judges as certify --platform {DEFAULT_PROFILE} does (the default: export with "
+    if session is not None:  # what the self-test will accept is the profile's: never left unsaid
+        echo(f"the self-test judges as certify --platform {session.profile.name} does" if session.given else
+             f"the self-test judges as certify --platform {session.profile.name} does (the default: export with "
              "--platform NAME or --profile FILE to judge as the profile you certify on)")
     return 0
 
@@ -170,5 +169,4 @@ def register(sub) -> None:
     v.add_argument("--force", action="store_true", help="replace output this command wrote before")
     add_platform(v, "c-header: the profile whose accepted results the self-test checks (what certify accepts "
                     "under it, per element)")
-    v.add_argument("--profile", type=path_arg, metavar="FILE", help="c-header: a profile TOML file instead of --platform")
     p.set_defaults(run=_run)

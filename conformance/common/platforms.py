@@ -1,24 +1,53 @@
-"""What ``--platform`` means on every command: a built-in profile's name or a profile .toml file,
-and ieee's profile when none is given (``--profile FILE``, where a command has it, names a file
-the same way).
+"""What ``--platform`` and ``--profile`` mean on every command: ``--platform`` a built-in
+profile's name or a profile .toml file, ``--profile FILE`` the same as ``--platform FILE``, at
+most one of the two, and ieee's profile when neither is given; how each driver spells them
+(``--platform``, ``--sl1-platform``) and what their help says.
 
-Why here, below the rules: certify and the pytest plugin, fuzz, sweep (its configuration's
-default), the vector export and the self-test all name a platform, and each read the option its
-own way (a name only; a name or a file; ieee by default). The rule is text only: the profile is
-read by ``rules.profiles.load_profile`` (one loader for names and files), and
-``certify.session.platform_profile`` puts the two together for every entry point, its error the
-one line this module words.
+Why here, in the shared layer below the rules: certify and the pytest plugin, fuzz, sweep, the
+vector export and the self-test all name a platform, and each once read the options its own
+way (a name only; a name or a file; ``--profile`` on two commands). The rule is text only, so
+every layer can read it: the profile is read by ``rules.profiles.load_profile`` (one loader for
+names and files), and ``certify.session.open_session`` puts the two together for every entry
+point, its errors the one line this module words.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
-__all__ = ["DEFAULT_PLATFORM", "chosen_platform"]
+__all__ = ["DEFAULT_PLATFORM", "PLATFORM_HELP", "PROFILE_HELP", "chosen_platform", "cli_option", "plugin_option",
+           "platform_options"]
 
 DEFAULT_PLATFORM = "ieee"
 """The profile of a command given neither ``--platform`` nor ``--profile``: the correctly rounded
 arithmetic of IEEE 754, no flushing, every dtype and variant."""
+
+PLATFORM_HELP = "a built-in profile (ieee, ft78ne, mt7004) or a profile .toml file"
+"""What ``--platform`` takes, on every command and in the plugin."""
+
+
+def cli_option(name: str) -> str:
+    """An option as the command line spells it: ``--platform``."""
+    return f"--{name}"
+
+
+def plugin_option(name: str) -> str:
+    """An option as the pytest plugin spells it: ``--sl1-platform``."""
+    return f"--sl1-{name}"
+
+
+PROFILE_HELP = "a profile .toml file: the same as {platform} FILE (give one of the two)"
+"""What ``--profile`` takes (``{platform}``: the driver's spelling of ``--platform``)."""
+
+
+def platform_options(role: str, note: str = "", option: Callable[[str], str] = cli_option) -> tuple:
+    """((flag, keywords), ...) of ``--platform NAME|FILE`` and ``--profile FILE`` as ``option``
+    spells them, with the one help text (``role``: what the profile does there; ``note``: what
+    the command adds): the declaration the command line (``cli.args.add_platform``) and the
+    plugin share. Neither has a default: the session loads ieee's when neither is given."""
+    return ((option("platform"), {"metavar": "NAME|FILE",
+                                  "help": f"{role}: {PLATFORM_HELP} (default {DEFAULT_PLATFORM}{note})"}),
+            (option("profile"), {"metavar": "FILE", "help": PROFILE_HELP.format(platform=option("platform"))}))
 
 
 def chosen_platform(platform: "str | None", profile_file: "str | None" = None, *,

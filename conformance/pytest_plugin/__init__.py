@@ -66,6 +66,7 @@ from __future__ import annotations
 
 import pytest
 
+from sl1conf.conformance.common.platforms import platform_options, plugin_option
 from sl1conf.conformance.pytest_plugin.fuzz_items import FUZZ_EXAMPLES
 
 __all__ = ["pytest_addoption", "pytest_configure", "pytest_unconfigure"]
@@ -80,9 +81,8 @@ def pytest_addoption(parser):
     g.addoption("--sl1-impl", metavar="SPEC",
                 help="certify this implementation: builtin:kernel, ctypes:lib.so, sim:'cmd {case} {result}', "
                      "torch:cpu, ... (without it the plugin does nothing)")
-    g.addoption("--sl1-platform", metavar="NAME|FILE",
-                help="platform profile: ieee, ft78ne, mt7004 or a profile .toml file (default ieee)")
-    g.addoption("--sl1-profile", metavar="FILE", help="a profile TOML file instead of --sl1-platform")
+    for flag, keywords in platform_options("the profile that judges, as in sl1conf certify", option=plugin_option):
+        g.addoption(flag, **keywords)  # --sl1-platform NAME|FILE, --sl1-profile FILE: as every command's
     g.addoption("--sl1-dtype", action="append", choices=("fp16", "fp32"),
                 help="fp16 or fp32 (repeatable; default: all the profile and the implementation share)")
     g.addoption("--sl1-variant", action="append", choices=("s", "p"),

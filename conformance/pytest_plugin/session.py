@@ -24,28 +24,26 @@ class Conformance:
     """The plugin registered for a session given ``--sl1-impl``."""
 
     def __init__(self, config):
-        from sl1conf.conformance.certify.session import (
-            InputError, checked_inputs, loaded_implementation, plugin_option,
-        )
+        from sl1conf.conformance.certify.session import InputError, open_session, plugin_option
 
         opt = config.option
         self.config, self.adapter = config, None
         self.spec, self.quick = opt.sl1_impl, bool(opt.sl1_quick)
         self.profile_arg = opt.sl1_platform or opt.sl1_profile
-        try:  # the inputs, checked as the command line checks them (certify.session)
-            inputs = checked_inputs(platform=opt.sl1_platform, profile_file=opt.sl1_profile, dtypes=opt.sl1_dtype,
-                                    vector_dirs=opt.sl1_vectors or (), waivers_file=opt.sl1_waivers,
-                                    option=plugin_option)
+        try:  # the session, checked as the command line checks it (certify.session), the implementation last
+            session = open_session(opt.sl1_platform, opt.sl1_profile, dtypes=opt.sl1_dtype,
+                                   vector_dirs=opt.sl1_vectors or (), waivers_file=opt.sl1_waivers,
+                                   option=plugin_option)
         except InputError as exc:
             raise pytest.UsageError(str(exc)) from None
-        self.profile, self.waivers = inputs.profile, inputs.waivers
+        self.profile, self.waivers = session.profile, session.waivers
         # dtype -> (folder, family names): what an xdist worker loads again and collects
-        self.vectors = None if inputs.vectors is None else {
-            d: (str(vs.path), [f["name"] for f in vs.manifest["families"]]) for d, vs in inputs.vectors.items()}
+        self.vectors = None if session.vectors is None else {
+            d: (str(vs.path), [f["name"] for f in vs.manifest["families"]]) for d, vs in session.vectors.items()}
         self.worker = hasattr(config, "workerinput")
         self.report_dir = self._report_dir(opt)
         try:
-            self.adapter = loaded_implementation(self.spec, plugin_option)
+            self.adapter = session.open_implementation(self.spec)
         except InputError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.parts = {}  # (dtype, variant) -> the one-run Report certify gave (for --sl1-report)
@@ -56,7 +54,7 @@ class Conformance:
         self.started = datetime.now(timezone.utc)
         try:
             self.implementation = self.adapter.describe()  # the report's, should no run be certified
-            self._runs(inputs, opt)
+            self._runs(session, opt)
             self._fuzz_options(opt)
         except BaseException:
             self.close()
@@ -82,7 +80,7 @@ class Conformance:
 
         return writable_folder(Path(self.config.invocation_params.dir, opt.sl1_report), pytest.UsageError)
 
-    def _runs(self, inputs, opt) -> None:
+    def _runs(self, session, opt) -> None:
         """The (dtype, variant) runs, the runs the profile lists that the implementation lacks
         (the suite is incomplete unless narrowed), the catalog and each dtype's families."""
         from sl1conf.conformance.certify.engine import default_families, quick_families
@@ -91,7 +89,7 @@ class Conformance:
         from sl1conf.conformance.vectors.families import family_by_name
 
         try:
-            dtypes, variants = selected_runs(inputs, self.adapter, opt.sl1_variant)
+            dtypes, variants = selected_runs(session, self.adapter, opt.sl1_variant)
         except InputError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.runs = [(d, v) for d in dtypes for v in variants]

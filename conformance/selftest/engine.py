@@ -101,7 +101,7 @@ def _certify_member(member: Member, target: Target, build_dir: str, quick: bool)
     """One member's row of the matrix: built, certified on its profile, judged (in a pool worker)."""
     from sl1conf.adapters import AdapterError, load
     from sl1conf.conformance.certify.engine import certify
-    from sl1conf.conformance.certify.session import platform_profile
+    from sl1conf.conformance.certify.session import open_session
 
     started = time.perf_counter()
     row = {"name": member.name, "kind": member.kind, "meant_for": member.meant_for or None,
@@ -114,8 +114,8 @@ def _certify_member(member: Member, target: Target, build_dir: str, quick: bool)
     try:
         built = _build(member, target, Path(build_dir))
         with load(target.spec(built)) as adapter:
-            profile = platform_profile(member.platform, option=lambda name: f"zoo.toml member {member.name}: {name}")
-            report = certify(adapter, profile, dtypes=[member.dtype],
+            session = open_session(member.platform, option=lambda name: f"zoo.toml member {member.name}: {name}")
+            report = certify(adapter, session.profile, dtypes=[member.dtype],
                              variants=list(member.variants), quick=quick)
         row["verdict"] = report.verdict
         row["failed"] = sorted({r.id for run in report.runs for r in run.requirements if r.status == "fail"})

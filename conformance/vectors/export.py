@@ -40,11 +40,11 @@ from sl1conf.adapters.base import FILL_BYTE, fill_bits
 from sl1conf.reference import formats
 
 from sl1conf.conformance.common.files import write_atomic
+from sl1conf.conformance.common.platforms import DEFAULT_PLATFORM
 from sl1conf.conformance.vectors.store import VectorSet, VectorSetError
 
 __all__ = ["HEADER_NAME", "SELFTEST_NAME", "EXPORT_FORMATS", "export_c_header", "export_hex", "export",
-           "written_elements", "parse_hex_line", "set_acceptance", "bytes_per_element", "bytes_per_extra",
-           "DEFAULT_PROFILE"]
+           "written_elements", "parse_hex_line", "set_acceptance", "bytes_per_element", "bytes_per_extra"]
 
 HEADER_NAME = "sl1_vectors.h"
 SELFTEST_NAME = "sl1_selftest.c"
@@ -121,20 +121,20 @@ def _source_line(vs: VectorSet) -> str:
 
 # ---- C header and self-test -------------------------------------------------------------
 
-DEFAULT_PROFILE = "ieee"
-"""The profile whose accepted sets the header carries when the export names none."""
+def _profile_of(vs: VectorSet, profile, given: "bool | None"):
+    """(the profile, whether the export was given it): ``profile`` (a rules.profiles.Profile: the
+    command's session loaded it, ieee's when it named none, and says by ``given``), refused where
+    it has no budget for the set's dtype. None, from a caller of this module's functions without
+    a session: the one default of every command, ``common.platforms.DEFAULT_PLATFORM``."""
+    if profile is None:
+        from sl1conf.conformance.rules.profiles import load_profile
 
-
-def _profile_of(vs: VectorSet, profile):
-    """(the profile, whether the export was given it): ``profile`` (a rules.profiles.Profile), or
-    the defaults, ieee's, for None; refused where it has no budget for the set's dtype."""
-    from sl1conf.conformance.rules.profiles import load_profile
-
-    p = profile if profile is not None else load_profile(DEFAULT_PROFILE)
-    if vs.format.name not in p.max_ulp:
-        raise VectorSetError(f"profile {p.name} has no {vs.format.name} (it documents {', '.join(p.dtypes)}): "
-                             f"it gives no budget for the {vs.format.name} vectors of {vs.path}")
-    return p, profile is not None
+        profile, given = load_profile(DEFAULT_PLATFORM), False
+    if vs.format.name not in profile.max_ulp:
+        raise VectorSetError(f"profile {profile.name} has no {vs.format.name} (it documents "
+                             f"{', '.join(profile.dtypes)}): it gives no budget for the {vs.format.name} vectors "
+                             f"of {vs.path}")
+    return profile, True if given is None else bool(given)
 
 
 def _regenerate(p, given: bool) -> str:
@@ -291,7 +291,7 @@ def _profile_macros(fmt: formats.Format, p, given: bool) -> str:
               else "the defaults: no --platform or --profile was given to the export")
     return (f"/* The profile the accepted sets are computed for: {p.name}, {_comment_safe(source)}. */\n"
             f"#define SL1_PROFILE_NAME {_c_string(p.name)}\n"
-            f"#define SL1_PROFILE_GIVEN {int(given)} /* 0: the defaults ({DEFAULT_PROFILE}'s) */\n"
+            f"#define SL1_PROFILE_GIVEN {int(given)} /* 0: the defaults ({DEFAULT_PLATFORM}'s) */\n"
             f"#define SL1_PROFILE_MAX_ULP {int(p.max_ulp[fmt.name])}u /* ULPs from the oracle accepted off the boundary */\n"
             f"#define SL1_PROFILE_STRICT_ZERO_SIGN {int(p.strict_zero_sign)}\n"
             f"#define SL1_PROFILE_ACCEPT_FTZ {int(p.flush_to_zero == 'accepted')} /* flushing subnormals accepted */\n\n"
@@ -362,9 +362,9 @@ def _tables(m: dict, case_lines: list[str]) -> Iterator[str]:
     yield "};\n\n#endif /* SL1_VECTORS_H */\n"
 
 
-def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
+def _header_chunks(vs: VectorSet, profile=None, given: "bool | None" = None) -> Iterator[str]:
     """``sl1_vectors.h`` in pieces; every case is checked (``_case_line``) before the first piece."""
-    p, given = _profile_of(vs, profile)
+    p, given = _profile_of(vs, profile, given)
     acc = set_acceptance(vs, p)
     case_lines = [_case_line(vs, row, p) for row in vs.manifest["cases"]]
     cost = _data_bytes(vs, acc)
@@ -376,13 +376,16 @@ def _header_chunks(vs: VectorSet, profile=None) -> Iterator[str]:
     yield from _tables(vs.manifest, case_lines)
 
 
-def export_c_header(vs: VectorSet, out_dir, *, force: bool = False, profile=None) -> list[Path]:
+def export_c_header(vs: VectorSet, out_dir, *, force: bool = False, profile=None,
+                    given: "bool | None" = None) -> list[Path]:
     """Write ``sl1_vectors.h`` and ``sl1_selftest.c`` into ``out_dir``; their paths.
 
     ``profile`` (a rules.profiles.Profile): the profile whose accepted results the header carries
     per element (:func:`set_acceptance`), named in the header with the command that writes it
-    again; None: the defaults, the ieee profile's. Each file is written atomically; existing
-    files are replaced only with ``force`` (VectorSetError otherwise, before anything is written).
+    again; the command's session loads it (ieee's when the command names none, ``given`` False:
+    the header says it holds the defaults'); None, from a caller without a session: the defaults.
+    ``given`` None: whether ``profile`` is given. Each file is written atomically; existing files
+    are replaced only with ``force`` (VectorSetError otherwise, before anything is written).
     """
     _check_columns(vs)
     out = Path(out_dir)
@@ -390,7 +393,7 @@ def export_c_header(vs: VectorSet, out_dir, *, force: bool = False, profile=None
         raise VectorSetError(f"{out} exists and is not a folder: choose another output folder")
     header, selftest = out / HEADER_NAME, out / SELFTEST_NAME
     _refuse_existing((header, selftest), force)
-    header_text = "".join(_header_chunks(vs, profile))  # build first: a bad set writes nothing
+    header_text = "".join(_header_chunks(vs, profile, given))  # build first: a bad set writes nothing
     program = SELFTEST_SOURCE.read_bytes()
     write_atomic(header, header_text, encoding="ascii")
     write_atomic(selftest, program)
@@ -481,13 +484,15 @@ def export_hex(vs: VectorSet, out_path, *, force: bool = False) -> Path:
 
 # ---- one entry point ----------------------------------------------------------------------
 
-def export(vs: VectorSet, fmt: str, out, *, force: bool = False, profile=None) -> list[Path]:
+def export(vs: VectorSet, fmt: str, out, *, force: bool = False, profile=None,
+           given: "bool | None" = None) -> list[Path]:
     """Export in ``fmt`` (``"c-header"``: ``out`` is a folder; ``"hex"``: ``out`` is a file); the paths
-    written. ``profile``: for the c-header, the profile whose accepted results the header carries."""
+    written. ``profile``, ``given``: for the c-header, the profile whose accepted results the header
+    carries and whether the export was asked for it (:func:`export_c_header`)."""
     if fmt not in EXPORT_FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; known: {', '.join(EXPORT_FORMATS)}")
     if fmt == "c-header":
-        return export_c_header(vs, out, force=force, profile=profile)
+        return export_c_header(vs, out, force=force, profile=profile, given=given)
     return [export_hex(vs, out, force=force)]
 
 
