@@ -789,3 +789,12 @@ def test_results_are_built_once():
                                     and any(k.arg == "frozen" and ast.unparse(k.value) == "True" for k in d.keywords)
                                     for d in node.decorator_list)
     assert frozen == dict.fromkeys(("FamilyResult", "RequirementResult", "RunResult", "Report"), True)
+
+
+def test_certify_renders_and_prints_one_view():
+    """The report's files and certify's terminal lines come from one View (reports.write.written_view),
+    built once: cli/certify.py builds no View of its own."""
+    tree = ast.parse((ROOT / "conformance" / "cli" / "certify.py").read_text())
+    called = [n.func.id if isinstance(n.func, ast.Name) else n.func.attr for n in ast.walk(tree)
+              if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))]
+    assert "view" not in called and called.count("written_view") == 1, called

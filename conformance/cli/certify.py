@@ -80,19 +80,24 @@ def _certified(args, session, out_of) -> int:
         report = certify(impl, profile, dtypes=dtypes, variants=args.variant, vectors=sets,
                          quick=args.quick, progress=lambda desc, total: Progress(desc, total, unit="cases"),
                          only=only, invocation=invocation, waivers=session.waivers)
-    from sl1conf.conformance.reports.write import FORMATS, write_report
+    from sl1conf.conformance.reports.write import FORMATS, write_report, written_view
 
-    write_report(report, out, ["json", *(args.format or ["md", "html", "junit"])], replace_all=True)
-    _summary(report)
+    formats = ["json", *(args.format or ["md", "html", "junit"])]
+    shown = written_view(report, formats)  # the one View: the files render it, the terminal shows it
+    write_report(report, out, formats, replace_all=True, shown=shown)
+    _summary(shown)
     print(f"verdict: {report.verdict.upper()} for {impl.name} on {profile.name}; report: {out / 'report.json'} "
           f"(and {', '.join(FORMATS[f][0] for f in (args.format or ['md', 'html', 'junit']))})")
     return EXIT_OK if report.verdict == "pass" else EXIT_FAIL
 
 
-def _summary(report) -> None:
-    """What the terminal shows of a report (``requirements.results.Report``): each run's verdict,
-    the causes shared by several requirements, each failure briefly, the waivers that matched nothing."""
-    from sl1conf.conformance.reports.view import failure_text, run_causes, view
+def _summary(shown) -> None:
+    """What the terminal shows of a report, from the View its files render (``reports.view.View``):
+    each run's verdict, the causes shared by several requirements, each failure briefly, the
+    waivers that matched nothing."""
+    from sl1conf.conformance.reports.view import failure_text, run_causes
+
+    report = shown.report
 
     for run in report.runs:
         failed = [r.id + " " + r.title for r in run.requirements if r.status == "fail"]
@@ -102,7 +107,7 @@ def _summary(report) -> None:
               + (f"; waived: {', '.join(waived)}" if waived else ""))
     for line in run_causes(report, shared=True):  # one cause behind several requirements' failures
         print(f"cause: {line}")
-    for f in view(report).failures:  # each in the report's words, briefly: the report has the rest
+    for f in shown.failures:  # each in the report's words, briefly: the report has the rest
         print(failure_text(f, brief=True))
     for w in report.waivers or []:
         if not w["matched"]:

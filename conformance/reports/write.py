@@ -19,7 +19,7 @@ from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.files import uninterrupted, writable_folder, write_temporary
 from sl1conf.conformance.requirements.results import Report
 
-__all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "PATH_FIELDS", "load_report", "write_report", "validate",
+__all__ = ["ReportError", "FORMATS", "SCHEMA_VERSION", "PATH_FIELDS", "load_report", "write_report", "written_view", "validate",
            "portable_path", "portable_paths"]
 
 SCHEMA_VERSION = jsonfiles.REPORT_SCHEMA_VERSION
@@ -199,7 +199,19 @@ def _leftovers(out: Path) -> list:
     return sorted(p for fname, _ in FORMATS.values() for p in out.glob(f".{glob.escape(fname)}.*.tmp"))
 
 
-def write_report(report: Report, out, formats=tuple(FORMATS), *, replace_all: bool = False) -> list:
+def written_view(report: Report, formats=tuple(FORMATS)):
+    """The report as its files will hold it (a new report.json: this machine's paths made
+    portable) and its one ``reports.view.View``: what :func:`write_report` renders, and what a
+    command that also prints the report shows (certify's terminal lines), built once."""
+    from sl1conf.conformance.reports.view import view
+
+    if "json" in formats:  # a new report.json: paths of this machine made portable first
+        report = dataclasses.replace(report, envelope=portable_paths(report.envelope))
+    return view(report)
+
+
+def write_report(report: Report, out, formats=tuple(FORMATS), *, replace_all: bool = False,
+                 shown=None) -> list:
     """Write the formats asked for (all by default) into folder ``out``, all or none.
 
     Everything is rendered first, then written to temporary files in the folder, and only
@@ -217,15 +229,12 @@ def write_report(report: Report, out, formats=tuple(FORMATS), *, replace_all: bo
     Re-rendering (``sl1conf report``) leaves the others alone: they render the same JSON.
 
     ``report`` is the typed report; its JSON is made here, once, and every other format is
-    rendered from its one ``reports.view.View``.
+    rendered from its one ``reports.view.View`` (``shown``: :func:`written_view` of it, where the
+    caller made it already to print it too).
     """
-    from sl1conf.conformance.reports.view import view
-
-    if "json" in formats:  # a new report.json: paths of this machine made portable first
-        report = dataclasses.replace(report, envelope=portable_paths(report.envelope))
-    data = report.to_json()
+    v = shown if shown is not None else written_view(report, formats)
+    data = v.report.to_json()
     validate(data)
-    v = view(report)
     order = sorted(dict.fromkeys(formats), key=lambda f: f == "json")  # report.json renamed last
     rendered = [(FORMATS[f][0], FORMATS[f][1](data, v)) for f in order]  # all rendered, or nothing written
     stale = [fname for name, (fname, _) in FORMATS.items() if replace_all and name not in formats]
