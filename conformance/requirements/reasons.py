@@ -13,6 +13,7 @@ position where the caller orders them), so merging in any order gives one result
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable, Optional
 
 import numpy as np
@@ -27,6 +28,12 @@ def reason_counts(counts) -> dict:
     return {name: int(n) for name, n in zip(REASONS, counts)}
 
 
+def _add_named(into: dict, reasons: np.ndarray, named: np.ndarray) -> None:
+    """Count elements (their reasons and what each took) into reason name -> Counter of what it took."""
+    for (r, name), n in Counter(zip(reasons.tolist(), named.tolist())).items():
+        into.setdefault(REASONS[r], Counter())[name or "?"] += n
+
+
 class ReasonTally:
     """Elements by :class:`Reason` (``counts``), and those accepted beyond the budget in detail:
     ``named`` (reason name -> what it took -> elements), ``by`` (the same, of those with a
@@ -37,10 +44,9 @@ class ReasonTally:
 
     def __init__(self, position: "Callable[[object], object] | None" = None):
         self.counts = np.zeros(len(Reason), np.int64)
-        self.named: dict = {}
-        self.by: dict = {}
-        self.far = 0
-        self.not_a_distance: dict = {}
+        self.named: dict = {}  # reason name -> Counter of what it took
+        self.by: dict = {}  # the same, of the elements with a distance
+        self.not_a_distance: Counter = Counter()
         self.worst: Optional[tuple] = None  # (distance, record, reason name, what it took)
         self._position = position
 
@@ -53,6 +59,11 @@ class ReasonTally:
         return self._position(candidate[1]) < self._position(self.worst[1])
 
     @property
+    def far(self) -> int:
+        """The elements accepted beyond the budget with a distance (what ``by`` counts)."""
+        return sum(sum(names.values()) for names in self.by.values())
+
+    @property
     def beyond(self) -> int:
         """Every element accepted beyond the budget (with a distance or not)."""
         return int(self.counts[Reason.REACHABLE:Reason.OPEN_BOUNDS + 1].sum())
@@ -61,6 +72,14 @@ class ReasonTally:
         """Count elements by their reasons (a uint8 array of Reason values)."""
         if reasons.size:
             self.counts += np.bincount(reasons, minlength=len(Reason))
+
+    def take(self, reason: Reason, n: int, name: "str | None" = None) -> None:
+        """Count ``n`` elements of ``reason`` that no judgement holds (a sweep's elements that are
+        not judged because they are exact; a block refused at an open beta: the alternative
+        ``name``)."""
+        self.counts[reason] += n
+        if name is not None:
+            self.named.setdefault(REASONS[reason], Counter())[name] += n
 
     def add(self, j, mask: "np.ndarray | None", record: Callable[[int], object]) -> None:
         """The elements ``mask`` marks of judgement ``j`` (None: all): counted by reason, those
@@ -76,19 +95,13 @@ class ReasonTally:
         """Elements accepted beyond the budget (arrays over them; ``named``: what each took) in
         detail, without counting them by reason (:meth:`count` does): those that are no distance
         by kind, the others by reason and what it took, the farthest (``record(i)``: element ``i``)."""
-        for r, name in zip(reasons.tolist(), named.tolist()):
-            slot = self.named.setdefault(REASONS[r], {})
-            slot[name or "?"] = slot.get(name or "?", 0) + 1
+        _add_named(self.named, reasons, named)
         cls = special_class(fmt, got, want)
-        for kind in np.unique(cls[cls >= 0]).tolist():
-            self.not_a_distance[SPECIALS[kind]] = self.not_a_distance.get(SPECIALS[kind], 0) + int((cls == kind).sum())
+        self.not_a_distance.update(SPECIALS[kind] for kind in cls[cls >= 0].tolist())
         keep = np.flatnonzero(cls < 0)
         if not keep.size:
             return
-        for r, name in zip(reasons[keep].tolist(), named[keep].tolist()):
-            slot = self.by.setdefault(REASONS[r], {})
-            slot[name or "?"] = slot.get(name or "?", 0) + 1
-        self.far += int(keep.size)
+        _add_named(self.by, reasons[keep], named[keep])
         i = int(keep[int(np.argmax(dist[keep]))])
         if self.worst is None or int(dist[i]) >= self.worst[0]:
             candidate = (int(dist[i]), record(i), REASONS[int(reasons[i])], named[i] or "?")
@@ -100,12 +113,8 @@ class ReasonTally:
         self.counts += other.counts
         for mine, theirs in ((self.named, other.named), (self.by, other.by)):
             for reason, names in theirs.items():
-                slot = mine.setdefault(reason, {})
-                for name, n in names.items():
-                    slot[name] = slot.get(name, 0) + n
-        self.far += other.far
-        for kind, n in other.not_a_distance.items():
-            self.not_a_distance[kind] = self.not_a_distance.get(kind, 0) + n
+                mine.setdefault(reason, Counter()).update(names)
+        self.not_a_distance.update(other.not_a_distance)
         if other.worst is not None and self._farther(other.worst):
             self.worst = other.worst
 
@@ -143,9 +152,9 @@ class ReasonTally:
         """What :meth:`to_json` wrote; ``read``: the farthest's record from its JSON."""
         t = cls(position)
         t.counts = np.array([int(data["reasons"][name]) for name in REASONS], np.int64)
-        t.named = {r: dict(v) for r, v in data["named"].items()}
-        t.by = {r: dict(v) for r, v in data["by"].items()}
-        t.far, t.not_a_distance = int(data["far"]), dict(data["not_a_distance"])
+        t.named = {r: Counter(v) for r, v in data["named"].items()}
+        t.by = {r: Counter(v) for r, v in data["by"].items()}  # far: what by counts (written for readers)
+        t.not_a_distance = Counter(data["not_a_distance"])
         w = data["worst"]
         t.worst = None if w is None else (int(w["ulp"]), read(w["element"]), w["reason"], w["accepted_as"])
         return t

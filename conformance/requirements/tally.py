@@ -95,16 +95,20 @@ class Tally:
         :func:`calls_to_look_at` gave for these masks, where the caller adds several subsets."""
         judged, bounds = ctx.judged, ctx.bounds
         close, counted = looked or calls_to_look_at(ctx, bad, among)
+        only_counted = np.zeros(len(judged), bool)  # the calls only counted: their reasons counted once, over the run
         for i in which:
             j, lo, hi = judged[i], bounds[i], bounds[i + 1]
             part = None if among is None else among[lo:hi]
             if close[i]:
                 self.add(j, bad[lo:hi], part)
             else:
+                only_counted[i] = True
                 self._added += 1
                 self.checked += int(counted[i])
-                self.accepted.count(j.reason if part is None else j.reason[part])
                 self.seen.append((j, bad[lo:hi], np.ones(hi - lo, bool) if part is None else part))
+        if only_counted.any():
+            elements = np.repeat(only_counted, np.diff(bounds))
+            self.accepted.count(ctx.whole.reason[elements if among is None else elements & among])
 
     def note(self, case_id: "str | None", detail: str, also: tuple = ()) -> None:
         """One failing call (not an element), with what was wrong; ``case_id`` None: a finding

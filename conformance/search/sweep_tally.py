@@ -152,7 +152,7 @@ class PlaneTally:
 
     def _judge(self, lo, dy, x1, x2, beta, got, want, idx, j) -> None:
         """:meth:`judge` given the judgement ``j`` of the elements ``idx`` (the others exact)."""
-        self.accepted.counts[Reason.EXACT] += got.size - idx.size
+        self.accepted.take(Reason.EXACT, got.size - idx.size)
         if not idx.size:
             return
         ex = lambda k: element_example(lo + idx[k], dy[idx[k]], x1[idx[k]], x2[idx[k]], beta,  # noqa: E731
@@ -220,9 +220,7 @@ class PlaneTally:
         """A block of ``n`` elements refused at an open beta: the open alternative "rejected" (a
         refusal the manual allows there), counted by that reason, not checked."""
         self.elements += n
-        self.accepted.counts[Reason.ALTERNATIVE] += n
-        names = self.accepted.named.setdefault("alternative", {})
-        names[REFUSED] = names.get(REFUSED, 0) + n
+        self.accepted.take(Reason.ALTERNATIVE, n, REFUSED)
 
     @property
     def refused_elements(self) -> int:
