@@ -2,7 +2,7 @@
 
 Why: pyproject.toml says ``license = "Apache-2.0"``; a licence named but not shipped is not
 granted. And a read-only checkout (a mounted source tree, a vendored copy) must build with
-``-Cbuild-dir=`` outside it, as the README says (checked as "nothing in the checkout changed",
+``--config-settings=build-dir=`` outside it, as the README says (the long form: the short ``-C`` needs pip 23.1, and Debian 12's Python bundles pip 23.0.1) (checked as "nothing in the checkout changed",
 which holds for root too, whom chmod does not stop).
 """
 
@@ -61,7 +61,7 @@ def test_a_read_only_checkout_builds_a_wheel_with_the_licence(tmp_path):
     before = _snapshot(src)
     try:
         done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                               f"-Cbuild-dir={tmp_path / 'build'}", "-w", str(tmp_path / "dist"), "."],
+                               f"--config-settings=build-dir={tmp_path / 'build'}", "-w", str(tmp_path / "dist"), "."],
                               cwd=src, capture_output=True, text=True,
                               env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
         assert done.returncode == 0, done.stderr[-3000:]
