@@ -107,13 +107,13 @@ def test_r09_certify_and_the_campaign_name_the_element_the_rule_finds():
     assert core_masks.TWINS.check(Batch([case], [right], profile, None, [twin], [right])) == []
 
     # certify: the shared-against-private half of R09 names element 5, its inputs and both bits
-    r09 = RequirementResult("R09", "core-mask-invariance", "required", "", True, {"checked": 0, "failed": 0})
+    r09 = RequirementResult("R09", "core-mask-invariance", "required", "", True, checked=0, failed=0)
     [result] = core_masks.compare_variants([r09], FMT, {"t1": (case, wrong.out)}, {"t1": (case, right.out)})
-    [example] = result.fields["examples"]
-    assert example["element"] == 5 and result.failed == 1
-    assert example["got"] == formats.hex_bits(FMT, wrong.out[5])
-    assert "element 5 of a call of 16" in example["detail"]
-    assert formats.hex_bits(FMT, right.out[5]) in example["detail"]
+    [example] = result.examples
+    assert example.element == 5 and result.failed == 1
+    assert example.got == formats.hex_bits(FMT, wrong.out[5])
+    assert "element 5 of a call of 16" in example.detail
+    assert formats.hex_bits(FMT, right.out[5]) in example.detail
 
 
 def test_r18_the_moved_tail_names_the_element_the_rule_finds():

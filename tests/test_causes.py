@@ -9,14 +9,20 @@ from sl1conf.conformance.reports.causes import NOT_WRITTEN, Cause, causes
 from sl1conf.conformance.requirements.results import RequirementResult, RunResult
 
 
+FILLED = {"case": "1.0", "element": 0, "length": 16, "dy": "0x3f800000", "x1": "0x3f800000", "x2": "0x00000000",
+          "beta": "0x3f800000", "expected": "0x3f000000", "got": "0x5a5a5a5a", "ulp": 1, "not_written": True}
+"""An element dx1 still holds the fill in (the bulk's example; its distance is not what is read here)."""
+
+
 def req(rid, failed, *, diagnosis=(), bulk=None, examples=(), kind="required"):
     """A typed result: its status follows from the kind and the failures (fail, recorded or pass)."""
     fields = {"checked": 10 * failed, "failed": failed,
               "diagnosis": [{"pattern": p, "failed": f, "of": failed, "checked_share": c, "example": {}}
                             for p, f, c in diagnosis], "examples": list(examples)}
     if bulk:
-        fields["bulk"] = {"kind": bulk[0], "failed": bulk[1], "of": failed, "example": {}}
-    return RequirementResult(rid, f"title-{rid}", kind, "", True, fields)
+        fields["bulk"] = {"kind": bulk[0], "failed": bulk[1], "of": failed, "example": FILLED}
+    return RequirementResult.from_json({"id": rid, "title": f"title-{rid}", "kind": kind, "statement": "",
+                                        "status": "fail", **fields})
 
 
 def run_of(*requirements):

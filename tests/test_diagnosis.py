@@ -212,5 +212,5 @@ def test_diagnosing_several_requirements_at_once_gives_each_its_own_diagnosis():
     assert got == want
     assert got[0] and got[1] and got[2] and got[3]
     # the same failures in another order: the same patterns, each with the first element in that order
-    assert [d["key"] for d in got[0]] == [d["key"] for d in got[1]]
-    assert any(d["key"].startswith("call-") for d in got[3])
+    assert [d.key for d in got[0]] == [d.key for d in got[1]]
+    assert any(d.key.startswith("call-") for d in got[3])

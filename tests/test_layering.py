@@ -21,6 +21,7 @@ import ast
 import builtins
 import importlib
 import inspect
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -798,3 +799,58 @@ def test_certify_renders_and_prints_one_view():
     called = [n.func.id if isinstance(n.func, ast.Name) else n.func.attr for n in ast.walk(tree)
               if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))]
     assert "view" not in called and called.count("written_view") == 1, called
+
+
+DICT_FIELDS_ALLOWED = {("Counted", "not_a_distance"), ("RequirementResult", "not_a_distance"),
+                       ("RequirementResult", "extra"), ("Report", "envelope"), ("Report", "extra")}
+"""The typed results' fields that may be dicts: counts by kind, what one requirement alone records
+(no renderer reads it as a tree), and the report's envelope (what, where, how it was asked for)."""
+
+
+def dict_typed_fields(tree: ast.AST, classes: tuple) -> list:
+    """(class, field) of each field of ``classes`` annotated as a dict (``dict``, ``dict | None``, ...)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and node.name in classes:
+            for item in node.body:
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
+                    text = ast.unparse(item.annotation).strip("'\"")
+                    if re.search(r"\bdict\b", text) and "InitVar" not in text:
+                        out.append((node.name, item.target.id))
+    return out
+
+
+def entry_reads(tree: ast.AST) -> list:
+    """(line, text) of each read of a result's JSON-level fields: ``x.fields``, ``x.errors[...]``, ``x.errors.get(...)``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "fields":
+            found.append((node.lineno, ast.unparse(node)))
+        target = (node.value if isinstance(node, ast.Subscript) else node.func.value
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
+                  else None)
+        if isinstance(target, ast.Attribute) and target.attr == "errors" and ast.unparse(target.value) != "self":
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_dict_typed_results_are_found():
+    tree = ast.parse("class RunResult:\n    errors: 'dict | None' = None\n    n: int = 0\n"
+                     "def f(r, run):\n    return r.fields['worst'], run.errors['max_ulp'], run.errors.max_ulp\n")
+    assert dict_typed_fields(tree, ("RunResult",)) == [("RunResult", "errors")]
+    assert [line for line, _ in entry_reads(tree)] == [5, 5]
+
+
+def test_no_dict_typed_result_crosses_from_the_engine_to_the_renderers():
+    """The results hold typed records, not the report's JSON as dicts (issue 37: an entry's
+    counts, worst, examples, diagnosis and a run's error statistics are typed), and nothing after
+    the engine reads a result's JSON-level ``fields`` or ``errors`` as a dict."""
+    source, _ = repository()
+    tree = source.files["sl1conf.conformance.requirements.results"][0]
+    classes = ("Counted", "FamilyResult", "RequirementResult", "RunResult", "Report")
+    assert set(dict_typed_fields(tree, classes)) <= DICT_FIELDS_ALLOWED, dict_typed_fields(tree, classes)
+    bad = []
+    for module, (tree, _, path) in sorted(source.files.items()):
+        if module.startswith((*TYPED_CONSUMERS, "sl1conf.conformance.cli.summaries")):
+            bad += [f"{path}:{line}: {text}" for line, text in entry_reads(tree)]
+    assert not bad, "a result's fields read as dicts after the engine:\n" + "\n".join(bad)

@@ -11,7 +11,11 @@ import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import dataclasses
+
 import numpy as np
+
+from sl1conf.conformance.requirements.entries import ErrorSummary
 import pytest
 
 from sl1conf.conformance.reports import plots as P
@@ -36,13 +40,13 @@ def run(dtype="fp32", variant="s", max_ulp=None, elements=None, nan=None, famili
         dtype=dtype, variant=variant,
         requirements=[SimpleNamespace(id=f"R{i:02d}", title=f"requirement-{i}", status=statuses[i % len(statuses)])
                       for i in range(1, requirements + 1)],
-        errors={
+        errors=ErrorSummary.from_json({
             "max_ulp": max(max_ulp), "nan_mismatches": 0, "reasons": dict.fromkeys(("exact", "within_budget", "reachable", "alternative", "open_bounds", "rejected"), 0), "buckets": BUCKETS,
             "ulp_histogram": {f"family-{i}-{'x' * (i % 20)}": [int(v) for v in rng.integers(0, 3 * 10 ** 6, 9)]
                               for i in range(families)},
             "by_ratio": {"edges": EDGES, "elements": elements,
                          "inexact": [int(e * rng.random()) for e in elements], "max_ulp": max_ulp,
-                         "nan": [0] * 80 if nan is None else [int(v) for v in nan], "outside": 7}},
+                         "nan": [0] * 80 if nan is None else [int(v) for v in nan], "outside": 7}}),
     )
 
 
@@ -185,8 +189,8 @@ def test_histogram_family_labels_never_overlap(families):
 
 def test_many_wide_buckets_stand_upright_and_do_not_overlap():
     r = run(families=5)
-    r.errors["buckets"] = [f"bucket number {i}" for i in range(30)]
-    r.errors["ulp_histogram"] = {f"f{i}": list(range(30)) for i in range(5)}
+    r.errors = dataclasses.replace(r.errors, buckets=[f"bucket number {i}" for i in range(30)],
+                                   ulp_histogram={f"f{i}": list(range(30)) for i in range(5)})
     fig = laid_out(P.histogram_figure(r))
     assert_tick_labels_readable(fig, most=30)
     assert {t.get_rotation() for t in P.drawn_ticklabels(fig.axes[0].xaxis)} == {90.0}

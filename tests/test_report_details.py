@@ -12,6 +12,7 @@ the machine that wrote it, and junit.xml's names, times and NaN wording.
 
 from __future__ import annotations
 
+from sl1conf.conformance.requirements.records import CallNote, ElementRecord
 import json
 import os
 import re
@@ -255,8 +256,8 @@ def test_junit_says_which_side_of_a_nan_mismatch_was_the_nan(failing_report):
     text = render_junit(report)
     assert "nan-mismatch" not in text
     assert "expected 0x3c00, got 0x7e00 (NaN where the result is a number)" in text
-    assert distance_text({"ulp": "nan-mismatch", "got": "0x3c00"}) == "a number where the result is NaN"
-    assert distance_text({"ulp": "NaN where the result is a number", "got": "0x7e00"}) == "NaN where the result is a number"
+    assert distance_text(ElementRecord("0x0", "0x0", "0x0", "0x3c00", "0x7e00", "0x3c00", ulp="nan-mismatch", distance=-1)) == "a number where the result is NaN"
+    assert distance_text(ElementRecord("0x0", "0x0", "0x0", "0x3c00", "0x3c00", "0x7e00", ulp="NaN where the result is a number", distance=-1)) == "NaN where the result is a number"
 
 
 # A library within every budget that rounds toward zero (it computes in double, rounds to nearest, then steps one
@@ -310,10 +311,10 @@ def test_a_call_example_names_its_case_once():
 
     from sl1conf.conformance.reports.view import case_detail
 
-    assert case_detail({"case": "16.6", "detail": "crash: killed by SIGSEGV"}) == "case 16.6: crash: killed by SIGSEGV"
+    assert case_detail(CallNote("16.6", "crash: killed by SIGSEGV")) == "case 16.6: crash: killed by SIGSEGV"
     said = "case 1.40, element 8 of a call of 48 (dy=0x42c3809c ...): call #8 gave 0x00000000"
-    assert case_detail({"case": "1.40", "detail": said}) == said
-    assert case_detail({"case": "1.4", "detail": said}) == f"case 1.4: {said}"  # 1.40 is another case
+    assert case_detail(CallNote("1.40", said)) == said
+    assert case_detail(CallNote("1.4", said)) == f"case 1.4: {said}"  # 1.40 is another case
     reports = sorted((Path(__file__).resolve().parents[1] / "reports").glob("*/report.md"))
     assert reports
     twice = [f"{p.parent.name}: {m.group(0)}" for p in reports for m in re.finditer(r"case (\S+): case \1\b", p.read_text())]

@@ -200,7 +200,7 @@ def test_ratio_bins_by_hand():
     bits = lambda *v: F.to_bits(fmt, np.array(v, np.float16))  # noqa: E731
     s.add("f", fmt, np.array([0, 3], np.int64), bits(0.5, 1.0), bits(0.0, 0.0), int(bits(1.0)[0]), 0)
     s.add("f", fmt, np.array([7], np.int64), bits(1.0), bits(0.0), int(bits(0.0)[0]), 1)
-    e = s.entry(None)["by_ratio"]
+    e = s.entry(None).by_ratio.to_json()
     edges = e["edges"]
     assert e["elements"][edges.index(0.5)] == 1 and e["elements"][edges.index(1.0)] == 1
     assert e["max_ulp"][edges.index(1.0)] == 3 and e["inexact"][edges.index(0.5)] == 0
@@ -240,7 +240,7 @@ def test_a_runs_statistics_at_once_are_those_of_its_calls_one_by_one(impl, dtype
                        oracle=j.expected.oracle, accepted_by=j.accepted_as(), accepted=j.ok,
                        unwritten=j.unwritten if j.case.out_alias is None else None)
     at_once.add_run(vs.format, whole, judged, bounds)
-    assert json.dumps(at_once.entry(None), sort_keys=True) == json.dumps(one_by_one.entry(None), sort_keys=True)
+    assert json.dumps(at_once.entry(None).to_json(), sort_keys=True) == json.dumps(one_by_one.entry(None).to_json(), sort_keys=True)
     assert (at_once.worst_at, at_once.accepted.worst, at_once.specials) == \
         (one_by_one.worst_at, one_by_one.accepted.worst, one_by_one.specials)
     assert one_by_one.worst_ulp > 0 and one_by_one.accepted.beyond  # the comparison is about something

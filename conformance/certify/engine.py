@@ -31,7 +31,7 @@ from sl1conf.conformance.requirements.base import RunContext, Tally, diagnose_ta
 from sl1conf.conformance.requirements.core_masks import compare_variants
 from sl1conf.conformance.requirements.filing import rejection_failures
 from sl1conf.conformance.requirements.results import (
-    NOTHING_OBSERVED, Report, RequirementResult, RunResult, incomplete_reasons,
+    NOTHING_OBSERVED, Counted, Report, RequirementResult, RunResult, given_fields, incomplete_reasons,
 )
 from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store
@@ -258,21 +258,21 @@ def _requirement_results(ctx: RunContext, found_by: dict) -> list:
     out = []
     for req in CATALOG:
         found = found_by[req.id]
-        fields = (found.tally.entry(findings=ctx.findings, diagnosis=diagnoses.get(id(found.tally)))
-                  if found.applicable and found.tally is not None else {})
+        counted = (found.tally.entry(findings=ctx.findings, diagnosis=diagnoses.get(id(found.tally)))
+                   if found.applicable and found.tally is not None else Counted())
         out.append(RequirementResult(req.id, req.title, req.kind_for(ctx.profile), req.statement, found.applicable,
-                                     {**fields, **found.extra}))
+                                     **counted.given(), **given_fields(found.extra)))
     return out
 
 
-def _errors(ctx: RunContext) -> "dict | None":
+def _errors(ctx: RunContext) -> "ErrorSummary | None":
     """The run's error statistics (the plots' data), None where no element was judged."""
     if not ctx.judged:
         return None  # no largest error of no element
     stats = ErrorStats()
     stats.add_run(ctx.fmt, ctx.whole, ctx.judged, ctx.bounds)
 
-    def describe(i, k):  # an ElementRecord: errorstats writes it
+    def describe(i, k):  # an ElementRecord
         return Tally(ctx.fmt).element(ctx.judged[i], k)
     return stats.entry(describe(*stats.worst_at) if stats.worst_at is not None else None, describe)
 

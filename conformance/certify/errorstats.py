@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.conformance.requirements.base import UNWRITTEN
+from sl1conf.conformance.requirements.entries import ByRatio, ErrorSummary, NoDistance
 from sl1conf.conformance.requirements.reasons import ReasonTally
 from sl1conf.conformance.rules.distances import BUCKETS, bucket_of
 from sl1conf.conformance.rules.judge import SPECIALS, Reason, special_class
@@ -132,8 +133,11 @@ class ErrorStats:
         beyond_budget = None if reason is None else (reason >= Reason.REACHABLE) & (reason <= Reason.OPEN_BOUNDS)
         ex_nz = beyond_budget[nz] if beyond_budget is not None else np.zeros(nz.shape, bool)
         self.nan_mismatches += int((~real & ~ex_nz).sum())
+        special = None  # every element's special class (-1: none), where the results are given
         if got is not None:
             cls = special_class(fmt, got[nz], oracle[nz])
+            special = np.full(dist.shape, -1, np.int8)  # an element at distance 0 is no special
+            special[nz] = cls
             if unwritten is not None and accepted is not None:
                 # an accepted element is a result, even one whose bits are the fill's (the judge
                 # accepts every exact element, so an unwritten one it rejects has a distance)
@@ -153,7 +157,8 @@ class ErrorStats:
             if ex_idx.size:
                 self.accepted.add_beyond(fmt, got[ex_idx], oracle[ex_idx], dist[ex_idx], reason[ex_idx],
                                          accepted_by(ex_idx) if accepted_by is not None else np.full(ex_idx.size, "", object),
-                                         lambda i: locate(int(ex_idx[i])))
+                                         lambda i: locate(int(ex_idx[i])),
+                                         None if special is None else special[ex_idx])
             real &= ~ex_nz
         if real.any():
             k = int(nz[real][int(np.argmax(d_nz[real]))])
@@ -176,27 +181,13 @@ class ErrorStats:
         np.maximum.at(self.max_ulp, b_nz[shown & real], d_nz[shown & real])
         self.nan += np.bincount(b_nz[shown & (d_nz == formats.NAN_MISMATCH) & ~ex_nz], minlength=n)
 
-    def entry(self, worst=None, describe=None) -> dict:
-        """The report's ``errors``: ``worst`` describes the element at :attr:`worst_at` (an
+    def entry(self, worst=None, describe=None) -> ErrorSummary:
+        """The report's ``errors``, typed: ``worst`` describes the element at :attr:`worst_at` (an
         ElementRecord); ``describe(where, k)`` gives the ElementRecord of any other position kept here."""
-        out = {"max_ulp": self.worst_ulp, "nan_mismatches": self.nan_mismatches, "reasons": self.accepted.reasons(),
-               "buckets": list(BUCKETS),
-               "ulp_histogram": {f: [int(n) for n in c] for f, c in self.hist.items()},
-               "by_ratio": {"edges": RATIO_EDGES, "elements": self.elements.tolist(),
-                            "inexact": self.inexact.tolist(), "max_ulp": self.max_ulp.tolist(),
-                            "nan": self.nan.tolist(),
-                            "outside": self.outside}}
-        if worst is not None:
-            out["worst"] = worst.to_json()
-        far = self.accepted.beyond_budget(None if describe is None else lambda at: describe(*at))
-        if far:
-            out["beyond_budget"] = far
-        specials = {}
-        for name, (n, ex, at) in self.specials.items():
-            if n:
-                specials[name] = {"elements": n, "accepted": ex}
-                if describe is not None and at is not None:
-                    specials[name]["first"] = describe(*at).to_json()
-        if specials:
-            out["not_a_distance"] = specials
-        return out
+        specials = {name: NoDistance(n, ex, describe(*at) if describe is not None and at is not None else None)
+                    for name, (n, ex, at) in self.specials.items() if n}
+        return ErrorSummary(self.worst_ulp, self.nan_mismatches, self.accepted.reason_counts(), list(BUCKETS),
+                            {f: [int(n) for n in c] for f, c in self.hist.items()},
+                            ByRatio(RATIO_EDGES, self.elements.tolist(), self.inexact.tolist(), self.max_ulp.tolist(),
+                                    self.nan.tolist(), self.outside), worst,
+                            self.accepted.far_accepted(None if describe is None else lambda at: describe(*at)), specials)

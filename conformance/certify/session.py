@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from sl1conf.conformance.common.errors import SuiteError
-from sl1conf.conformance.common.platforms import chosen_platform, cli_option, plugin_option
+from sl1conf.conformance.common.platforms import chosen_platform, cli_option, plugin_option, profile_file_problem
 
 __all__ = ["InputError", "Session", "open_session", "loaded_implementation", "selected_runs",
            "cli_option", "plugin_option"]
@@ -63,14 +63,18 @@ def open_session(platform: "str | None" = None, profile_file: "str | None" = Non
                  option: Callable[[str], str] = cli_option) -> Session:
     """The session of a command: the profile ``platform`` (a built-in name or a .toml file) or
     ``profile_file`` names (``common.platforms.chosen_platform``: at most one, ieee's when
-    neither), checked to document each dtype asked for; the vector sets (schema, checksums; one
-    per dtype, each of a dtype of the profile, one for each dtype asked for); the waivers file;
-    then the implementation ``impl``, when given (a command that must do more first opens it
-    later, :meth:`Session.open_implementation`). Each bad one: InputError, one line."""
-    from sl1conf.conformance.rules.profiles import ProfileError, load_profile
+    neither; ``profile_file`` a file, never a built-in name: ``profile_file_problem``), checked
+    to document each dtype asked for; the vector sets (schema, checksums; one per dtype, each of
+    a dtype of the profile, one for each dtype asked for); the waivers file; then the
+    implementation ``impl``, when given (a command that must do more first opens it later,
+    :meth:`Session.open_implementation`). Each bad one: InputError, one line."""
+    from sl1conf.conformance.rules.profiles import ProfileError, builtin_profiles, load_profile
 
     asked = list(dict.fromkeys(dtypes)) if dtypes else None
     chosen, where = chosen_platform(platform, profile_file, option=option, error=InputError)
+    problem = profile_file and profile_file_problem(profile_file, option=option, builtin=builtin_profiles())
+    if problem:
+        raise InputError(problem)
     try:
         profile = load_profile(chosen)
         for d in asked or ():

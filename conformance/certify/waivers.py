@@ -98,10 +98,10 @@ def _pattern_holds(w: dict, result) -> "tuple[bool, int]":
     (RequirementResult), how many of them it holds): from its diagnosis."""
     if "pattern" not in w:
         return True, result.failed
-    d = next((d for d in result.fields.get("diagnosis") or [] if d.get("key") == w["pattern"]), None)
+    d = next((d for d in result.diagnosis or () if d.key == w["pattern"]), None)
     if d is None:
         return False, 0
-    return d["failed"] == d["of"], d["failed"]
+    return d.failed == d.of, d.failed
 
 
 def apply_waivers(report: Report, waivers: list[dict]) -> Report:
@@ -146,7 +146,7 @@ def waive(runs: list, waivers: list[dict]) -> tuple:
         if any(f.status == "fail" for f in result.families):  # judged per family: waive family by family
             families = [replace(f, waiver=cover(f.failed, [f.family]) or f.waiver) if f.status == "fail" else f
                         for f in result.families]
-            return replace(result, fields={**result.fields, "families": families}, waiver_partial=partial)
+            return replace(result, families=tuple(families), waiver_partial=partial)
         reason = cover(result.failed, list(by_id(result.id).families))
         return replace(result, waiver=reason or result.waiver, waiver_partial=partial)
 

@@ -16,6 +16,7 @@ from sl1conf.conformance.reports.view import Failure, distance_text, failure_tex
 from sl1conf.conformance import requirements
 from sl1conf.conformance.requirements import by_id
 from sl1conf.conformance.requirements import open_behaviour
+from sl1conf.conformance.requirements.records import ElementRecord
 from sl1conf.conformance.search import fuzz, fuzz_campaign, sweep
 
 __all__ = ["describe_pattern", "fuzz_lines", "replay_lines", "sweep_lines"]
@@ -35,6 +36,18 @@ def describe_pattern(text: str) -> str:
                   "nan": "x1 - x2 or beta NaN"}.get(parts[4], parts[4])
         return f"{head}: {what} where {branch}"
     return text
+
+
+def _record(d: "dict | None", kind: bool = False) -> "ElementRecord | None":
+    """An element a fuzz summary or a sweep state wrote (read from its JSON file) as the one element
+    record the report's words take; ``kind``: a sweep's kind of distance, where it has one, said in
+    place of the distance."""
+    if d is None:
+        return None
+    return ElementRecord(*(d.get(n) for n in ("dy", "x1", "x2", "beta", "expected", "got")),
+                         ulp=(d.get("kind") if kind else None) or d.get("ulp"), distance=d.get("ulp_value", -1),
+                         not_written=bool(d.get("not_written")),
+                         **{n: d.get(n) for n in ("case", "element", "length", "detail", "reason", "accepted_as")})
 
 
 def _said(f: Failure, first: str, rest: str) -> list:
@@ -75,17 +88,19 @@ def fuzz_lines(summary: dict, out: Path) -> list:
     if found:  # every element and call each requirement failed on, not only the first of each finding
         lines.append("  by requirement: " + "; ".join(
             f"{rid} " + ", ".join(part for part in (
-                f"{e['elements']:,} element(s) rejected (worst {distance_text(e['worst'])})" if e["elements"] else "",
+                f"{e['elements']:,} element(s) rejected (worst {distance_text(_record(e['worst']))})" if e["elements"] else "",
                 f"{e['calls']:,} call(s) failed" if e["calls"] else "") if part) for rid, e in found))
     for i, e in enumerate(summary["saved"], 1):
         where = f"batch {e['found']['batch']}, case {e['found']['case']}" + (
             f", element {e['found']['element']}" if e["found"]["element"] is not None else "")
         shown = "got" in e
         failure = Failure(e["dtype"], e["variant"], e["requirement"], e["title"], by_id(e["requirement"]).statement,
-                          {k: v for k, v in e.items() if k != "kind"} if shown else None, "" if shown else f"{e['kind']}: {e['detail']}", variants=[e["variant"]],
+                          _record(e) if shown else None, "" if shown else f"{e['kind']}: {e['detail']}", variants=[e["variant"]],
                           counted=f"{e['distinct']} distinct failure(s), {e['findings']} in all",
                           shown_as="Smallest reproducer")
         lines += _said(failure, f"  [{i}] ", "      ")
+        if shown and e["kind"] != "element":  # a call compared with its twin: both versions' bits
+            lines.append(f"      {e['kind']}: {e['detail']}")
         call = (f"element {e['element']} of a call of {e['length']}" if e["element"] is not None
                 else f"a call of {e['length']}")
         lines.append(f"      Pattern: {describe_pattern(e['pattern']).split(': ', 1)[-1]}; {call} "
@@ -150,14 +165,14 @@ def sweep_lines(state: dict, note: str = "") -> list:
         else:
             lines.append("worst: 0 ULP (every element correctly rounded, NaN as a class)")
     else:
-        lines.append(f"worst: {distance_text(w)} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
+        lines.append(f"worst: {distance_text(_record(w, kind=True))} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
                      f"{w['expected']}, got {w['got']}")
         lines.append("  " + explain_command("fp16", c["dy"], w["x1"], w["x2"], c["beta"]))
     lines.append(f"judged as certify judges on {v['platform']} (fp16 budget {v['budget_ulp']} ULP): "
                  f"{v['rejected']:,} elements rejected"
                  + (f"; calls without a result: {v['failed_elements']:,} elements" if v["failed_elements"] else ""))
     for rid, r in v["requirements"].items():  # certify's words (reports.view.failure_text)
-        failure = Failure("fp16", c["variant"], rid, r["title"], by_id(rid).statement, r["worst"], "",
+        failure = Failure("fp16", c["variant"], rid, r["title"], by_id(rid).statement, _record(r["worst"], kind=True), "",
                           variants=[c["variant"]],
                           counted=f"{r['elements']:,} of {v['checked_elements']:,} elements rejected")
         lines += _said(failure, "  ", "    ")
@@ -171,7 +186,7 @@ def sweep_lines(state: dict, note: str = "") -> list:
     if v["beyond_budget"]:
         e = v["beyond_budget"]["worst"]
         lines.append(f"accepted beyond the budget: {v['beyond_budget']['elements']:,} elements with a distance, "
-                     f"up to {distance_text(e)} ({e['reason']}: {e['accepted_as']}; x1 {e['x1']}, x2 {e['x2']})")
+                     f"up to {distance_text(_record(e, kind=True))} ({e['reason']}: {e['accepted_as']}; x1 {e['x1']}, x2 {e['x2']})")
     for question, answers in v["open_answers"].items():
         lines.append(f"open ({question}, {open_behaviour.ID}): "
                      + ", ".join(f"{name} {n:,} elements" for name, n in answers.items()))

@@ -13,10 +13,11 @@ point, its errors the one line this module words.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Callable
 
 __all__ = ["DEFAULT_PLATFORM", "PLATFORM_HELP", "PROFILE_HELP", "chosen_platform", "cli_option", "plugin_option",
-           "platform_options"]
+           "platform_options", "profile_file_problem"]
 
 DEFAULT_PLATFORM = "ieee"
 """The profile of a command given neither ``--platform`` nor ``--profile``: the correctly rounded
@@ -61,3 +62,19 @@ def chosen_platform(platform: "str | None", profile_file: "str | None" = None, *
         return profile_file, f"{option('profile')} {profile_file}"
     chosen = platform or DEFAULT_PLATFORM
     return chosen, f"{option('platform')} {chosen}"
+
+
+def profile_file_problem(profile_file: str, *, option: Callable[[str], str], builtin=()) -> "str | None":
+    """The one line for ``--profile FILE`` naming no file (None where it names one): ``--profile``
+    takes a file everywhere, so a built-in name (one of ``builtin``) is not read as one but named
+    back with the option that takes it, ``--platform NAME``.
+
+    Why: ``--profile ft78ne`` once loaded the built-in ft78ne, so two options meant one thing on
+    some commands and a mistyped file name could load a built-in profile unnoticed."""
+    if Path(profile_file).is_file():
+        return None
+    where = f"{option('profile')} {profile_file}: {profile_file}: no such profile file"
+    if profile_file in builtin:
+        return (f"{where} ({option('profile')} takes a profile .toml file; {profile_file} is a built-in profile: "
+                f"give {option('platform')} {profile_file})")
+    return where

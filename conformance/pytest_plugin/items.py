@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from sl1conf.conformance.common.commands import explain_command
+from sl1conf.conformance.requirements.records import ElementRecord
 from sl1conf.conformance.pytest_plugin.fuzz_items import Fuzz
 
 __all__ = ["ROOT", "CertifyError", "RequirementFailed", "Suite", "CompletenessItem", "MissingRunsItem", "OverTheRunItem",
@@ -152,10 +153,9 @@ class OverTheRunItem(ReadsLikeAReport, pytest.Item):
 
 def _counts(target) -> list:
     """(name, value) of the counts a requirement's (RequirementResult) or a family's (FamilyResult) result has."""
-    fields = getattr(target, "fields", {})
-    if hasattr(target, "family"):  # a family always has both
-        return [("checked", target.checked), ("failed", target.failed)]
-    return [(key, fields[key]) for key in ("checked", "failed") if key in fields]
+    if target.checked is None:  # an observation only: nothing counted
+        return []
+    return [("checked", target.checked), ("failed", target.failed)]
 
 
 class RequirementItem(ReadsLikeAReport, pytest.Item):
@@ -190,12 +190,14 @@ class RequirementItem(ReadsLikeAReport, pytest.Item):
     def _say(self, target) -> None:
         """What a requirement that holds still says: what it observed, a recorded one's
         differences, its waiver (as properties and on the item's output)."""
-        req, fields = self.requirement, target.fields
-        if "observed" in fields:
+        req = self.requirement
+        observed = getattr(target, "observed", None)  # a family observes nothing
+        if observed is not None:
             import json
 
-            observed = fields["observed"]
-            text = observed if isinstance(observed, str) else json.dumps(observed, sort_keys=True)
+            from sl1conf.conformance.requirements.entries import observed_to_json
+
+            text = observed if isinstance(observed, str) else json.dumps(observed_to_json(observed), sort_keys=True)
             self.user_properties.append(("sl1conf_observed", text))
             print(f"{req.id} {req.title} observed: {text}")
         if target.status == "recorded" and target.failed:
@@ -214,24 +216,25 @@ class RequirementItem(ReadsLikeAReport, pytest.Item):
         lines = [f"{what} failed for {self.plugin.spec} ({where})",
                  f"  {counts.get('failed', '?')} of {counts.get('checked', '?')} checked failed"]
         shared = self.plugin.failure_lines(dtype, self.variant, req.id)
-        if self.family is not None and target.fields.get("worst"):  # the family's own worst; the report's is the requirement's
-            lines.append("  worst in this family: " + _example(target.fields["worst"]))
+        if self.family is not None and target.worst:  # the family's own worst; the report's is the requirement's
+            lines.append("  worst in this family: " + _example(target.worst))
         lines += shared or [f"  {entry.statement or req.statement}"]
-        examples = target.fields.get("examples", [])
+        examples = target.examples
         if examples:
             lines.append(f"  examples (first {min(len(examples), 5)} of {counts.get('failed', len(examples))}):")
             for ex in examples[:5]:
                 lines.append("    " + _example(ex))
-                if "dy" in ex:
-                    lines.append("      " + explain_command(dtype, ex["dy"], ex["x1"], ex["x2"], ex["beta"]))
+                if isinstance(ex, ElementRecord):
+                    lines.append("      " + explain_command(dtype, ex.dy, ex.x1, ex.x2, ex.beta))
         if not shared:
             lines.append(f"  reproduce: {self.plugin.certify_command(dtype, self.variant)}")
         return "\n".join(lines)
 
 
-def _example(ex: dict) -> str:
+def _example(ex) -> str:
+    """An example (an ElementRecord, or a CallNote) on one line."""
     from sl1conf.conformance.reports.view import case_detail, element_text
 
-    if "dy" not in ex:
-        return case_detail(ex) if "case" in ex else f"over the run: {ex.get('detail', '')}"
-    return f"case {ex['case']} element {ex['element']}: {element_text(ex)}"
+    if not isinstance(ex, ElementRecord):
+        return case_detail(ex) if ex.case is not None else f"over the run: {ex.detail or ''}"
+    return f"case {ex.case} element {ex.element}: {element_text(ex)}"

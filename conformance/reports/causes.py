@@ -27,9 +27,10 @@ POSITION_SPECIFIC = 0.2  # ... a cause only when this specific: in a run of shor
 _FILL = re.compile(rf"\b0x({FILL_BYTE:02x}){{2}}(?:({FILL_BYTE:02x}){{2}})?\b")  # the fill's bits, fp16 or fp32
 
 
-def _unwritten(example: dict) -> bool:
-    """Whether a report example shows an element left unwritten (its bits, or its detail, the fill)."""
-    return bool(example.get("not_written")) or bool(_FILL.search(example.get("detail", "")))
+def _unwritten(example) -> bool:
+    """Whether a report example (an ElementRecord or a CallNote) shows an element left unwritten
+    (its bits, or its detail, the fill)."""
+    return bool(getattr(example, "not_written", False)) or bool(_FILL.search(example.detail or ""))
 
 
 def _cause_of(req) -> tuple:
@@ -38,27 +39,27 @@ def _cause_of(req) -> tuple:
     SHARE of its failures, the one covering the fewest of the elements checked, at most SPECIFIC), else elements left unwritten (most of
     its failures, or of its examples, the fill), else any pattern holding SHARE of them, else the
     requirement itself."""
-    failed, fields = req.failed or 0, req.fields
+    failed, patterns = req.failed or 0, req.diagnosis or ()
     # direct evidence about the calls that failed (a write after the return), then a hypothesis that
     # gives the failing bits themselves (flushing), outrank every inferred pattern
-    direct = [d for key in (*CALL_FINDINGS, *EXPLANATIONS) for d in fields.get("diagnosis") or []
-              if d.get("key") == key and d["failed"] >= SHARE * failed]
+    direct = [d for key in (*CALL_FINDINGS, *EXPLANATIONS) for d in patterns
+              if d.key == key and d.failed >= SHARE * failed]
     if direct:
-        return EXPLANATIONS.get(direct[0]["key"], (direct[0]["pattern"], ""))
+        return EXPLANATIONS.get(direct[0].key, (direct[0].pattern, ""))
     # the most specific pattern holding nearly all of them: the smallest share of the elements checked
-    diagnosis = sorted((d for d in fields.get("diagnosis") or [] if failed and d["failed"] >= SHARE * failed
-                        and (d["checked_share"] <= POSITION_SPECIFIC or not d.get("key", "").startswith(POSITIONS))),
-                       key=lambda d: d["checked_share"])
-    if diagnosis and diagnosis[0]["checked_share"] <= SPECIFIC:
-        return diagnosis[0]["pattern"], ""
-    bulk = fields.get("bulk")
-    if bulk and bulk["kind"].startswith("not written") and bulk["failed"] >= SHARE * bulk["of"]:
+    diagnosis = sorted((d for d in patterns if failed and d.failed >= SHARE * failed
+                        and (d.checked_share <= POSITION_SPECIFIC or not d.key.startswith(POSITIONS))),
+                       key=lambda d: d.checked_share)
+    if diagnosis and diagnosis[0].checked_share <= SPECIFIC:
+        return diagnosis[0].pattern, ""
+    bulk = req.bulk
+    if bulk and bulk.kind.startswith("not written") and bulk.failed >= SHARE * bulk.of:
         return NOT_WRITTEN, ""
-    examples = fields.get("examples") or []
+    examples = req.examples
     if examples and sum(map(_unwritten, examples)) >= SHARE * len(examples):
         return NOT_WRITTEN, ""
     if diagnosis:
-        return diagnosis[0]["pattern"], ""
+        return diagnosis[0].pattern, ""
     return f"{req.id} {req.title}", ""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sl1conf.conformance.requirements.records import ElementRecord
 from sl1conf.conformance.reports.wording import element_text
 
 __all__ = ["WORST_LABEL", "Failure", "Said", "failure_said", "failure_text"]
@@ -23,7 +24,7 @@ class Failure:
     id: str
     title: str
     statement: str
-    worst: "dict | None"  # the element, with "x1_decimal" etc. added
+    worst: "ElementRecord | None"  # the worst element (fuzz: the smallest reproducer)
     detail: str  # for requirements about calls, not elements (the first example's detail)
     commands: list = field(default_factory=list)
     variants: list = field(default_factory=list)  # the variants failing the same way (first: the one run)
@@ -61,7 +62,7 @@ class Said:
     label: str = ""
     text: str = ""
     lines: tuple = ()
-    element: "dict | None" = None
+    element: "ElementRecord | None" = None
 
 
 def failure_said(f: Failure, commands: "list | None" = None) -> list:

@@ -45,7 +45,7 @@ def _runs(report: Report) -> dict:
 
 def _worst_text(req) -> str:
     """``; worst <element>`` of a RequirementResult or a FamilyResult, if it has a worst element."""
-    w = req.fields.get("worst")
+    w = req.worst
     if not w:
         return ""
     return f"; worst {element_text(w)}"
@@ -112,34 +112,35 @@ def gate(new: Report, old: Report) -> GateResult:
                     if of.status == "pass" and nf is not None and nf.status == "fail":
                         out.regressions.append(f"{where} {rid} {title} [{of.family}]: pass -> FAIL "
                                                f"({nf.failed} of {nf.checked} failed{_worst_text(nf)})")
-            ow, nw = (oreq.fields.get("worst") or {}).get("ulp"), (nreq.fields.get("worst") or {}).get("ulp")
+            ow, nw = (oreq.worst.ulp if oreq.worst else None), (nreq.worst.ulp if nreq.worst else None)
             if isinstance(ow, int) and isinstance(nw, int) and nw > ow and os_ == ns == "fail":
                 out.regressions.append(f"{where} {rid} {title}: worst failing error grew {ow} -> {nw} ULP")
         oerr, nerr = orun.errors, nrun.errors
         if oerr and nerr and not same_vectors:
-            if (nerr["max_ulp"], nerr["nan_mismatches"]) != (oerr["max_ulp"], oerr["nan_mismatches"]):
-                out.notes.append(f"{where} largest error {oerr['max_ulp']} -> {nerr['max_ulp']} ULP, NaN against a "
-                                 f"number {oerr['nan_mismatches']} -> {nerr['nan_mismatches']} (not compared)")
+            if (nerr.max_ulp, nerr.nan_mismatches) != (oerr.max_ulp, oerr.nan_mismatches):
+                out.notes.append(f"{where} largest error {oerr.max_ulp} -> {nerr.max_ulp} ULP, NaN against a "
+                                 f"number {oerr.nan_mismatches} -> {nerr.nan_mismatches} (not compared)")
         elif oerr and nerr:
-            if nerr["max_ulp"] > oerr["max_ulp"]:
-                w = nerr.get("worst") or {}
+            if nerr.max_ulp > oerr.max_ulp:
+                w = nerr.worst
                 out.regressions.append(
-                    f"{where} largest error grew: {oerr['max_ulp']} -> {nerr['max_ulp']} ULP"
+                    f"{where} largest error grew: {oerr.max_ulp} -> {nerr.max_ulp} ULP"
                     + (f" ({element_text(w)})" if w else ""))
-            elif nerr["max_ulp"] < oerr["max_ulp"]:
-                out.improvements.append(f"{where} largest error: {oerr['max_ulp']} -> {nerr['max_ulp']} ULP")
-            if nerr["nan_mismatches"] > oerr["nan_mismatches"]:
-                out.regressions.append(f"{where} NaN against a number: {oerr['nan_mismatches']} -> "
-                                       f"{nerr['nan_mismatches']} elements")
-            ofar, nfar = (oerr.get("beyond_budget") or {}), (nerr.get("beyond_budget") or {})
-            if nfar.get("elements", 0) > ofar.get("elements", 0):
+            elif nerr.max_ulp < oerr.max_ulp:
+                out.improvements.append(f"{where} largest error: {oerr.max_ulp} -> {nerr.max_ulp} ULP")
+            if nerr.nan_mismatches > oerr.nan_mismatches:
+                out.regressions.append(f"{where} NaN against a number: {oerr.nan_mismatches} -> "
+                                       f"{nerr.nan_mismatches} elements")
+            ofar, nfar = oerr.beyond_budget, nerr.beyond_budget
+            before = ofar.elements if ofar else 0
+            if nfar and nfar.elements > before:
                 out.regressions.append(f"{where} elements accepted beyond the budget (reachable, an alternative or within open bounds): "
-                                       f"{ofar.get('elements', 0)} -> {nfar['elements']} (up to {nfar['max_ulp']} ULP)")
-            ospec, nspec = (oerr.get("not_a_distance") or {}), (nerr.get("not_a_distance") or {})
-            for kind, seen in nspec.items():
-                before = (ospec.get(kind) or {}).get("elements", 0)
-                if seen["elements"] > before:
-                    out.regressions.append(f"{where} {kind}: {before} -> {seen['elements']} elements")
+                                       f"{before} -> {nfar.elements} (up to {nfar.max_ulp} ULP)")
+            for kind, seen in nerr.not_a_distance.items():
+                was = oerr.not_a_distance.get(kind)
+                before = was.elements if was else 0
+                if seen.elements > before:
+                    out.regressions.append(f"{where} {kind}: {before} -> {seen.elements} elements")
     for key in nruns.keys() - _runs(old).keys():
         out.notes.append(f"{key[0]} {key[1]}: new run, not in the baseline")
     return out
@@ -182,17 +183,17 @@ def compare_rows(reports: list) -> tuple:
     for d in dtypes:
         cells = []
         for r in reports:
-            errs = [run.errors["max_ulp"] for run in r.runs if run.dtype == d and run.errors]
+            errs = [run.errors.max_ulp for run in r.runs if run.dtype == d and run.errors]
             cells.append(str(max(errs)) if errs else "-")
         rows.append([f"largest error {d} (ULP)", *cells])
     for d in dtypes:  # what the largest error leaves out: accepted-far elements, infinities and NaNs
         cells = []
         for r in reports:
             errs = [run.errors for run in r.runs if run.dtype == d and run.errors]
-            far = [e["beyond_budget"] for e in errs if e.get("beyond_budget")]
-            special = sum(k["elements"] for e in errs for k in (e.get("not_a_distance") or {}).values())
-            top = max((f["max_ulp"] for f in far), default=0)
-            text = (f"{max(f['elements'] for f in far):,} " + (f"up to {top:,} ULP" if top else "zeros of the other sign")
+            far = [e.beyond_budget for e in errs if e.beyond_budget]
+            special = sum(k.elements for e in errs for k in e.not_a_distance.values())
+            top = max((f.max_ulp for f in far), default=0)
+            text = (f"{max(f.elements for f in far):,} " + (f"up to {top:,} ULP" if top else "zeros of the other sign")
                     if far else "0" if errs else "-")
             cells.append(text + (f"; {special:,} no distance (infinity, NaN, the other sign, flushed)" if special else ""))
         rows.append([f"accepted beyond the budget {d} (most in a run)", *cells])
@@ -204,10 +205,9 @@ def compare_rows(reports: list) -> tuple:
                 for req in run.requirements:
                     entry = CATALOG_BY_ID.get(req.id)
                     if run.dtype == d and entry is not None and entry.reports_model:
-                        o = req.fields.get("observed")
-                        combo = req.fields.get("combination")
+                        o, combo = req.observed, req.model_parts
                         text = (o if isinstance(o, str) else ", ".join(o)) if not combo else " + ".join(
-                            f"{p['model']} ({p['where']})" for p in combo["parts"])
+                            f"{model} ({where})" for model, where in combo)
                         seen.setdefault("none" if text.startswith("none") else text, []).append(run.variant)
             cells.append("-" if not seen else next(iter(seen)) if len(seen) == 1 else
                          "; ".join(f"{' and '.join(vs)}: {m}" for m, vs in seen.items()))

@@ -11,7 +11,7 @@ from html import escape
 
 from sl1conf.conformance.reports.plots import all_plots
 from sl1conf.conformance.reports.view import (
-    ACCEPTED_BEYOND, View, all_held, distance_text, failure_said, sections, where_text,
+    ACCEPTED_BEYOND, View, all_held, decimal, distance_text, failure_said, sections, where_text,
 )
 
 __all__ = ["render_html", "render_table_page"]
@@ -52,12 +52,14 @@ def _table(header: list, rows: list, raw_cols=()) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def _element(label: str, e: dict) -> str:
-    unwritten = bool(e.get("not_written"))
+def _element(label: str, dtype: str, e) -> str:
+    """An element (an ElementRecord) as a table of its values in decimal and in bits."""
+    unwritten = e.not_written
     distance = "not written: dx1 still holds the fill pattern" if unwritten else distance_text(e)
     names = ("dy", "x1", "x2", "beta", "expected", "got")
-    rows = [["decimal", *(escape("not written" if unwritten and n == "got" else e[f"{n}_decimal"]) for n in names)],
-            ["bits", *(f"<code>{escape(e[n])}</code>" + (" (the fill pattern)" if unwritten and n == "got" else "")
+    rows = [["decimal", *(escape("not written" if unwritten and n == "got" else decimal(dtype, getattr(e, n)))
+                         for n in names)],
+            ["bits", *(f"<code>{escape(getattr(e, n))}</code>" + (" (the fill pattern)" if unwritten and n == "got" else "")
                        for n in names)]]
     return (f"<p>{escape(label)}: {escape(where_text(e))}: "
             f"<b>{escape(distance)}</b></p>" + _table(["", *names], rows, raw_cols=range(1, 7)))
@@ -97,7 +99,7 @@ def render_html(v: View) -> str:
                     parts.append(f'<p>{escape(s.label)}:</p><ul class="diagnosis">'
                                  + "".join(f"<li>{escape(line)}</li>" for line in s.lines) + "</ul>")
                 elif s.kind == "worst":
-                    parts.append(_element(s.label, s.element))
+                    parts.append(_element(s.label, f.dtype, s.element))
                 elif s.kind == "reproduce":
                     parts.append(f"<p>{escape(s.label)}:</p><pre>" + escape("\n".join(s.lines)) + "</pre>")
                 else:

@@ -59,7 +59,7 @@ def _time(element, seconds: float) -> None:
     element.set("time", f"{seconds:.3f}")
 
 
-def _worst(w: dict) -> str:
+def _worst(w) -> str:
     return f"worst: {element_text(w)}"
 
 
@@ -72,9 +72,9 @@ def _families(report, run, r) -> list:
 
 def _requirement_out(r, observed: dict, d: str, var: str) -> str:
     """A requirement's system-out: what was observed, what was accepted beyond the budget, its waiver."""
-    far = r.fields.get("beyond_budget")
-    accepted = (f"accepted beyond the budget: {far['elements']} elements, each with the judge's reason: "
-                + by_text(far["by"]) + f", up to {far['max_ulp']} ULP") if far else ""
+    far = r.beyond_budget
+    accepted = (f"accepted beyond the budget: {far.elements} elements, each with the judge's reason: "
+                + by_text(far.by) + f", up to {far.max_ulp} ULP") if far else ""
     return "\n".join(t for t in (observed.get((d, var, r.id), ""), accepted,
                                  f"waived: {r.waiver}" if r.waiver else "") if t)
 
@@ -101,7 +101,7 @@ def _family_cases(suite, classname: str, report, run, r, f) -> list:
             statuses.append(_case(suite, f"{classname}.{r.id}", name, "not-judged",
                                   f"no element of family {name} was judged in {run.dtype} {run.variant}"))
             continue
-        w = fam.fields.get("worst")
+        w = fam.worst
         msg = f"{r.id} {r.title}, family {name}: {fam.failed} of {fam.checked} failed" + (f"; {_worst(w)}" if w else "")
         statuses.append(_case(suite, f"{classname}.{r.id}", name, fam.status, msg,
                               f"{msg}\n\n{failure_text(f)}" if f and fam.status == "fail" else msg,
@@ -127,7 +127,7 @@ def _run_suite(root, v, run, failures: dict, observed: dict):
         f = failures.get((d, var, r.id))
         out = _requirement_out(r, observed, d, var)
         req = CATALOG_BY_ID.get(r.id)
-        if "families" not in r.fields and not (req is not None and req.per_family):
+        if not r.per_family and not (req is not None and req.per_family):
             statuses.append(_one_case(suite, classname, r, f, out))
             continue
         if out:

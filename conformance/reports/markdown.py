@@ -9,7 +9,7 @@ the identity of what was tested.
 from __future__ import annotations
 
 from sl1conf.conformance.reports.view import (
-    View, all_held, distance_text, failure_said, matrix, sections, where_text,
+    View, all_held, decimal, distance_text, failure_said, matrix, sections, where_text,
 )
 
 __all__ = ["render_markdown", "markdown_table"]
@@ -25,13 +25,15 @@ def markdown_table(header: list, rows: list) -> str:
     return "\n".join(lines)
 
 
-def _element(e: dict) -> list:
-    lines = [f"- input: dy = {e['dy_decimal']} (`{e['dy']}`), x1 = {e['x1_decimal']} (`{e['x1']}`), "
-             f"x2 = {e['x2_decimal']} (`{e['x2']}`), beta = {e['beta_decimal']} (`{e['beta']}`); "
+def _element(dtype: str, e) -> list:
+    """An element (an ElementRecord) with its values in decimal and in bits, and where it is."""
+    d = {n: decimal(dtype, getattr(e, n)) for n in ("dy", "x1", "x2", "beta", "expected", "got")}
+    lines = [f"- input: dy = {d['dy']} (`{e.dy}`), x1 = {d['x1']} (`{e.x1}`), "
+             f"x2 = {d['x2']} (`{e.x2}`), beta = {d['beta']} (`{e.beta}`); "
              f"{where_text(e)}",
-             f"- expected `{e['expected']}` ({e['expected_decimal']}), "
-             + (f"got nothing: not written (still the fill pattern `{e['got']}`)" if e.get("not_written") else
-                f"got `{e['got']}` ({e['got_decimal']}): {distance_text(e)}")]
+             f"- expected `{e.expected}` ({d['expected']}), "
+             + (f"got nothing: not written (still the fill pattern `{e.got}`)" if e.not_written else
+                f"got `{e.got}` ({d['got']}): {distance_text(e)}")]
     return lines
 
 
@@ -67,7 +69,7 @@ def render_markdown(v: View) -> str:
                 elif s.kind == "diagnosis":
                     out += [f"{s.label}:", ""] + [f"- {line}" for line in s.lines] + [""]
                 elif s.kind == "worst":
-                    out += [f"{s.label}:", *_element(s.element), ""]
+                    out += [f"{s.label}:", *_element(f.dtype, s.element), ""]
                 elif s.kind == "reproduce":
                     out += [f"{s.label}:", "", "```sh", *s.lines, "```", ""]
                 else:

@@ -174,7 +174,7 @@ def histogram_figure(run):
     """Per family, how many elements lie 0, 1, 2, ... ULPs from the correctly rounded result
     (of a RunResult's errors)."""
     err = run.errors
-    buckets, hist = err["buckets"], err["ulp_histogram"]
+    buckets, hist = err.buckets, err.ulp_histogram
     fams = list(hist)
     fig = _figure(7.5, 0.9 + _rows_height(len(fams)))
     ax = fig.add_subplot()
@@ -189,8 +189,8 @@ def histogram_figure(run):
     ax.set_xticks(range(len(buckets)), [b if b != "nan" else "NaN vs\nnumber" for b in buckets], fontsize=8)
     ax.set_yticks(range(len(fams)), fams, fontsize=8)
     ax.set_xlabel("ULPs from the correctly rounded result (elements per family and distance)", fontsize=8)
-    ax.set_title(f"{run.dtype} {run.variant}: ULP error per family (max {err['max_ulp']} ULP"
-                 f"{_magnitude(err['max_ulp'])})", fontsize=9)
+    ax.set_title(f"{run.dtype} {run.variant}: ULP error per family (max {err.max_ulp} ULP"
+                 f"{_magnitude(err.max_ulp)})", fontsize=9)
     _declutter(fig, ax)
     return fig
 
@@ -218,8 +218,8 @@ def _ulp_ticks(fig, ax, ymax: float, fontsize: float) -> list:
 
 def _nan_bins(runs: list) -> list:
     """The middles of the bins where some run has NaN against a number, in order."""
-    return sorted({round((lo + hi) / 2, 9) for b in (r.errors["by_ratio"] for r in runs)
-                   for lo, hi, k in zip(b["edges"][:-1], b["edges"][1:], b.get("nan") or []) if k > 0})
+    return sorted({round((lo + hi) / 2, 9) for b in (r.errors.by_ratio for r in runs)
+                   for lo, hi, k in zip(b.edges[:-1], b.edges[1:], b.nan or []) if k > 0})
 
 
 def ratio_figure(runs: list):
@@ -228,10 +228,10 @@ def ratio_figure(runs: list):
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullLocator, PercentFormatter
 
-    bins = [r.errors["by_ratio"] for r in runs]
-    top = max(max(b["max_ulp"] or [0]) for b in bins)
+    bins = [r.errors.by_ratio for r in runs]
+    top = max(max(b.max_ulp or [0]) for b in bins)
     nan_at = _nan_bins(runs)
-    shown = [r for r, b in zip(runs, bins) if any(b["elements"])]
+    shown = [r for r, b in zip(runs, bins) if any(b.elements)]
     fig = _figure(7.5, 3.0 + (0.35 if nan_at else 0) + (0.4 if shown else 0))
     if nan_at:
         grid = fig.add_gridspec(2, 1, height_ratios=[1, 11])
@@ -242,23 +242,23 @@ def ratio_figure(runs: list):
     ax2 = ax.twinx()
     entries = []  # (handle, label), column by column: one run's max ULP above its share inexact
     for run, b in zip(runs, bins):
-        if not any(b["elements"]):
+        if not any(b.elements):
             continue
-        edges = np.array(b["edges"], float)
+        edges = np.array(b.edges, float)
         mid = (edges[:-1] + edges[1:]) / 2
-        n = np.array(b["elements"], float)
+        n = np.array(b.elements, float)
         keep = n > 0
         label = f"{run.dtype} {run.variant}"
         dashes = (0, (4, 3)) if run.variant == "p" else "-"  # s and p usually coincide: both show
         colour = "C0" if run.dtype == "fp16" else "C3"  # one colour per dtype
-        ax.stairs(np.where(keep, np.array(b["max_ulp"], float), np.nan), edges, baseline=None, color=colour,
+        ax.stairs(np.where(keep, np.array(b.max_ulp, float), np.nan), edges, baseline=None, color=colour,
                   linestyle=dashes, linewidth=1.2)  # a gap where a bin has no element
-        ax2.plot(mid[keep], np.array(b["inexact"], float)[keep] / n[keep], linestyle=":", linewidth=1,
+        ax2.plot(mid[keep], np.array(b.inexact, float)[keep] / n[keep], linestyle=":", linewidth=1,
                  color=colour, alpha=0.7)
         entries += [(Line2D([], [], color=colour, linestyle=dashes, linewidth=1.2), f"{label}: max ULP"),
                     (Line2D([], [], color=colour, linestyle=":", linewidth=1, alpha=0.7), f"{label}: share inexact")]
-    lo = min(b["edges"][0] for b in bins)
-    hi = max(b["edges"][-1] for b in bins)
+    lo = min(b.edges[0] for b in bins)
+    hi = max(b.edges[-1] for b in bins)
     for axes in (ax, strip):
         if axes is not None:
             for x in (-1, 1):
@@ -309,7 +309,7 @@ def ratio_svg(runs: list) -> str:
 def ratio_caption(runs: list) -> str:
     """The caption of ``ratio_svg(runs)``: what is drawn (the NaN strip only where there is one)
     and how many elements are not."""
-    outside = sum(r.errors["by_ratio"]["outside"] for r in runs)
+    outside = sum(r.errors.by_ratio.outside for r in runs)
     nan = " and NaN against a number (x, in the strip above)" if _nan_bins(runs) else ""
     return ("Error against (x1 - x2) / beta: largest ULP error (steps; the p variant dashed), share of "
             f"inexact elements (dotted){nan} per bin of 0.1. Not shown: {outside} elements with the ratio "
@@ -328,7 +328,7 @@ def all_plots(report) -> list:
     if with_errors:
         todo.append((ratio_caption(with_errors), ratio_svg, with_errors))
     for run in with_errors:
-        if run.errors["ulp_histogram"]:
+        if run.errors.ulp_histogram:
             todo.append((f"{run.dtype} {run.variant}: elements per family and ULP distance", histogram_svg, run))
     return [(caption, svg) for (caption, _, _), svg in zip(todo, _draw_all([(fn, arg) for _, fn, arg in todo]))]
 

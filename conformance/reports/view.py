@@ -143,64 +143,60 @@ def _scope(report: Report) -> str:
         + [f"{run.dtype} {run.variant}: {run.recorded}" for run in report.runs if run.recorded])
 
 
-def _with_decimals(dtype: str, element: dict) -> dict:
-    out = dict(element)
-    for key in ("dy", "x1", "x2", "beta", "expected", "got"):
-        if key in element:
-            out[f"{key}_decimal"] = decimal(dtype, element[key])
-    return out
-
-
 def _observation(req) -> str:
-    obs = req.fields.get("observed")
-    if isinstance(obs, dict):  # R16: per open question, how many open elements (or calls) each answer explains
+    obs = req.observed
+    if isinstance(obs, dict):  # R16: per open question (an OpenAnswer), how many open elements (or calls) each answer explains
         def one(question, seen):
-            sizes = " and ".join(f"{seen[k]} {unit}" for k, unit in (("elements", "open elements"), ("calls", "calls"))
-                                 if k in seen)
-            refused = seen.get("rejected")
-            return (f"{question}: {sizes}: " + ", ".join(f"{name} {n}" for name, n in seen.get("answers", {}).items())
-                    + (f" (rejected calls: the implementation refused the input, e.g. case {refused['case']}: "
-                       f"{refused['detail']})" if refused else ""))
+            sizes = " and ".join(f"{n} {unit}" for n, unit in ((seen.elements, "open elements"), (seen.calls, "calls"))
+                                 if n is not None)
+            refused = seen.rejected
+            return (f"{question}: {sizes}: " + ", ".join(f"{name} {n}" for name, n in seen.answers.items())
+                    + (f" (rejected calls: the implementation refused the input, e.g. case {refused.case}: "
+                       f"{refused.detail})" if refused else ""))
         return "; ".join(one(q, seen) for q, seen in obs.items()) or "nothing to record"
-    if isinstance(obs, list):
+    if isinstance(obs, tuple):
         return ", ".join(obs) or "none"
     return str(obs) if obs is not None else ""
 
 
 def _beyond_budget_row(d: str, v: str, r) -> "list | None":
     """The row of the section "Accepted beyond the budget" of one requirement of one run, if it accepted any."""
-    far, nodist = r.fields.get("beyond_budget"), r.fields.get("beyond_budget_not_a_distance") or {}
+    far, nodist = r.beyond_budget, r.not_a_distance
     if not far and not nodist:
         return None
-    w = far["worst"] if far else None
+    w = far.worst if far else None
     why = why_far(d, w) if w else ""
-    return [f"{d} {v}", f"{r.id} {r.title}", f"{far['elements']:,}" if far else "0",
-            by_text(far["by"]) if far else "",
-            f"{far['max_ulp']:,} ULP" if far else "",
+    return [f"{d} {v}", f"{r.id} {r.title}", f"{far.elements:,}" if far else "0",
+            by_text(far.by) if far else "",
+            f"{far.max_ulp:,} ULP" if far else "",
             "; ".join(f"{kind}: {n:,}" for kind, n in nodist.items()),
-            (f"{where_text(w)}: dy {w['dy']}, x1 {w['x1']}, x2 {w['x2']}, beta {w['beta']}; expected "
-             f"{w['expected']}, got {w['got']}" + (f" ({why})" if why else "")) if w else "",
-            explain_command(d, w["dy"], w["x1"], w["x2"], w["beta"]) if w else ""]
+            (f"{where_text(w)}: dy {w.dy}, x1 {w.x1}, x2 {w.x2}, beta {w.beta}; expected "
+             f"{w.expected}, got {w.got}" + (f" ({why})" if why else "")) if w else "",
+            explain_command(d, w.dy, w.x1, w.x2, w.beta) if w else ""]
 
 
 def _failure(report: Report, run, r, shared: dict) -> Failure:
     """The Failure of a failing requirement ``r`` of ``run``; ``shared``: requirement id -> the
     cause line it shares with others of the run."""
-    d, v, fields = run.dtype, run.variant, r.fields
-    worst = fields.get("worst")
-    run_wide = [e["detail"] for e in fields.get("examples") or [] if "case" not in e]
-    examples = [e for e in fields.get("examples") or [] if "case" in e]
-    f = Failure(d, v, r.id, r.title, r.statement, _with_decimals(d, worst) if worst else None,
-                "" if worst else (examples[0].get("detail", "") if examples else ""),
+    d, v, worst = run.dtype, run.variant, r.worst
+    examples = [e for e in r.examples if e.case is not None]
+    f = Failure(d, v, r.id, r.title, r.statement, worst,
+                "" if worst else (examples[0].detail or "" if examples else ""),
                 variants=[v], counts=[(r.failed, r.checked)],
-                reproduction=fields.get("reproduction", ""), over_the_run="; ".join(run_wide),
-                diagnosis=[diagnosis_line(dg) for dg in fields.get("diagnosis") or []],
-                bulk=bulk_line(fields["bulk"]) if fields.get("bulk") else "", cause=shared.get(r.id, ""))
-    case = (worst or (examples[0] if examples else {})).get("case") if fields.get("rerun_cases", True) else None
+                reproduction=r.reproduction, over_the_run="; ".join(r.over_the_run),
+                diagnosis=[diagnosis_line(dg) for dg in r.diagnosis or ()],
+                bulk=bulk_line(r.bulk) if r.bulk else "", cause=shared.get(r.id, ""))
+    case = (worst or (examples[0] if examples else None)) if r.rerun_cases else None
+    case = case.case if case is not None else None
     f.commands.append(_rerun_command(report, d, v, [r.id] + ([case] if case else [])))
     if worst:  # the exact diff, branch, result and every model's bits of the worst element
-        f.commands.append(explain_command(d, worst["dy"], worst["x1"], worst["x2"], worst["beta"]))
+        f.commands.append(explain_command(d, worst.dy, worst.x1, worst.x2, worst.beta))
     return f
+
+
+def _written(e) -> "dict | None":
+    """An element as written (what two variants failing alike share: not their positions)."""
+    return None if e is None else e.to_json()
 
 
 def _run_parts(report: Report, run, out: dict) -> None:
@@ -212,16 +208,14 @@ def _run_parts(report: Report, run, out: dict) -> None:
     shared = {rid: cause_line(c) for c in causes(run) if len(c.requirements) > 1 for rid in c.requirements}
     err = run.errors
     if judged_elements(err):
-        worst = err.get("worst")
-        out["errors"].append((d, v, err["max_ulp"], err["nan_mismatches"], _with_decimals(d, worst) if worst else None))
+        out["errors"].append((d, v, err.max_ulp, err.nan_mismatches, err.worst))
     for r in run.requirements:
-        worst = r.fields.get("worst")
-        out["rows"].append(Row(d, v, r.id, r.title, r.kind, r.status, r.fields.get("checked"), r.fields.get("failed"),
-                               worst.get("ulp") if worst else None))
+        out["rows"].append(Row(d, v, r.id, r.title, r.kind, r.status, r.checked, r.failed,
+                               r.worst.ulp if r.worst else None))
         far = _beyond_budget_row(d, v, r)
         if far is not None:
             out["beyond_budget"].append(far)
-        req, obs = CATALOG_BY_ID.get(r.id), r.fields.get("observed")
+        req, obs = CATALOG_BY_ID.get(r.id), r.observed
         if r.status == "not-applicable" and obs:  # "not observed by this harness", or a check of nothing, and why
             out["unobserved"].append((d, v, r.id, r.title, _observation(r)))
         elif req is not None and req.observes and obs is not None:
@@ -229,8 +223,8 @@ def _run_parts(report: Report, run, out: dict) -> None:
         if r.status != "fail":
             continue
         f = _failure(report, run, r, shared)
-        same = next((g for g in out["failures"] if (g.dtype, g.id, g.worst, g.detail)
-                     == (f.dtype, f.id, f.worst, f.detail)), None)
+        same = next((g for g in out["failures"] if (g.dtype, g.id, _written(g.worst), g.detail)
+                     == (f.dtype, f.id, _written(f.worst), f.detail)), None)
         if same is not None:  # the other variant failing the same way: one block, not two
             same.variants.append(v)
             same.counts += f.counts
@@ -335,8 +329,8 @@ def sections(v: View) -> list:
                     "elements accepted beyond the budget (reachable under the error model, an open alternative's bits or within an open input's stated bounds) and infinities or NaNs against numbers are "
                     "counted apart, in the lines under the title.",
                     ["run", "max ULP", "NaN mismatches", "at input (dy, x1, x2, beta)", "expected", "got"],
-                    [[f"{d} {var}", m, n, f"{w['dy']}, {w['x1']}, {w['x2']}, {w['beta']} (case {w['case']})"
-                      if w else "", w["expected"] if w else "", got_text(w) if w else ""]
+                    [[f"{d} {var}", m, n, f"{w.dy}, {w.x1}, {w.x2}, {w.beta} (case {w.case})"
+                      if w else "", w.expected if w else "", got_text(w) if w else ""]
                      for d, var, m, n, w in v.errors]))
     if v.beyond_budget:
         out.append((ACCEPTED_BEYOND, "Elements each requirement accepted although they are farther than the budget "

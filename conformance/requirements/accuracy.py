@@ -225,9 +225,9 @@ def _accuracy(ctx: RunContext, req: "Requirement") -> Check:
     total = Tally(ctx.fmt)
     for t in per_family.values():
         total.merge(t)
-    extra = {"families": [FamilyResult(n, t.checked, t.failed, {k: v for k, v in t.entry(details=False).items()
-                                                                if k not in ("checked", "failed")})
-                          for n, t in per_family.items()]}
+    lines = {n: t.entry(details=False) for n, t in per_family.items()}
+    extra = {"families": tuple(FamilyResult(n, c.checked, c.failed, c.reasons, c.worst, c.examples)
+                               for n, c in lines.items())}
     bias = rounding_bias(bias_counts([ctx.whole] if ctx.whole is not None else ctx.judged, ctx.profile))
     if bias is not None:
         extra["rounding_bias"] = bias

@@ -28,7 +28,9 @@ import numpy as np
 
 from sl1conf.adapters.base import Case
 from sl1conf.conformance.requirements.base import Plan
+from sl1conf.conformance.requirements.differences import Differ, difference_example
 from sl1conf.conformance.requirements.probes import Batch, Probe, Seen
+from sl1conf.conformance.requirements.records import detail_of
 from sl1conf.reference import formats
 
 __all__ = ["Fault", "Twin", "Change", "Compared", "CallRule", "campaign_probe", "no_twins"]
@@ -152,6 +154,28 @@ class CallRule:
     def seen(self, i: int, f: Fault) -> Seen:
         """A fault as a campaign files it."""
         return Seen(f.requirement or self.id, i, f.kind, f.detail)
+
+    def seen_differing(self, batch: Batch, i: int, differ: list, said: Callable, also: bool = False) -> Seen:
+        """Base call ``i`` whose twins ``differ`` (:class:`Compared` each) as a campaign files it:
+        its first differing element (the lowest index over the twins), in the words certify's
+        examples use (``differences.difference_example``: the element and its inputs, both bit
+        patterns, the correctly rounded result, how many of the call's elements differ), after
+        ``said(cmp)``'s headline; ``said(cmp)`` gives (headline, the words before the base call's
+        bits, before the twin's). ``also``: the differing twins are calls the failure needs to be
+        seen again (saved with it). Why here: R09's and R14's findings once named no element."""
+        case = batch.cases[i]
+        cmp = min(differ, key=lambda c: int(c.at[0]))
+        head, before_first, before_then = said(cmp)
+        first, then = cmp.first.out, cmp.then.out
+        if cmp.twin.count is not None:  # the twin's bits of the shared elements, at the base call's indices
+            t = cmp.twin
+            then = first.copy()
+            then[t.base_at:t.base_at + t.count] = cmp.then.out[t.at:t.at + t.count]
+        k = int(cmp.at[0])
+        ex = difference_example(case.format, Differ(case.id, case, first, then, cmp.at), (before_first, before_then))
+        return Seen(self.id, i, self.kind, f"{head}: {detail_of(ex)}",
+                    element=k if k < case.elements_written else None,
+                    also=tuple(c.twin.call for c in differ) if also else ())
 
     def plan(self, name: str, stage: str, base: Callable, fresh: bool = False) -> Plan:
         """Certify's Plan of the rule's twins of the calls ``base(ctx)`` gives (none where it gives None)."""

@@ -13,8 +13,8 @@ from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext
 from sl1conf.conformance.requirements.call_rules import CallRule, Twin, campaign_probe
 from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example
-from sl1conf.conformance.requirements.records import as_json, detail_of, with_detail
-from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch, Seen
+from sl1conf.conformance.requirements.records import detail_of, with_detail
+from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch
 from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
 
@@ -68,12 +68,9 @@ def compare_variants(requirements: list, fmt: formats.Format, outputs_shared: di
     if at is None:
         return requirements
     result = requirements[at]
-    entry = dict(result.fields)  # the result's own fields are left as they were
-    if "diagnosis" in entry:  # its patterns' counts grow below: copies
-        entry["diagnosis"] = [dict(d) for d in entry["diagnosis"]]
     checked = failed = 0
     findings, explained = findings or {}, {key: [] for key in findings or {}}
-    examples = entry["examples"] = list(entry.get("examples", []))
+    examples = list(result.examples)
     compared, differs = [], []  # (case, both dx1) per call compared; Differ per call that differs
     for cid in sorted(set(outputs_shared) & set(outputs_private)):
         (case, a), (_, b) = outputs_shared[cid], outputs_private[cid]
@@ -91,36 +88,34 @@ def compare_variants(requirements: list, fmt: formats.Format, outputs_shared: di
         over = (f"{elements:,} elements differ in {failed:,} of the {checked:,} calls compared"
                 + "".join(f"; cause: {c}" for c in common_causes(fmt, differs, compared)))
         room = max(0, EXAMPLES - len(examples))
-        examples += [as_json(difference_example(fmt, d, VARIANTS_SAID, over if i == 0 else ""))
+        examples += [difference_example(fmt, d, VARIANTS_SAID, over if i == 0 else "")
                      for i, d in enumerate(differs[:room])]
-    if not examples:
-        entry.pop("examples")
-    entry["checked"] = entry.get("checked", 0) + checked
-    entry["failed"] = entry.get("failed", 0) + failed
-    entry["shared_vs_private"] = {"checked": checked, "failed": failed}
-    if failed and ("diagnosis" in entry or any(explained.values())):
-        _add_call_findings(entry, failed, explained, findings)
-    compared_result = replace(result, fields=entry, applicable=result.applicable or checked > 0)
+    total = (result.failed or 0) + failed
+    diagnosis = result.diagnosis
+    if failed and (diagnosis is not None or any(explained.values())):
+        diagnosis = _with_call_findings(diagnosis or (), total, failed, explained, findings)
+    compared_result = replace(result, applicable=result.applicable or checked > 0,
+                              checked=(result.checked or 0) + checked, failed=total, examples=tuple(examples),
+                              diagnosis=diagnosis, extra={**result.extra,
+                                                          "shared_vs_private": {"checked": checked, "failed": failed}})
     return [*requirements[:at], compared_result, *requirements[at + 1:]]
 
 
-def _add_call_findings(entry: dict, failed: int, explained: dict, findings: dict) -> None:
-    """Fold ``failed`` more failures into an entry's diagnosis, ``explained[key]`` (case ids) of
-    them in calls of that call finding; the patterns that then hold too few are dropped."""
-    from sl1conf.conformance.rules.diagnosis import MIN_SHARE
+def _with_call_findings(diagnosis: tuple, total: int, failed: int, explained: dict, findings: dict) -> "tuple | None":
+    """A diagnosis (rules.diagnosis.Pattern each) with ``failed`` more failures folded in (``total``
+    now), ``explained[key]`` (case ids) of them in calls of that call finding: new patterns (a
+    result is never changed once built); those that then hold too few are dropped (None: none is left)."""
+    from sl1conf.conformance.rules.diagnosis import MIN_SHARE, CallNote, Pattern
 
-    items = entry.setdefault("diagnosis", [])
+    items = list(diagnosis)
     for key, ids in explained.items():
-        if ids and not any(d.get("key") == key for d in items):
+        if ids and not any(d.key == key for d in items):
             pattern, seen = findings[key]
-            items.append({"pattern": pattern, "key": key, "failed": 0, "of": 0, "checked_share": 0.0,
-                          "example": {"case": ids[0], "detail": seen[ids[0]]}})
-    for d in items:
-        d["of"] = d["of"] + failed if d["of"] else entry["failed"]
-        d["failed"] += len(explained.get(d.get("key"), ()))
-    entry["diagnosis"] = sorted((d for d in items if d["failed"] >= MIN_SHARE * d["of"]), key=lambda d: -d["failed"] / d["of"])
-    if not entry["diagnosis"]:
-        del entry["diagnosis"]
+            items.append(Pattern(pattern, key, 0, 0, 0.0, CallNote(ids[0], seen[ids[0]])))
+    items = [replace(d, of=d.of + failed if d.of else total, failed=d.failed + len(explained.get(d.key, ())))
+             for d in items]
+    kept = sorted((d for d in items if d.failed >= MIN_SHARE * d.of), key=lambda d: -d.failed / d.of)
+    return tuple(kept) or None
 
 
 # the one definition: the same data under another core_mask, or in the other version, gives the same bits
@@ -161,8 +156,15 @@ NaN as a class."""
 
 
 def _said(batch: Batch, i: int, differ: list) -> list:
-    return [Seen(ID, i, "core-mask", f"core_mask {batch.cases[i].core_mask:#x} and {c.twin.call.core_mask:#x} give "
-                 "different bits", also=(c.twin.call,)) for c in differ]
+    """A short shared call and its twin under another core_mask with other bits: the first element
+    that differs, its inputs and both bit patterns, as certify's R09 examples say them."""
+    mask = batch.cases[i].core_mask
+
+    def words(cmp) -> tuple:
+        other = cmp.twin.call.core_mask
+        return f"core_mask {mask:#x} and {other:#x} give different bits", f"core_mask {mask:#x} gives", f"{other:#x}"
+
+    return [RULE.seen_differing(batch, i, differ, words, also=True)]
 
 
 TWINS = campaign_probe("core-mask-twins", RULE, said=_said)

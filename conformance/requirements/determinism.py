@@ -11,7 +11,7 @@ from sl1conf.conformance.requirements.base import (
 from sl1conf.conformance.requirements.call_rules import CallRule, Twin, campaign_probe
 from sl1conf.conformance.requirements.differences import Differ, common_causes, difference_example
 from sl1conf.conformance.requirements.records import detail_of
-from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch, Seen
+from sl1conf.conformance.requirements.probes import SHORT_CALL, Batch
 from sl1conf.conformance.requirements.tally import EXAMPLES, Tally
 
 
@@ -164,7 +164,13 @@ RULE = CallRule("R14", "determinism", twins=_repeat, nan_payloads=True, certify_
 
 
 def _said(batch: Batch, i: int, differ: list) -> list:
-    return [Seen(ID, i, "determinism", "a repeated call gave different bits") for _ in differ]
+    """A call made again at the end of the batch with other bits: the first element that differs,
+    its inputs and both bit patterns (every bit compared, a NaN's payload too)."""
+    def words(cmp) -> tuple:
+        return ("a repeated call gave different bits", "the call gave",
+                "again after the batch's other calls")
+
+    return [RULE.seen_differing(batch, i, differ, words)]
 
 
 REPEAT = campaign_probe("repeat", RULE, said=_said)

@@ -19,7 +19,7 @@ import numpy as np
 
 from sl1conf.adapters.base import Case
 from sl1conf.conformance.requirements.records import ElementRecord, case_element, oracle_at
-from sl1conf.conformance.rules.diagnosis import MIN_LIFT, WIDTHS, beta_words
+from sl1conf.conformance.rules.diagnosis import MIN_LIFT, WIDTHS, CallNote, beta_words
 from sl1conf.conformance.rules.judge import is_subnormal
 from sl1conf.reference import formats
 
@@ -57,19 +57,19 @@ def element_words(fmt: formats.Format, case: Case, k: int, case_id: str) -> str:
 
 
 def difference_example(fmt: formats.Format, d: Differ, said: tuple, over: str = "", *, got_then: bool = False,
-                       expected: "int | None" = None) -> "ElementRecord | dict":
+                       expected: "int | None" = None) -> "ElementRecord | CallNote":
     """``d``'s first differing element as a report example (an ElementRecord, records.case_element:
     ``got`` the bits of ``first``, or of ``then`` with ``got_then``), with a detail that says it all
     on one line: the inputs, both results (``said``: the words before each, ``("call #3 gave",
     "call #9")``), the correctly rounded one (``expected``, computed where not given), how many of
     the call's elements differ, and ``over``: what is said of every difference (in parentheses). An
-    element past what the call writes: a note about the call (a dict: case and detail), no record."""
+    element past what the call writes: a note about the call (a CallNote), no record."""
     k, case = int(d.at[0]), d.case
     a, b = formats.hex_bits(fmt, d.first[k]), formats.hex_bits(fmt, d.then[k])
     both = f"{said[0]} {a}, {said[1]} {b}"
     tail = f" ({over})" if over else ""
     if k >= case.n:  # past the call's inputs: the bits alone
-        return {"case": d.case_id, "detail": f"element {k}: {both}; {d.at.size:,} elements of the call differ{tail}"}
+        return CallNote(d.case_id, f"element {k}: {both}; {d.at.size:,} elements of the call differ{tail}")
     written = k < case.elements_written
     if written and expected is None:
         expected = oracle_at(case, k)
@@ -77,7 +77,7 @@ def difference_example(fmt: formats.Format, d: Differ, said: tuple, over: str = 
               + (f", correctly rounded {formats.hex_bits(fmt, expected)}" if written else "")
               + f"; {d.at.size:,} of the call's {case.n:,} elements {differ_word(d.at.size)}{tail}")
     if not written:
-        return {"case": d.case_id, "detail": detail}
+        return CallNote(d.case_id, detail)
     return case_element(case, k, int((d.then if got_then else d.first)[k]), expected=expected).but(
         case=d.case_id, element=k, length=int(case.call_length), detail=detail)
 

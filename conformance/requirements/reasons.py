@@ -18,6 +18,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from sl1conf.conformance.requirements.entries import BeyondBudget, ReasonCounts
 from sl1conf.conformance.rules.judge import REASONS, SPECIALS, Reason, special_class
 
 __all__ = ["ReasonTally", "reason_counts"]
@@ -91,12 +92,14 @@ class ReasonTally:
             self.add_beyond(j.fmt, j.got[at], j.expected.oracle[at], j.dist[at], j.reason[at], j.accepted_as(at),
                             lambda i: record(int(at[i])))
 
-    def add_beyond(self, fmt, got, want, dist, reasons, named, record: Callable[[int], object]) -> None:
+    def add_beyond(self, fmt, got, want, dist, reasons, named, record: Callable[[int], object],
+                   cls: "np.ndarray | None" = None) -> None:
         """Elements accepted beyond the budget (arrays over them; ``named``: what each took) in
         detail, without counting them by reason (:meth:`count` does): those that are no distance
-        by kind, the others by reason and what it took, the farthest (``record(i)``: element ``i``)."""
+        by kind, the others by reason and what it took, the farthest (``record(i)``: element ``i``).
+        ``cls``: their rules.judge.special_class where the caller has it already."""
         _add_named(self.named, reasons, named)
-        cls = special_class(fmt, got, want)
+        cls = special_class(fmt, got, want) if cls is None else cls
         self.not_a_distance.update(SPECIALS[kind] for kind in cls[cls >= 0].tolist())
         keep = np.flatnonzero(cls < 0)
         if not keep.size:
@@ -118,23 +121,28 @@ class ReasonTally:
         if other.worst is not None and self._farther(other.worst):
             self.worst = other.worst
 
-    def beyond_budget(self, describe: "Callable[[object], dict] | None" = lambda r: r) -> "dict | None":
-        """The report's ``beyond_budget`` object (None when no element with a distance was accepted
-        beyond the budget): how many, the farthest distance, by reason and what it took, the
-        farthest element (``describe(record)``: it as an ElementRecord; None: left out) with its
-        reason and what it took."""
+    def far_accepted(self, describe: "Callable[[object], object] | None" = lambda r: r) -> "BeyondBudget | None":
+        """The elements with a distance accepted beyond the budget (None when there is none): how
+        many, the farthest distance, by reason and what it took, the farthest element
+        (``describe(record)``: it as an ElementRecord; None: left out) with its reason and what it took."""
         if not self.far:
             return None
         d, rec, reason, how = self.worst
-        out = {"elements": self.far, "max_ulp": d,
-               "by": {r: dict(sorted(self.by[r].items())) for r in REASONS if r in self.by}}
-        if describe is not None:  # an ElementRecord, written as reports write one
-            out["worst"] = describe(rec).but(reason=reason, accepted_as=how).to_json()
-        return out
+        return BeyondBudget(self.far, d, {r: dict(sorted(self.by[r].items())) for r in REASONS if r in self.by},
+                            None if describe is None else describe(rec).but(reason=reason, accepted_as=how))
+
+    def beyond_budget(self, describe: "Callable[[object], object] | None" = lambda r: r) -> "dict | None":
+        """:meth:`far_accepted` as written (a sweep's verdict)."""
+        far = self.far_accepted(describe)
+        return None if far is None else far.to_json()
 
     def reasons(self) -> dict:
         """Reason name -> elements (:func:`reason_counts`)."""
         return reason_counts(self.counts)
+
+    def reason_counts(self) -> ReasonCounts:
+        """The elements by reason, typed."""
+        return ReasonCounts(tuple(int(n) for n in self.counts))
 
     def to_json(self) -> dict:
         """Everything, for a checkpoint (a sweep's state): :meth:`from_json` reads it back (a

@@ -17,11 +17,12 @@ import numpy as np
 
 from sl1conf.adapters.base import fill_bits
 from sl1conf.conformance.rules import distances
+from sl1conf.conformance.rules.diagnosis import CallNote
 from sl1conf.conformance.rules.judge import SPECIALS, special_class
 from sl1conf.reference import formats
 
 __all__ = ["UNWRITTEN", "ERROR_KINDS", "error_kinds", "ElementRecord", "element_record", "oracle_at", "case_element",
-           "as_json", "detail_of", "with_detail"]
+           "as_json", "detail_of", "with_detail", "CallNote", "as_example"]
 
 _CONTEXT = ("case", "element", "length")  # written before the inputs
 _RESULT = ("dy", "x1", "x2", "beta", "expected", "got")  # the bit patterns, in this order
@@ -79,26 +80,34 @@ class ElementRecord:
 
     @classmethod
     def from_json(cls, data: dict) -> "ElementRecord":
-        """What :meth:`to_json` wrote with ``internal`` (a sweep's checkpoint, a fuzz summary)."""
-        return cls(**{name: data[name] for name in _RESULT}, ulp=data["ulp"], distance=int(data["ulp_value"]),
+        """What :meth:`to_json` wrote (with ``internal``: a sweep's checkpoint, a fuzz summary; without:
+        a report, its distance then the ``ulp`` written, -1 for a kind that is no distance)."""
+        ulp = data["ulp"]
+        distance = int(data["ulp_value"]) if "ulp_value" in data else ulp if isinstance(ulp, int) else -1
+        return cls(**{name: data[name] for name in _RESULT}, ulp=ulp, distance=distance,
                    not_written=bool(data.get("not_written", False)), at=data.get("at"),
                    **{name: data[name] for name in (*_CONTEXT, *_AFTER) if name in data})
 
 
+def as_example(example) -> "ElementRecord | CallNote":
+    """A report example typed: an :class:`ElementRecord` or a :class:`CallNote` as it is, a note
+    about a call given as a dict (``{"case", "detail"}``) as a CallNote."""
+    return CallNote.from_json(example) if isinstance(example, dict) else example
+
+
 def as_json(example) -> dict:
-    """A report example as written: an :class:`ElementRecord`'s :meth:`~ElementRecord.to_json`,
-    or a note about a call (a dict: no element) as it is."""
-    return example.to_json() if isinstance(example, ElementRecord) else example
+    """A report example as written (an :class:`ElementRecord`, a :class:`CallNote`, or a dict note)."""
+    return example if isinstance(example, dict) else example.to_json()
 
 
 def detail_of(example) -> str:
     """What ``example`` (an :class:`ElementRecord` or a note about a call) says: its detail."""
-    return example.detail if isinstance(example, ElementRecord) else example["detail"]
+    return as_example(example).detail
 
 
 def with_detail(example, detail: str):
     """``example`` (an :class:`ElementRecord` or a note about a call) saying ``detail``."""
-    return example.but(detail=detail) if isinstance(example, ElementRecord) else {**example, "detail": detail}
+    return replace(as_example(example), detail=detail)
 
 
 UNWRITTEN = "not written (dx1 still holds the fill)"  # an element's error kind: no result, no distance

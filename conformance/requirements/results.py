@@ -13,9 +13,16 @@ back (a finished report waived again, the runs the pytest plugin's workers certi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Optional
 
-__all__ = ["FamilyResult", "RequirementResult", "RunResult", "Report", "as_json", "incomplete_reasons",
+from sl1conf.conformance.requirements.entries import (
+    BeyondBudget, Bulk, ErrorSummary, ReasonCounts, example_from_json, observed_from_json, observed_to_json,
+    pattern_from_json,
+)
+from sl1conf.conformance.requirements.records import CallNote, ElementRecord
+
+__all__ = ["Counted", "FamilyResult", "RequirementResult", "RunResult", "Report", "as_json", "incomplete_reasons",
            "NOTHING_OBSERVED"]
 
 NOTHING_OBSERVED = "not observed: "
@@ -34,56 +41,133 @@ def as_json(value):
     return value
 
 
+def _counted_json(r) -> dict:
+    """The counts, the reasons, what was accepted beyond the budget, the bulk, the diagnosis, the
+    worst and the examples of a family's or a requirement's result, as written (in that order)."""
+    out = {} if r.checked is None else {"checked": r.checked, "failed": r.failed}
+    if r.reasons is not None:
+        out["reasons"] = r.reasons.to_json()
+    if r.beyond_budget is not None:
+        out["beyond_budget"] = r.beyond_budget.to_json()
+    if r.not_a_distance:
+        out["beyond_budget_not_a_distance"] = dict(r.not_a_distance)
+    if r.bulk is not None:
+        out["bulk"] = r.bulk.to_json()
+    if r.diagnosis is not None:
+        out["diagnosis"] = [d.to_json() for d in r.diagnosis]
+    if r.worst is not None:
+        out["worst"] = r.worst.to_json()
+    if r.examples:
+        out["examples"] = [e.to_json() for e in r.examples]
+    return out
+
+
+def _counted_from_json(d: dict) -> dict:
+    """What :func:`_counted_json` wrote, as the typed attributes (keyword arguments)."""
+    return {"checked": d.get("checked"), "failed": d.get("failed"),
+            "reasons": ReasonCounts.from_json(d["reasons"]) if "reasons" in d else None,
+            "beyond_budget": BeyondBudget.from_json(d["beyond_budget"]) if "beyond_budget" in d else None,
+            "not_a_distance": dict(d.get("beyond_budget_not_a_distance") or {}),
+            "bulk": Bulk.from_json(d["bulk"]) if "bulk" in d else None,
+            "diagnosis": tuple(map(pattern_from_json, d["diagnosis"])) if "diagnosis" in d else None,
+            "worst": ElementRecord.from_json(d["worst"]) if "worst" in d else None,
+            "examples": tuple(map(example_from_json, d.get("examples") or ()))}
+
+
+_COUNTED = ("checked", "failed", "reasons", "beyond_budget", "beyond_budget_not_a_distance", "bulk", "diagnosis",
+            "worst", "examples")
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What a tally found (requirements.tally.Tally.entry), typed: the elements and calls checked
+    and failed, by the judge's reason, those accepted beyond the budget (with a distance, and
+    those that are no distance by kind), the commonest error, the diagnosis (None: none was asked;
+    its patterns otherwise), the worst element and the examples (elements, notes about calls)."""
+
+    checked: Optional[int] = None  # None: nothing counted (an observation only)
+    failed: Optional[int] = None
+    reasons: Optional[ReasonCounts] = None
+    beyond_budget: Optional[BeyondBudget] = None
+    not_a_distance: dict = field(default_factory=dict)  # kind -> elements accepted beyond the budget
+    bulk: Optional[Bulk] = None
+    diagnosis: Optional[tuple] = None  # Pattern each
+    worst: Optional[ElementRecord] = None
+    examples: tuple = ()  # ElementRecord or CallNote each
+
+    def given(self) -> dict:
+        """Its attributes, as keyword arguments for a result."""
+        return {f.name: getattr(self, f.name) for f in fields(Counted)}
+
+
 @dataclass(frozen=True)
 class FamilyResult:
-    """A requirement judged family by family (R01): one family's counts and examples."""
+    """A requirement judged family by family (R01): one family's counts, reasons, worst and examples."""
 
     family: str
     checked: int
     failed: int
-    fields: dict = field(default_factory=dict)  # worst, examples
+    reasons: Optional[ReasonCounts] = None
+    worst: Optional[ElementRecord] = None
+    examples: tuple = ()
     waiver: str = ""  # the reason of the waiver that covers its failures
+    beyond_budget = bulk = diagnosis = None  # a family's line says no more than its counts, worst and examples
+
+    @property
+    def not_a_distance(self) -> dict:
+        return {}
 
     @property
     def status(self) -> str:
         return "pass" if not self.failed else "waived" if self.waiver else "fail"
 
     def to_json(self) -> dict:
-        return {"family": self.family, "status": self.status, "checked": self.checked, "failed": self.failed,
-                **self.fields, **({"waiver": self.waiver} if self.waiver else {})}
+        return {"family": self.family, "status": self.status, **_counted_json(self),
+                **({"waiver": self.waiver} if self.waiver else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "FamilyResult":
-        rest = {k: v for k, v in d.items() if k not in ("family", "status", "checked", "failed", "waiver")}
-        return cls(d["family"], d["checked"], d["failed"], rest, d.get("waiver", ""))
+        c = _counted_from_json(d)
+        return cls(d["family"], d["checked"], d["failed"], c["reasons"], c["worst"], c["examples"],
+                   d.get("waiver", ""))
+
+
+_OWN = ("id", "title", "kind", "statement", "status", "waiver", "waiver_partial")
+_AFTER = ("families", "observed")  # written after the counted fields; then ``extra``, then these:
+_LAST = ("reproduction", "rerun_cases")
 
 
 @dataclass(frozen=True)
 class RequirementResult:
-    """What one run found of one requirement. ``fields``: the report entry's fields after the
-    status, in its order (counts, the worst and example elements, the diagnosis, what was
-    observed; ``families``: FamilyResult per family where it is judged per family)."""
+    """What one run found of one requirement: what its tally counted (:class:`Counted`'s
+    attributes), its families (FamilyResult each, where it is judged per family), what it
+    ``observed`` (text; the models matched, a tuple; R16's answers, question -> OpenAnswer), how
+    far the commands reproduce a failure (``reproduction``; ``rerun_cases`` False: not by rerunning
+    its case), and ``extra``: what one requirement alone records, which no renderer reads (R09's
+    shared_vs_private, R17's shares, disputed_elements and combination, R01's rounding_bias)."""
 
     id: str
     title: str
     kind: str  # required or recorded (under this profile)
     statement: str
     applicable: bool  # something it is about was in the run
-    fields: dict = field(default_factory=dict)
+    checked: Optional[int] = None
+    failed: Optional[int] = None
+    reasons: Optional[ReasonCounts] = None
+    beyond_budget: Optional[BeyondBudget] = None
+    not_a_distance: dict = field(default_factory=dict)
+    bulk: Optional[Bulk] = None
+    diagnosis: Optional[tuple] = None
+    worst: Optional[ElementRecord] = None
+    examples: tuple = ()
+    families: tuple = ()
+    per_family: bool = False  # judged family by family: its families written, even none
+    observed: object = None
+    extra: dict = field(default_factory=dict)
+    reproduction: str = ""
+    rerun_cases: bool = True
     waiver: str = ""  # the reason of the waiver that covers its failures (not per family)
     waiver_partial: str = ""  # a waiver that names it but holds only some of its failures, and how many
-
-    @property
-    def checked(self) -> int:
-        return self.fields.get("checked", 0)
-
-    @property
-    def failed(self) -> int:
-        return self.fields.get("failed", 0)
-
-    @property
-    def families(self) -> list:
-        return self.fields.get("families", [])
 
     @property
     def status(self) -> str:
@@ -98,20 +182,63 @@ class RequirementResult:
         failing = [f for f in self.families if f.failed]
         return "waived" if self.waiver or failing and all(f.waiver for f in failing) else "fail"
 
+    @property
+    def over_the_run(self) -> list:
+        """What was found of the whole run, in no call (R01's rounding bias): its notes' details."""
+        return [e.detail for e in self.examples if isinstance(e, CallNote) and e.case is None]
+
+    @property
+    def model_parts(self) -> list:
+        """R17's combination of evaluation models, (model, where) each; empty where one model (or none) matched."""
+        combo = self.extra.get("combination")
+        return [(p["model"], p["where"]) for p in combo["parts"]] if combo else []
+
+    def entry_json(self) -> dict:
+        """Its fields after the status, as written."""
+        out = _counted_json(self)
+        if self.families or self.per_family:
+            out["families"] = [f.to_json() for f in self.families]
+        if self.observed is not None:
+            out["observed"] = observed_to_json(self.observed)
+        out.update(self.extra)
+        if self.reproduction:
+            out["reproduction"] = self.reproduction
+        if not self.rerun_cases:
+            out["rerun_cases"] = False
+        return out
+
     def to_json(self) -> dict:
         return {"id": self.id, "title": self.title, "kind": self.kind, "statement": self.statement,
-                "status": self.status, **as_json(self.fields),
+                "status": self.status, **self.entry_json(),
                 **({"waiver_partial": self.waiver_partial} if self.waiver_partial else {}),
                 **({"waiver": self.waiver} if self.waiver else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "RequirementResult":
-        own = ("id", "title", "kind", "statement", "status", "waiver", "waiver_partial")
-        fields = {k: v for k, v in d.items() if k not in own}
-        if "families" in fields:
-            fields["families"] = [FamilyResult.from_json(f) for f in fields["families"]]
-        return cls(d["id"], d["title"], d["kind"], d["statement"], d["status"] != "not-applicable", fields,
-                   d.get("waiver", ""), d.get("waiver_partial", ""))
+        return cls(d["id"], d["title"], d["kind"], d["statement"], d["status"] != "not-applicable",
+                   waiver=d.get("waiver", ""), waiver_partial=d.get("waiver_partial", ""),
+                   **_typed_fields({k: v for k, v in d.items() if k not in _OWN}))
+
+
+def given_fields(extra: dict) -> dict:
+    """What a check gives beside its tally (requirements.base.Check.extra: its families, what it
+    observed, ...) as a result's typed attributes (keyword arguments)."""
+    out = {k: v for k, v in _typed_fields(extra).items() if k not in _counted_from_json({})}
+    out["observed"] = observed_from_json(extra["observed"]) if "observed" in extra else None
+    return out
+
+
+def _typed_fields(d: dict) -> dict:
+    """A written entry's fields (after the status) as a result's typed attributes (keyword arguments)."""
+    out = _counted_from_json(d)
+    out["families"] = tuple(f if isinstance(f, FamilyResult) else FamilyResult.from_json(f)
+                            for f in d.get("families") or ())
+    out["per_family"] = "families" in d
+    out["observed"] = observed_from_json(d["observed"]) if "observed" in d else None
+    out["extra"] = {k: v for k, v in d.items() if k not in (*_COUNTED, *_AFTER, *_LAST)}
+    out["reproduction"] = d.get("reproduction", "")
+    out["rerun_cases"] = d.get("rerun_cases", True)
+    return out
 
 
 @dataclass(frozen=True)
@@ -124,7 +251,7 @@ class RunResult:
     cases: int
     elements: int
     requirements: list  # RequirementResult, in catalog order
-    errors: "dict | None" = None
+    errors: Optional[ErrorSummary] = None
     recorded: str = ""  # judged from a results file: what that covers
     incomplete: list = field(default_factory=list)
     broke: bool = False  # the certification itself failed (``incomplete`` says how): nothing was judged
@@ -140,14 +267,15 @@ class RunResult:
     def to_json(self) -> dict:
         return {"dtype": self.dtype, "variant": self.variant, "cases": self.cases, "elements": self.elements,
                 "requirements": [r.to_json() for r in self.requirements],
-                **({"errors": self.errors} if self.errors is not None else {}),
+                **({"errors": self.errors.to_json()} if self.errors is not None else {}),
                 **({"recorded": self.recorded} if self.recorded else {}),
                 **({"incomplete": list(self.incomplete)} if self.incomplete else {}), "verdict": self.verdict}
 
     @classmethod
     def from_json(cls, d: dict) -> "RunResult":
         args = (d["dtype"], d["variant"], d["cases"], d["elements"],
-                [RequirementResult.from_json(r) for r in d["requirements"]], d.get("errors"), d.get("recorded", ""),
+                [RequirementResult.from_json(r) for r in d["requirements"]],
+                ErrorSummary.from_json(d["errors"]) if d.get("errors") is not None else None, d.get("recorded", ""),
                 list(d.get("incomplete", ())))
         # a run written as failed that fails nothing it holds: its certification broke
         return cls(*args, broke=d.get("verdict") == "fail" and cls(*args).verdict != "fail")

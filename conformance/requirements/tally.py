@@ -8,7 +8,11 @@ import numpy as np
 
 from sl1conf.conformance.requirements.evidence import Evidence
 from sl1conf.conformance.requirements.reasons import ReasonTally
-from sl1conf.conformance.requirements.records import ERROR_KINDS, ElementRecord, as_json, element_record, error_kinds
+from sl1conf.conformance.requirements.entries import Bulk
+from sl1conf.conformance.requirements.records import (
+    ERROR_KINDS, CallNote, ElementRecord, as_example, element_record, error_kinds,
+)
+from sl1conf.conformance.requirements.results import Counted
 from sl1conf.conformance.rules.diagnosis import diagnose, diagnose_many
 
 __all__ = ["EXAMPLES", "calls_to_look_at", "Tally", "diagnose_tallies"]
@@ -116,10 +120,10 @@ class Tally:
         ids of other calls the failure involves (the call it was compared with)."""
         self.count((case_id, *also), detail)
         if case_id is None:
-            self.examples.insert(0, {"detail": detail})  # notes about calls: no element, a dict
+            self.examples.insert(0, CallNote(None, detail))  # a note about the run: no element, no call
             del self.examples[EXAMPLES:]
         elif len(self.examples) < EXAMPLES:
-            self.examples.append({"case": case_id, "detail": detail})
+            self.examples.append(CallNote(case_id, detail))
 
     def count(self, case_ids: tuple, detail: str = "") -> None:
         """One failing call or comparison of calls, without an example: the ids of the calls it
@@ -158,45 +162,36 @@ class Tally:
                               distance=d, may_be_fill=c.out_alias is None, case=j.row["id"], element=k,
                               length=int(c.call_length))
 
-    def example(self, j, k: int) -> dict:
-        """Element ``k`` of judgement ``j`` as a report shows it (written: the diagnosis's example)."""
-        return self.element(j, k).to_json()
-
     def diagnosed(self, findings: "dict | None" = None) -> bool:
         """Whether its entry has a diagnosis: it failed, on elements or on calls a finding may explain."""
         return bool(self.failed and (any(bad.any() for _, bad, _ in self.seen) or findings and self.noted))
 
-    def entry(self, details: bool = True, findings: "dict | None" = None, diagnosis: "list | None" = None) -> dict:
-        """The report's entry; ``details`` False: counts, worst and examples only (no diagnosis,
-        no accepted-far counts: a family's line under its requirement). ``findings``: findings about
-        whole calls the diagnosis tries as patterns (``RunContext.findings``); ``diagnosis``: the
-        diagnosis, where :func:`diagnose_tallies` made it with the run's others."""
-        out = {"checked": self.checked, "failed": self.failed}
-        if self.accepted.counts.any():
-            out["reasons"] = self.accepted.reasons()
-        beyond = self.accepted.beyond_budget() if details else None
-        if beyond:
-            out["beyond_budget"] = beyond
-        if details and self.accepted.not_a_distance:
-            out["beyond_budget_not_a_distance"] = dict(sorted(self.accepted.not_a_distance.items()))
-        example = self.example
+    def entry(self, details: bool = True, findings: "dict | None" = None, diagnosis: "list | None" = None) -> Counted:
+        """What it found, typed (results.Counted); ``details`` False: counts, reasons, worst and
+        examples only (no diagnosis, nothing accepted beyond the budget: a family's line under
+        its requirement). ``findings``: findings about whole calls the diagnosis tries as patterns
+        (``RunContext.findings``); ``diagnosis``: the diagnosis, where :func:`diagnose_tallies` made
+        it with the run's others."""
+        acc = self.accepted
+        far = acc.far_accepted() if details else None
+        bulk = None
         if details and self.kinds:  # the bulk: the commonest kind of error, with its first element
             kind, (n, first) = max(self.kinds.items(), key=lambda kv: (kv[1][0], -kv[0]))
-            out["bulk"] = {"kind": ERROR_KINDS[kind], "failed": n, "of": sum(v[0] for v in self.kinds.values()),
-                           "example": example(*first)}
+            bulk = Bulk(ERROR_KINDS[kind], n, sum(v[0] for v in self.kinds.values()), self.element(*first))
         if details and self.diagnosed(findings):
-            out["diagnosis"] = (diagnosis if diagnosis is not None
-                                else diagnose(self.seen, self.example, findings, self.noted))
-        if self.worst is not None:
-            out["worst"] = self.worst.to_json()
-        if self.examples:  # element records, and notes about calls (dicts)
-            out["examples"] = [as_json(e) for e in self.examples]
-        return out
+            diagnosis = tuple(diagnosis if diagnosis is not None
+                              else diagnose(self.seen, self.element, findings, self.noted))
+        else:
+            diagnosis = None
+        return Counted(self.checked, self.failed, acc.reason_counts() if acc.counts.any() else None, far,
+                       dict(sorted(acc.not_a_distance.items())) if details else {}, bulk, diagnosis,
+                       None if self.worst is None else self.worst.but(at=None),
+                       tuple(as_example(e) for e in self.examples))
 
 
 def diagnose_tallies(tallies: list, findings: "dict | None" = None) -> dict:
     """id(tally) -> its diagnosis, for every tally of ``tallies`` whose entry has one, made in one
     pass over their calls (rules.diagnosis.diagnose_many)."""
     asked = [t for t in tallies if t is not None and t.diagnosed(findings)]
-    made = diagnose_many([(t.seen, t.example, findings, t.noted) for t in asked])
+    made = diagnose_many([(t.seen, t.element, findings, t.noted) for t in asked])
     return {id(t): d for t, d in zip(asked, made)}

@@ -20,6 +20,9 @@ short call is in some tail.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 import numpy as np
 
 from sl1conf.conformance.rules.openbehaviour import BOUNDED, open_input
@@ -27,7 +30,7 @@ from sl1conf.reference import exact
 from sl1conf.reference import formats
 from sl1conf.reference.cores import core_chunks
 
-__all__ = ["diagnose", "diagnose_many", "WIDTHS", "TILES", "pattern_keys", "beta_classes", "beta_words", "OPEN",
+__all__ = ["CallNote", "Pattern", "diagnose", "diagnose_many", "WIDTHS", "TILES", "pattern_keys", "beta_classes", "beta_words", "OPEN",
            "OUTSIDE_BOUNDS", "OPEN_CLASSES", "POSITIONAL"]
 
 NOT_WRITTEN = "not written (dx1 still holds what it held before the call)"  # the pattern of unwritten elements
@@ -59,6 +62,43 @@ OPEN_CLASSES = ("beta-neg-inf", "beta-negative", "beta-zero", "beta-nan", "beta-
 """The classes of the call's beta the manual leaves open (or at infinity): one of them that holds every failure is
 their cause, before any position in the call (a run of short calls has every element in some tail)."""
 POSITIONAL = ("tail-", "tile-", "length-", "first", "last", "chunk")  # keys (prefixes) of where in a call, not what
+
+
+@dataclass(frozen=True)
+class CallNote:
+    """An example that names a call (``case``; None: the whole run) but no element: what was seen."""
+
+    case: Optional[str]
+    detail: str
+
+    def to_json(self) -> dict:
+        return {"detail": self.detail} if self.case is None else {"case": self.case, "detail": self.detail}
+
+    @classmethod
+    def from_json(cls, d: dict) -> "CallNote":
+        return cls(d.get("case"), d.get("detail", ""))
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One pattern of a diagnosis (rules.diagnosis): what it is, its key, how many of the failures
+    it holds (``failed`` of ``of``), the share of the elements checked it covers, an example."""
+
+    pattern: str
+    key: str
+    failed: int
+    of: int
+    checked_share: float
+    example: object  # an element (an ElementRecord) or a CallNote
+
+    def to_json(self) -> dict:
+        return {"pattern": self.pattern, "key": self.key, "failed": self.failed, "of": self.of,
+                "checked_share": self.checked_share, "example": self.example.to_json()}
+
+    @classmethod
+    def from_json(cls, d: dict, read) -> "Pattern":
+        """What :meth:`to_json` wrote; ``read(example)``: its example typed."""
+        return cls(d["pattern"], d.get("key", ""), d["failed"], d["of"], d["checked_share"], read(d["example"]))
 
 
 def _masks(j):
@@ -192,7 +232,7 @@ def diagnose(seen: list, element, findings: "dict | None" = None, noted=()) -> l
     as patterns over the elements and over ``noted``, per failing call or comparison of calls
     the requirement counted (a repeat that differed, a crash), the ids of the calls involved:
     direct evidence, such as a call that wrote dx1 after it returned, explains both.
-    Returns [{pattern, failed, of, checked_share, example}] (at most SHOWN), strongest first;
+    Returns [Pattern] (at most SHOWN), strongest first;
     the tails of several widths are one pattern, reported at the width that fits best."""
     return diagnose_many([(seen, element, findings, noted)])[0]
 
@@ -277,7 +317,7 @@ def _patterns(stats: dict, failed_total: int, checked_total: int, element, findi
             cid = next((c for c in involved if c in ids), None)
             if cid is not None:
                 st[1] += 1
-                st[3] = st[3] or {"case": cid, "detail": ids[cid]}
+                st[3] = st[3] or CallNote(cid, ids[cid])
     failed_total += len(noted)
     if not failed_total:
         return []
@@ -288,9 +328,8 @@ def _patterns(stats: dict, failed_total: int, checked_total: int, element, findi
         base = checked / checked_total if checked_total else share
         # a call finding is what was seen of the failing calls themselves, not a correlation: no lift asked
         if failed and share >= MIN_SHARE and (share >= MIN_LIFT * base or share == 1.0 and base < 1.0 or key in findings):
-            example = first if isinstance(first, dict) else element(*first)
-            found.append((key, share, base, {"pattern": text, "key": key, "failed": failed, "of": failed_total,
-                                             "checked_share": round(base, 4), "example": example}))
+            example = first if isinstance(first, CallNote) else element(*first)
+            found.append((key, share, base, Pattern(text, key, failed, failed_total, round(base, 4), example)))
     if any(f[0] in OPEN_CLASSES and f[1] == 1.0 for f in found):  # what the failures hold, not where they are
         found = [f for f in found if not f[0].startswith(POSITIONAL)]
     tails = [f for f in found if f[0].startswith("tail-")]

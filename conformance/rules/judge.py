@@ -228,8 +228,13 @@ same for the rules that decide under the profile (a strict-only rule is recorded
     def acceptable_beyond_budget(self) -> np.ndarray:
         """Reachable under the error model, an open alternative's bits, or an open input's answer
         within its bounds (whatever the distance); computed once per judgement (every rule reads it)."""
-        out = self.reach.stage > 0
-        for mask in (*self.alt.values(), self.bounded):
+        return (self.reach.stage > 0) | self.alternative | self.bounded
+
+    @functools.cached_property
+    def alternative(self) -> np.ndarray:
+        """An open alternative's bits (any of them)."""
+        out = np.zeros(self.got.shape, bool)
+        for mask in self.alt.values():
             out |= mask
         return out
 
@@ -463,9 +468,6 @@ def _reasons(j: Judgement, needs: np.ndarray) -> np.ndarray:
     out = np.where(j.ok, np.where(j.exact, Reason.EXACT, Reason.WITHIN_BUDGET), Reason.REJECTED).astype(np.uint8)
     beyond = j.ok & ~j.exact & needs
     if beyond.any():
-        alt = np.zeros(beyond.shape, bool)
-        for mask in j.alt.values():
-            alt |= mask
-        out[beyond] = np.where(alt[beyond], Reason.ALTERNATIVE,
+        out[beyond] = np.where(j.alternative[beyond], Reason.ALTERNATIVE,
                                np.where(j.bounded[beyond], Reason.OPEN_BOUNDS, Reason.REACHABLE))
     return out

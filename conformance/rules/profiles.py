@@ -134,9 +134,12 @@ def _parse(path: Path) -> Profile:
 
 
 def load_profile(name_or_path: str) -> Profile:
-    """A built-in profile by name (ieee, ft78ne, mt7004) or a TOML file by path."""
+    """A built-in profile by name (ieee, ft78ne, mt7004) or a TOML file by path: a file where
+    one is there (or the text ends in .toml), else the built-in of that name; a folder that
+    shares a built-in's name (an ``--out ieee``) is not read as a file."""
     candidate = Path(name_or_path)
-    if candidate.suffix == ".toml" or candidate.exists():
+    unnamed = candidate.exists() and name_or_path not in builtin_profiles()  # there, and no built-in's name
+    if candidate.suffix == ".toml" or candidate.is_file() or unnamed:
         if not candidate.is_file():
             raise ProfileError(f"{candidate}: no such profile file")
         return _parse(candidate)

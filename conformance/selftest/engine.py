@@ -20,8 +20,8 @@ from pathlib import Path
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.selftest.zoo import Member, build_harness, build_library, members
 
-__all__ = ["Target", "SelftestError", "SCHEMA_VERSION", "PLACEHOLDERS", "select", "check_target", "run_selftest",
-           "judge_member", "broken_lines"]
+__all__ = ["Target", "SelftestError", "SCHEMA_VERSION", "PLACEHOLDERS", "select", "check_target", "member_session",
+           "run_selftest", "judge_member", "broken_lines"]
 
 SCHEMA_VERSION = 1
 PLACEHOLDERS = ("{harness}", "{case}", "{result}")
@@ -74,9 +74,9 @@ def select(only=None, path=None) -> list:
 
 def check_target(target: Target, build_dir: Path, zoo: list) -> None:
     """Bad input before anything long runs: a compiler that cannot build the first member, a
-    template without its placeholders or whose program cannot start. Raises SelftestError or
-    the adapters' AdapterError (both one line, exit 2)."""
-    from sl1conf.adapters import load
+    template without its placeholders or whose program cannot start. Raises SelftestError, the
+    adapters' AdapterError (a build) or the session's InputError (the first member's session:
+    its platform, its build loaded), each one line, exit 2."""
     from sl1conf.adapters.cbuild import find_compiler
 
     find_compiler(target.cc)
@@ -87,8 +87,17 @@ def check_target(target: Target, build_dir: Path, zoo: list) -> None:
                                 f"(missing: {', '.join(missing)}), e.g. \"qemu-aarch64 {{harness}} {{case}} {{result}}\"")
     first = next((m for m in zoo if not (target.sim and m.host_only)), None)
     if first is not None:
-        with load(target.spec(_build(first, target, build_dir))):
+        with member_session(first, target.spec(_build(first, target, build_dir))).implementation:
             pass
+
+
+def member_session(member: Member, spec: str):
+    """The member's session, opened as every command opens one (``certify.session.open_session``:
+    one profile loader, one wording of a problem): the platform its zoo.toml row names, and the
+    implementation ``spec`` (its build); each problem one line naming the member's row."""
+    from sl1conf.conformance.certify.session import open_session
+
+    return open_session(member.platform, impl=spec, option=lambda name: f"zoo.toml member {member.name}: {name}")
 
 
 def _build(member: Member, target: Target, build_dir: Path) -> Path:
@@ -99,9 +108,8 @@ def _build(member: Member, target: Target, build_dir: Path) -> Path:
 
 def _certify_member(member: Member, target: Target, build_dir: str, quick: bool) -> dict:
     """One member's row of the matrix: built, certified on its profile, judged (in a pool worker)."""
-    from sl1conf.adapters import AdapterError, load
+    from sl1conf.adapters import AdapterError
     from sl1conf.conformance.certify.engine import certify
-    from sl1conf.conformance.certify.session import open_session
 
     started = time.perf_counter()
     row = {"name": member.name, "kind": member.kind, "meant_for": member.meant_for or None,
@@ -113,8 +121,8 @@ def _certify_member(member: Member, target: Target, build_dir: str, quick: bool)
         return row
     try:
         built = _build(member, target, Path(build_dir))
-        with load(target.spec(built)) as adapter:
-            session = open_session(member.platform, option=lambda name: f"zoo.toml member {member.name}: {name}")
+        session = member_session(member, target.spec(built))
+        with session.implementation as adapter:
             report = certify(adapter, session.profile, dtypes=[member.dtype],
                              variants=list(member.variants), quick=quick)
         row["verdict"] = report.verdict
