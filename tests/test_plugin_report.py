@@ -107,3 +107,24 @@ def test_bad_report_folder_is_a_usage_error(pytester, args, message):
     result = _run(pytester, *args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([message])
+
+
+def test_waivers_are_counted_as_certify_counts_them(pytester):
+    """A waiver that holds R03's failures and a stale one: the plugin's report says how many
+    requirements and failures each held, as certify's report for the same options does (the
+    counts summed over the session's runs, not only how many requirements matched)."""
+    from sl1conf.conformance.certify.waivers import load_waivers
+
+    pytester.path.joinpath("waivers.toml").write_text(
+        '[[waiver]]\nid = "R03"\nreason = "known overflow of the muldiv order"\n\n'
+        '[[waiver]]\nid = "R08"\nreason = "stale: nothing of R08 fails"\n')
+    result = _run(pytester, *DEFECT_ARGS, "--sl1-waivers", "waivers.toml", "--sl1-report", "rep")
+    report = _report(pytester.path / "rep")
+    with load(DEFECT) as impl:
+        want = certify(impl, load_profile("ieee"), dtypes=["fp16"], variants=["p"], quick=True,
+                       waivers=load_waivers(pytester.path / "waivers.toml")).to_json()
+    assert report["waivers"] == want["waivers"]
+    r03, stale = report["waivers"]
+    assert r03["matched"] == 1 and r03["failures"] > 0  # R03 fails on this defect: its failures are counted
+    assert stale["matched"] == stale["failures"] == 0
+    assert result.ret == 1  # the R01 families still fail

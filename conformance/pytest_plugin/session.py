@@ -281,7 +281,7 @@ class Conformance:
         opt, here = self.config.option, self.config.invocation_params.dir
         first = next((self.parts[k] for k in keys if k in self.parts), None)
         runs, vectors = [], {}
-        matched = [0] * len(self.waivers or [])
+        used = [{"matched": 0, "failures": 0} for _ in self.waivers or []]  # each waiver's use, summed over the runs
         for k in keys:
             part = self.parts.get(k)
             if part is None:  # certifying it failed: a failed run that judged nothing, saying why
@@ -292,7 +292,8 @@ class Conformance:
             for d, vs in part.vectors.items():
                 vectors.setdefault(d, vs)
             for i, w in enumerate(part.waivers or []):
-                matched[i] += w["matched"]
+                for k in used[i]:
+                    used[i][k] += w.get(k, 0)
         if first is None:
             from sl1conf.conformance.common.hostinfo import describe_host
 
@@ -304,7 +305,7 @@ class Conformance:
         invocation = {"impl": self.spec, "platform": opt.sl1_platform,
                       "profile": str(Path(here, opt.sl1_profile).resolve()) if opt.sl1_profile else None,
                       "vectors": [str(Path(here, p).resolve()) for p in opt.sl1_vectors] if opt.sl1_vectors else None}
-        waivers = [{**w, "matched": n} for w, n in zip(self.waivers, matched)] if self.waivers is not None else None
+        waivers = [{**w, **u} for w, u in zip(self.waivers, used)] if self.waivers is not None else None
         return report_of(runs, started=self.started, implementation=implementation, profile=self.profile,
                          invocation=invocation, only=(), host=host, vectors=vectors, quick=self.quick,
                          missing=self.missing, narrowed=narrowed, waivers=waivers)
