@@ -129,10 +129,21 @@ def test_planted_defect_in_histogram_and_verdict(tmp_path):
     assert lax["rejected"] == 2 and set(lax["requirements"]) == {"R01", "R03"}
 
 
+def _as_format_6(doc: dict) -> dict:
+    """A format-7 sweep.json of one plane as format 6 wrote the same sweep: no plane count, no
+    rejected element kept whole."""
+    old = json.loads(json.dumps(doc))
+    assert old.pop("planes") == 1
+    old["tally"].pop("rejections")
+    old.pop("summary", None)
+    old["format"] = "sl1conf-sweep/6"
+    return old
+
+
 def _as_format_5(doc: dict) -> dict:
     """A format-6 sweep.json as format 5 wrote the same sweep: no counts by reason, the elements
     accepted beyond the budget and their farthest, the alternatives' counts apart (open_answers)."""
-    old = json.loads(json.dumps(doc))
+    old = _as_format_6(doc)
     tally = old["tally"]
     accepted = tally.pop("accepted")
     reasons = accepted["reasons"]
@@ -173,9 +184,9 @@ def _as_format_4(doc: dict) -> dict:
     return old
 
 
-@pytest.mark.parametrize("older", ["5", "4"])
-def test_a_format_4_or_5_state_is_read_as_format_6(tmp_path, older):
-    """Formats 5 and 6 changed the shape of the counts, not how they were judged: a format-4
+@pytest.mark.parametrize("older", ["6", "5", "4"])
+def test_a_format_4_5_or_6_state_is_read_as_format_7(tmp_path, older):
+    """Formats 5, 6 and 7 changed the shape of the counts, not how they were judged: a format-4
     checkpoint (a planted defect's: a NaN, a zero of the other sign, distances) and a format-5 one
     are read back as the same tally, format 4's examples completed with the sweep's dy and beta,
     the counts by reason derived from format 5's (exact: the histogram's 0 ULP; rejected; the
@@ -184,10 +195,14 @@ def test_a_format_4_or_5_state_is_read_as_format_6(tmp_path, older):
     sweep(tmp_path, "p", beta=BETA, dy=dy, subset=f"x2={x2:#x}", adapter=Planted())
     path = tmp_path / "p" / "sweep.json"
     new = json.loads(path.read_text())
-    path.write_text(json.dumps(_as_format_5(new) if older == "5" else _as_format_4(_as_format_5(new))))
+    older_doc = {"6": _as_format_6, "5": _as_format_5, "4": lambda d: _as_format_4(_as_format_5(d))}[older](new)
+    assert older_doc["format"] == f"sl1conf-sweep/{older}" and "rejections" not in older_doc["tally"]
+    path.write_text(json.dumps(older_doc))
     state = S.load_state(tmp_path / "p")
-    assert state["format"] == S.STATE_FORMAT
-    back, want = state["tally"].to_json(), new["tally"]
+    assert state["format"] == S.STATE_FORMAT and state["planes"] == 1
+    # format 6 kept no rejected element whole: none is made up (the planted defect's 3 are in the new one)
+    assert state["tally"].rejections == [] and len(new["tally"]["rejections"]) == 3
+    back, want = state["tally"].to_json(), {**new["tally"], "rejections": []}
     assert back["accepted"]["reasons"] == want["accepted"]["reasons"]
     assert {k: v for k, v in back.items() if k != "accepted"} == {k: v for k, v in want.items() if k != "accepted"}
     assert want["accepted"]["reasons"]["rejected"] and want["accepted"]["reasons"]["within_budget"]
@@ -495,7 +510,7 @@ def test_a_hand_edited_sweep_json_is_one_line_naming_it(tmp_path, capsys):
         assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
         assert err.startswith(f"sl1conf: error: {path}: does not match the schema at tally/elements: "), err
     assert path.read_bytes() == saved and not (tmp_path / "m").exists()
-    with pytest.raises(S.SweepError, match="format is 'sl1conf-sweep/0', not sl1conf-sweep/6"):
+    with pytest.raises(S.SweepError, match=f"format is 'sl1conf-sweep/0', not {S.STATE_FORMAT}"):
         path.write_text(json.dumps({**state, "format": "sl1conf-sweep/0"}))
         S.load_state(tmp_path / "o")
 

@@ -55,14 +55,17 @@ def test_an_interrupted_dask_sweep_keeps_its_blocks_and_resumes(cluster, tmp_pat
     local = S.run_sweep(config, tmp_path / "local", shard=shard)
     assert local["tally"].statistics["rounding_bias"]
 
-    def stop(state, session):
-        if session["blocks"] == 3:
+    stopped = []
+
+    def stop(state, session):  # a task is a chunk of blocks on a cluster: stop at the first past 3
+        if session["blocks"] >= 3:
+            stopped.append(session["blocks"])
             raise KeyboardInterrupt
 
     with D.dask_executor(cluster.scheduler_address) as (executor, threads):
         with pytest.raises(KeyboardInterrupt):
             S.run_sweep(config, tmp_path / "dask", shard=shard, executor=executor, workers=threads, progress=stop)
-        assert len(S.load_state(tmp_path / "dask")["done"]) == 3  # saved on the way out
+        assert len(S.load_state(tmp_path / "dask")["done"]) == stopped[0] < len(local["done"])  # saved on the way out
         resumed = S.run_sweep(config, tmp_path / "dask", shard=shard, executor=executor, workers=threads)
     assert resumed["tally"].to_json() == local["tally"].to_json()
 
@@ -102,3 +105,20 @@ def test_workers_and_a_scheduler_are_refused_together(tmp_path, capsys):
     code, _, err = _cli(capsys, "sweep", "--impl", "builtin:kernel", "--beta", "0.1", "--dy", "1", "--subset", "x2=0",
                         "--workers", 2, "--scheduler", "tcp://127.0.0.1:1", "--out", tmp_path / "o")
     assert code == 2 and "--workers is for local runs" in err
+
+
+def test_a_volume_on_a_dask_cluster_gives_the_local_certificate(cluster, tmp_path, capsys):
+    """A volume of dy planes (issue 38): the certificate of a run on a LocalCluster is the local
+    run's, but for how it was made (``run``: the time, the sessions)."""
+    from sl1conf.conformance.search.sweep_certificate import load_certificate
+
+    args = ["sweep", "--impl", "builtin:kernel:muldiv-fp16", "--beta", "1000", "--dy", "0x63c0-0x63df",
+            "--subset", "x2=0x0001"]  # 32 planes: 2 blocks; diff * dy overflows fp16 at dy about 1000: rejections
+    code, _, _ = _cli(capsys, *args, "--workers", 1, "--out", tmp_path / "local")
+    assert code == 1
+    code, _, err = _cli(capsys, *args, "--scheduler", cluster.scheduler_address, "--out", tmp_path / "dask")
+    assert code == 1, err
+    local, dask = (load_certificate(tmp_path / d) for d in ("local", "dask"))
+    assert {k: v for k, v in dask.items() if k != "run"} == {k: v for k, v in local.items() if k != "run"}
+    assert local["rejected"]["elements"] > 0 and local["coverage"]["planes_complete"] == 32
+    assert local["rejected"]["by_requirement"].get("R03")  # an infinity where the result is finite

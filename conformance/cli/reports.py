@@ -21,6 +21,11 @@ def _load(path):
 def _cmd_report(args) -> int:
     from sl1conf.conformance.reports.write import FORMATS, write_report
 
+    folder = Path(args.dir)
+    if folder.is_dir() and (folder / "certificate.json").exists() and not (folder / "report.json").exists():
+        from sl1conf.conformance.search.sweep_certificate import render_folder
+        print(f"wrote {render_folder(folder)}")  # a sweep's certificate: its certificate.md again
+        return EXIT_OK
     report = _load(args.dir)
     formats = args.format or [f for f in FORMATS if f != "json"]
     own = Path(args.dir) if Path(args.dir).is_dir() else Path(args.dir).parent  # the folder it was read from

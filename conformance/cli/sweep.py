@@ -8,6 +8,7 @@ this module turns arguments into a sweep, shows progress on a terminal and print
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from sl1conf.conformance.cli import summaries
@@ -19,8 +20,10 @@ from sl1conf.conformance.common.platforms import cli_option
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import sweep
 
-HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and dy, against the oracle"
-DESCRIPTION = """Values are decimals (0.1), hex floats (0x1.8p-1) or fp16 bit patterns (0x2e66).
+HELP = "every fp16 (x1, x2) pair, or a named subset, for one beta and a dy or set of dy, against the oracle"
+DESCRIPTION = """Values are decimals (0.1), hex floats (0x1.8p-1) or fp16 bit patterns (0x2e66). --dy also takes
+a set of planes: all (every fp16 pattern), ranges of bit patterns (0x3c00-0x3fff) and lists
+(0x0001-0x03ff,0x3c00,1.5). A finished sweep writes OUT/certificate.json and certificate.md.
 Subsets: all (2^32 pairs), x2=V (every x1 for one x2), around-beta[:K] (every pair whose exact
 x1 - x2 is within K fp16 steps of +beta or -beta; K defaults to 8). Re-running the same command
 resumes from OUT/sweep.json; 'sl1conf sweep merge' combines shards. See docs/sweeps.md."""
@@ -36,7 +39,8 @@ def register(sub) -> None:
     p = sub.add_parser("sweep", help=HELP, description=DESCRIPTION, usage=USAGE)
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ... (as for certify)")
     p.add_argument("--beta", metavar="V", help="beta of every call (a value as above; required)")
-    p.add_argument("--dy", metavar="V", help="dy of every element (a value as above; required)")
+    p.add_argument("--dy", metavar="V|SET", help="dy of every element (a value as above), or a set of planes: all, "
+                   "0x3c00-0x3fff, lists of both (required)")
     p.add_argument("--dtype", type=dtype_arg, default=formats.FP16, help="fp16 only (the default): fp32 has 2^64 pairs")
     p.add_argument("--subset", default="all", help="all (default), x2=V or around-beta[:K]")
     p.add_argument("--variant", choices=("s", "p"), default="p", help="s or p (default p)")
@@ -80,12 +84,18 @@ def _sweep(args) -> int:
     if args.dtype.name != "fp16":
         raise UsageError(f"sweep covers fp16 only, not {args.dtype.name}: fp32 has 2^64 pairs "
                          "(use sl1conf fuzz or sl1conf certify for fp32)")
+    from sl1conf.conformance.search.sweep_dy import dys_text, parse_dys
+
     values = {}
-    for name in ("beta", "dy"):
-        try:
-            values[name], _ = formats.parse_value(formats.FP16, getattr(args, name))
-        except ValueError as exc:
-            raise UsageError(f"--{name}: {exc}") from None
+    try:
+        values["beta"], _ = formats.parse_value(formats.FP16, args.beta)
+    except ValueError as exc:
+        raise UsageError(f"--beta: {exc}") from None
+    try:
+        planes = parse_dys(args.dy)
+    except ValueError as exc:
+        raise UsageError(f"--dy: {exc}") from None
+    values["dy"] = planes[0] if len(planes) == 1 else dys_text(planes)
     try:
         shard = parse_shard(args.shard) if args.shard else WHOLE
     except ValueError as exc:
@@ -106,7 +116,7 @@ def _sweep(args) -> int:
         raise UsageError(f"--impl {args.impl}: {exc}") from None
     finally:
         show.close()
-    pending = len(shard.items(0, state["blocks"])) - sum(1 for k in state["done"] if shard.owns(k))
+    pending = len(shard.items(0, state["blocks"])) - state["done"].owned(shard)
     return _finish(state, session.profile, out, f"partial: {pending} blocks of this shard still to run; run "
                    "the same command again to continue" if pending else "")
 
@@ -124,30 +134,75 @@ def _merge(args) -> int:
 
 
 def _finish(state, profile, out, note: str = "") -> int:
-    """Write the summary into OUT/sweep.json, print it, and choose the exit status."""
+    """Write the summary into OUT/sweep.json, the rejections' vector set and the certificate
+    (OUT/certificate.json and .md: an unfinished sweep's says what is missing), print the summary,
+    and choose the exit status."""
+    from sl1conf.conformance.search.sweep_certificate import CERTIFICATE_FILE, CERTIFICATE_MD, write_certificate
+    from sl1conf.conformance.search.sweep_rejections import write_rejections
+
     sweep.finish(state, profile, out)
-    for line in summaries.sweep_lines(state, note):
+    vectors = write_rejections(out, state["tally"].rejections, state["config"]["variant"])
+    cert = write_certificate(out, state, vectors=vectors)
+    for line in _summary_lines(state, note):
         print(line)
+    print(f"certificate: {cert['result'].upper()} ({CERTIFICATE_FILE} and {CERTIFICATE_MD} beside sweep.json"
+          + (f"; the rejected elements kept: the vector set {vectors}" if vectors else "") + ")")
     print(f"summary: {Path(out) / sweep.STATE_FILE}")
     return EXIT_OK if state["summary"]["verdict"]["pass"] else EXIT_FAIL
+
+
+def _summary_lines(state, note: str) -> list:
+    """``summaries.sweep_lines``; for a volume of planes, its header names the dy set and the
+    element counts are of the volume (the explain line takes the worst element's own dy)."""
+    if state.get("planes", 1) == 1:
+        return summaries.sweep_lines(state, note)
+    c, worst = state["config"], state["summary"]["worst"]
+    first_dy = worst["dy"] if worst else formats.hex_bits(formats.FP16, int(sweep.SweepConfig(
+        c["impl"], 0, c["dy"]).planes[0]))
+    view = {**state, "pairs": state["pairs"] * state["planes"], "config": {**c, "dy": first_dy}}
+    lines = summaries.sweep_lines(view, note)
+    head, _, rest = lines[0].partition(", dy ")
+    lines[0] = f"{head}, dy {c['dy']} ({state['planes']:,} planes), subset{rest.partition(', subset')[2]}"
+    lines[1] = lines[1].replace(" pairs (", " elements (", 1)
+    return lines
 
 
 class _Bar:
     """``run_sweep``'s progress callback: the one bar of common.progress, on a terminal only,
     made at the first block (when the blocks of this run are known): blocks of this run done of
-    all, the ETA, elements per second, and the elements rejected or without a result so far."""
+    all, the ETA, elements per second, and the elements rejected or without a result so far; for
+    a volume of planes also the planes complete and the elements done of all (counted at most
+    once a second: a plane is complete when all its blocks are)."""
 
     def __init__(self):
-        self.bar, self.elements = None, 0
+        self.bar, self.elements, self.blocks, self.counted = None, 0, 0, 0.0
 
     def __call__(self, state, session) -> None:
         if self.bar is None:
             self.bar = Progress("sweep", session["todo"], "blocks")
         tally = state["tally"]
-        self.bar.update(1, elements=session["elements"] - self.elements,
-                        failures=tally.rejected_elements + tally.failed)
-        self.elements = session["elements"]
+        self.bar.update(session["blocks"] - self.blocks, elements=session["elements"] - self.elements,
+                        failures=tally.rejected_elements + tally.failed)  # a task is one block or a chunk
+        self.elements, self.blocks = session["elements"], session["blocks"]
+        if state.get("planes", 1) > 1 and time.monotonic() - self.counted >= 1.0:
+            self.counted = time.monotonic()
+            self.describe(_volume_text(state))
+
+    def describe(self, text: str) -> None:
+        bar = getattr(self.bar, "_bar", None)  # common.progress has no public way to change the description
+        if bar is not None:
+            bar.set_description_str(text, refresh=False)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def _volume_text(state) -> str:
+    """``sweep 12/256 planes, 3.1G/16.8G elements``: a volume's progress, in words for the bar."""
+    from sl1conf.conformance.search.sweep_planes import Planes
+
+    planes = Planes.of_state(state).planes_complete(state["done"])
+    size = lambda n: next(f"{n / d:.1f}{u}" for d, u in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1, "")) if n >= d or d == 1)  # noqa: E731
+    return (f"sweep {planes:,}/{state['planes']:,} planes, {size(state['tally'].elements)}/"
+            f"{size(state['pairs'] * state['planes'])} elements")

@@ -1,4 +1,5 @@
-"""Exhaustive fp16 sweeps: every (x1, x2) pair of a subset, for one beta and dy, against the oracle.
+"""Exhaustive fp16 sweeps: every (x1, x2) pair of a subset, for one beta and one dy or a set of dy planes,
+against the oracle.
 
 fp16 has 2^16 patterns, so for one (beta, dy) all 2^32 (x1, x2) pairs can be checked:
 no sampling, and no argument about coverage. The pairs of a subset are numbered and
@@ -25,14 +26,18 @@ a local pool or a Dask cluster, the checkpointed run. The rest, by job: ``sweep_
 identifies a sweep, its error), ``sweep_subsets`` (the ``--subset`` grammar: which pairs,
 numbered), ``sweep_tally`` (what blocks found, summed in any order), ``sweep_verdict`` (the
 verdict in certify's words, the summary), ``sweep_state`` (OUT/sweep.json), ``sweep_migration``
-(format 4 read as 5), ``sweep_merge`` (shards made one). Their public names are importable from
-here too.
+(older formats read as today's), ``sweep_merge`` (shards made one), ``sweep_dy`` (the ``--dy``
+grammar: one plane or a set of them), ``sweep_planes`` (a volume's elements numbered plane after
+plane, in blocks that may span planes), ``sweep_blocks`` (the blocks done, as runs),
+``sweep_certificate`` (certificate.json and .md) and ``sweep_rejections`` (the rejected elements
+as a vector set). Their public names are importable from here too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import signal
 import time
 from datetime import datetime, timezone
@@ -53,7 +58,9 @@ from sl1conf.conformance.search.fuzz import add_statistics
 from sl1conf.conformance.search.probing import run_probed
 from sl1conf.conformance.search.shards import WHOLE, Shard
 from sl1conf.conformance.search.sweep_config import BLOCK, SweepConfig, SweepError
+from sl1conf.conformance.search.sweep_blocks import BlockSet
 from sl1conf.conformance.search.sweep_merge import merge_folders, merge_states
+from sl1conf.conformance.search.sweep_planes import Planes
 from sl1conf.conformance.search.sweep_state import (STATE_FILE, STATE_FORMAT, check_same, load_state, save_state,
                                                     state_folder)
 from sl1conf.conformance.search.sweep_subsets import Subset, parse_subset
@@ -87,7 +94,9 @@ class _Block:
         self.config = config
         self.subset = parse_subset(config.subset, config.beta)
         self.adapter = adapter if adapter is not None else load(config.impl)
-        self.dy = np.full(config.block, config.dy, np.uint16)
+        self.planes = volume(config, self.subset)
+        self.dy = np.full(config.block, self.planes.dys[0], np.uint16)  # refilled where a block's planes differ
+        self.dy_is = int(self.planes.dys[0])  # the one dy self.dy holds, or None
         from sl1conf.conformance.rules.profiles import load_profile
 
         self.profile = load_profile(config.platform)
@@ -121,12 +130,28 @@ class _Block:
         np.putmask(want, np.greater(mag, FP16.exp_mask, out=nan), FP16.qnan_bits)
         return want
 
+    def inputs(self, k: int) -> tuple:
+        """(lo, hi, dy, x1, x2): block k's elements (numbered in the volume: element p * pairs + q
+        is pair q at the p-th dy) and their inputs; a block within one plane reuses this worker's
+        arrays, one spanning planes (a subset smaller than a block) puts its planes' pairs one
+        after another."""
+        lo, hi = self.planes.span(k)
+        parts = self.planes.segments(lo, hi)
+        if len(parts) == 1:
+            p, q, end = parts[0]
+            if self.dy_is != int(self.planes.dys[p]):
+                self.dy_is = int(self.planes.dys[p])
+                self.dy.fill(self.dy_is)
+            x1, x2 = self.pairs(q, end)
+            return lo, hi, self.dy[:hi - lo], x1, x2
+        self.dy_is = None
+        pairs = [self.subset.pairs(q, end) for _, q, end in parts]
+        x1, x2 = (np.concatenate([pr[i] for pr in pairs]) for i in (0, 1))
+        return lo, hi, self.planes.dy_of(lo, hi, self.dy), x1, x2
+
     def run(self, k: int) -> PlaneTally:
         c = self.config
-        lo = k * c.block
-        hi = min(lo + c.block, self.subset.size)
-        x1, x2 = self.pairs(lo, hi)
-        dy = self.dy[:hi - lo]
+        lo, hi, dy, x1, x2 = self.inputs(k)
         tally = PlaneTally()
         call = Case("fp16", dy, x1, x2, c.beta, variant=c.variant, core_mask=self.profile.core_mask, id=f"block {k}",
                     guard=("end", "start")[k % 2])  # reads and writes before the start fault in odd blocks
@@ -147,6 +172,11 @@ class _Block:
         return tally
 
 
+def volume(config: SweepConfig, subset: Subset) -> Planes:
+    """The sweep's planes (its dy set) of the subset's pairs, in its blocks."""
+    return Planes(config.planes, subset.size, config.block)
+
+
 def _close_block(worker: "_Block") -> None:
     worker.adapter.close()
 
@@ -161,37 +191,47 @@ def block_task(config: SweepConfig, k: int) -> tuple:
     return k, worker.run(k)
 
 
-def blocks_task(config: SweepConfig, blocks: list) -> list:
-    """[(k, the block's PlaneTally)] for each block of ``blocks``: one task of a local pool."""
-    return [block_task(config, k) for k in blocks]
+def blocks_task(config: SweepConfig, blocks: list) -> tuple:
+    """(``blocks``, their PlaneTallies merged): one task of a local pool or a cluster. Merged in
+    the worker: the process that keeps the checkpoint merges one tally per task, not per block
+    (a whole volume is 2^28 blocks; at about 0.1 ms a merge, one process could not keep up)."""
+    tally = PlaneTally()
+    for k in blocks:
+        tally.merge(block_task(config, k)[1])
+    return blocks, tally
 
 
 POOL_CHUNK = 4
 """Blocks a local pool hands a worker at a time: the pool's own bookkeeping costs the parent
 about 0.75 ms of CPU per task (about 0.3 ms a block in fours), which the workers' cores pay
 for; a Ctrl-C loses at most the chunks in flight."""
+CLUSTER_CHUNK = 64
+"""At most this many blocks a task on a cluster (fewer where a sweep is short: every worker
+thread gets tasks): a scheduler handles a few thousand tasks a second, a whole volume is 2^28
+blocks; a lost worker loses at most its tasks in flight (64 blocks: about a second of a core)."""
 
 
 @contextlib.contextmanager
-def _results(config, blocks, workers, adapter, executor=None):
-    """(block, PlaneTally) for each block, in this process, from a spawn pool of ``workers`` (chunks
-    of blocks, 2 per worker in flight) or through ``executor`` (2 blocks per worker thread in
-    flight): any order."""
+def _results(config, blocks, count: int, workers, adapter, executor=None):
+    """([blocks], their merged PlaneTally) for the ``count`` blocks of the iterable ``blocks``: one
+    block at a time in this process, chunks from a spawn pool of ``workers`` or through
+    ``executor`` (2 chunks per worker process or thread in flight); any order."""
     if executor is None and workers == 1:
         worker = _Block(config, adapter)
         try:
-            yield ((k, worker.run(k)) for k in blocks)
+            yield (([k], worker.run(k)) for k in blocks)
         finally:
             if adapter is None:
                 worker.adapter.close()
         return
     # a short sweep: every worker gets blocks
-    chunk = 1 if executor is not None else max(1, min(POOL_CHUNK, len(blocks) // (8 * workers)))
-    chunks = ((config, blocks[i:i + chunk]) for i in range(0, len(blocks), chunk))
+    chunk = max(1, min(POOL_CHUNK if executor is None else CLUSTER_CHUNK, count // (8 * workers)))
+    blocks = iter(blocks)
+    chunks = ((config, part) for part in iter(lambda: list(itertools.islice(blocks, chunk)), []))
     # the workers leave Ctrl-C to this process, which keeps the blocks done and ends them
     pool = process_pool(workers, ignore=(signal.SIGINT,)) if executor is None else contextlib.nullcontext(executor)
     with pool as runner, contextlib.closing(submitted(runner, blocks_task, chunks, 2 * workers)) as futures:
-        yield (pair for fut in futures for pair in fut.result())  # what is in flight is cancelled at the end
+        yield (fut.result() for fut in futures)  # what is in flight is cancelled at the end
 
 
 def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOLE, max_blocks=None,
@@ -203,7 +243,7 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
     its address, recorded in the session. ``adapter`` (workers == 1 only, no executor) runs an
     adapter object instead of loading ``config.impl``;
     ``max_blocks`` stops after that many blocks (run again to continue); ``progress(state,
-    session)`` is called after every block. The state is written to ``out`` at most every
+    session)`` is called after every task (a block, or a pool's or cluster's chunk of them). The state is written to ``out`` at most every
     :data:`CHECKPOINT_SECONDS` and when the run ends, normally or by an exception (Ctrl-C).
     """
     subset = parse_subset(config.subset, config.beta)
@@ -223,37 +263,42 @@ def run_sweep(config: SweepConfig, out, *, workers: int = 1, shard: Shard = WHOL
     finally:
         if adapter is None:
             probe.close()
-    nblocks = -(-subset.size // config.block)
+    nblocks = volume(config, subset).blocks
     if state is None:
-        state = {"format": STATE_FORMAT, "config": key, "pairs": subset.size, "blocks": nblocks,
-                 "done": set(), "complete": nblocks == 0, "shards": [], "adapter": described,
+        state = {"format": STATE_FORMAT, "config": key, "pairs": subset.size, "planes": len(config.planes),
+                 "blocks": nblocks,
+                 "done": BlockSet(), "complete": nblocks == 0, "shards": [], "adapter": described,
                  "sessions": [], "tally": PlaneTally()}
     if str(shard) not in state["shards"]:
         state["shards"].append(str(shard))
-    todo = [k for k in shard.items(0, nblocks) if k not in state["done"]]
+    # the blocks to do, walked lazily around the runs done (a copy: the set grows meanwhile)
+    done_before = BlockSet._of_runs(state["done"].runs())
+    count = len(shard.items(0, nblocks)) - done_before.owned(shard)
     if max_blocks is not None:
-        todo = todo[:max_blocks]
+        count = min(count, max_blocks)
+    todo = itertools.islice(done_before.missing(shard.items(0, nblocks)), count)
     if executor is None:
-        workers = max(1, min(workers, len(todo)))  # no process without a block to run
+        workers = max(1, min(workers, count))  # no process without a block to run
     from sl1conf.conformance.common.hostinfo import describe_host
 
     session = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "shard": str(shard),
-               "workers": workers, "todo": len(todo), "blocks": 0, "elements": 0, "seconds": 0.0,
+               "workers": workers, "todo": count, "blocks": 0, "elements": 0, "seconds": 0.0,
                "host": describe_host()}
     if scheduler:
         session["scheduler"] = scheduler
-    if todo:
+    if count:
         state["sessions"].append(session)
     t0 = time.perf_counter()
     # nothing to run: the state is written once, as it is; however the run ends (done, Ctrl-C,
     # an error): the blocks done are kept
-    with Checkpoint(functools.partial(save_state, out, state), CHECKPOINT_SECONDS, unsaved=not todo) as checkpoint, \
-            _results(config, todo, workers, adapter, executor) as results:
-        for k, tally in results:
+    with Checkpoint(functools.partial(save_state, out, state), CHECKPOINT_SECONDS, unsaved=not count) as checkpoint, \
+            _results(config, todo, count, workers, adapter, executor) as results:
+        for ks, tally in results:
             state["tally"].merge(tally)
-            state["done"].add(k)
+            for k in ks:
+                state["done"].add(k)
             state["complete"] = len(state["done"]) == nblocks
-            session["blocks"] += 1
+            session["blocks"] += len(ks)
             session["elements"] += tally.elements
             session["seconds"] = round(time.perf_counter() - t0, 3)
             checkpoint.changed()

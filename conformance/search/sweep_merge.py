@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sl1conf.conformance.search.sweep_blocks import BlockSet
 from sl1conf.conformance.search.sweep_config import SweepError
 from sl1conf.conformance.search.sweep_state import STATE_FILE, check_same, load_state
 from sl1conf.conformance.search.sweep_tally import PlaneTally
@@ -20,7 +21,7 @@ __all__ = ["merge_states", "merge_folders"]
 def merge_states(states: list) -> dict:
     """One state from sweeps of disjoint blocks of the same sweep (shards)."""
     first = states[0]
-    merged = {**first, "done": set(), "shards": [], "sessions": [], "tally": PlaneTally()}
+    merged = {**first, "done": BlockSet(), "shards": [], "sessions": [], "tally": PlaneTally()}
     for i, s in enumerate(states):
         check_same(s, first["config"], f"input {i + 1}")
         overlap = merged["done"] & s["done"]

@@ -14,10 +14,11 @@ from sl1conf.reference import formats
 from sl1conf.conformance.requirements.evidence import Evidence
 from sl1conf.conformance.search.sweep_tally import element_example, kept
 
-__all__ = ["FORMAT_4", "FORMAT_5", "from_format_4", "from_format_5"]
+__all__ = ["FORMAT_4", "FORMAT_5", "FORMAT_6", "from_format_4", "from_format_5", "from_format_6"]
 
 FORMAT_4 = "sl1conf-sweep/4"
 FORMAT_5 = "sl1conf-sweep/5"
+FORMAT_6 = "sl1conf-sweep/6"
 
 
 def from_format_4(state: dict, into: str) -> dict:
@@ -85,4 +86,18 @@ def from_format_5(state: dict, into: str) -> dict:
         state["format"] = into
     except (KeyError, TypeError, ValueError, AttributeError):
         pass  # not what format 5 held: the schema says what is wrong with it
+    return state
+
+
+def from_format_6(state: dict, into: str) -> dict:
+    """A format-6 state in format ``into`` (7: a volume of dy planes): one plane (format 6 swept one
+    dy), and no rejected element kept whole (format 6 kept only the worst per requirement: a
+    certificate says so rather than list none as if there were none). The same blocks, judged by
+    the same rules."""
+    try:
+        state.setdefault("planes", 1)
+        state["tally"].setdefault("rejections", [])
+        state["format"] = into
+    except (KeyError, TypeError, AttributeError):
+        pass  # not what format 6 held: the schema says what is wrong with it
     return state

@@ -15,16 +15,18 @@ from pathlib import Path
 
 from sl1conf.conformance.common import jsonfiles
 from sl1conf.conformance.common.files import write_atomic
-from sl1conf.conformance.search.ranges import parse_ranges, ranges_text
+from sl1conf.conformance.search.sweep_blocks import BlockSet
 from sl1conf.conformance.search.sweep_config import SweepError
-from sl1conf.conformance.search.sweep_migration import FORMAT_4, FORMAT_5, from_format_4, from_format_5
+from sl1conf.conformance.search.sweep_migration import (FORMAT_4, FORMAT_5, FORMAT_6, from_format_4, from_format_5,
+                                                        from_format_6)
 from sl1conf.conformance.search.sweep_tally import PlaneTally
 
 __all__ = ["STATE_FILE", "STATE_FORMAT", "load_state", "save_state", "check_same", "state_folder"]
 
 STATE_FILE = "sweep.json"
-STATE_FORMAT = "sl1conf-sweep/6"
-"""6: every element counted by the judge's reason (requirements.reasons; format 5 is read as 6,
+STATE_FORMAT = "sl1conf-sweep/7"
+"""7: a volume of dy planes (``planes``, ``config.dy`` a dy set) and the first rejected elements kept whole
+(format 6 is read as 7: one plane); 6: every element counted by the judge's reason (requirements.reasons; format 5 is read as 6,
 its counts by reason derived); 5: one Evidence per requirement (requirements.evidence) and every example an element record
 (format 4 is read as 5); 4: the rounding-bias counts leave out what an allowed evaluation gives;
 3: ``excepted`` is ``beyond_budget`` (as in reports), the statistics by name, the probes' call failures."""
@@ -48,19 +50,22 @@ def load_state(folder) -> "dict | None":
         state = from_format_4(state, FORMAT_5)
         found = state.get("format")
     if found == FORMAT_5:
-        state = from_format_5(state, STATE_FORMAT)
+        state = from_format_5(state, FORMAT_6)
+        found = state.get("format")
+    if found == FORMAT_6:
+        state = from_format_6(state, STATE_FORMAT)
         found = state.get("format")
     if found != STATE_FORMAT:
         older = isinstance(found, str) and found.startswith("sl1conf-sweep/")
         raise SweepError(f"{path} is not a readable sweep state (format is {found!r}, not {STATE_FORMAT}"
                          + ("; a checkpoint of an older sl1conf, judged by other rules (format 4: the rounding-bias "
                             "counts leave out the deviations an allowed evaluation gives, and the histogram has the "
-                            "reports' distance classes; format 6 reads formats 4 and 5): sweep again into another folder)"
+                            "reports' distance classes; format 7 reads formats 4 to 6): sweep again into another folder)"
                             if older else ")"))
     jsonfiles.validate(state, "sweep-state.schema.json", SweepError, str(path))
     try:  # the schema admits only what these read; the net catches a gap in it
         state["tally"] = PlaneTally.from_json(state["tally"])
-        state["done"] = parse_ranges(state["done"])
+        state["done"] = BlockSet.from_text(state["done"])
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise SweepError(f"{path} is not a readable sweep state ({type(exc).__name__}: {exc})") from None
     return state
@@ -69,13 +74,17 @@ def load_state(folder) -> "dict | None":
 def save_state(folder, state: dict) -> None:
     """Write ``state`` to FOLDER/sweep.json atomically, checked against
     schemas/sweep-state.schema.json first (a mismatch is a bug: RuntimeError, a traceback)."""
-    data = {**state, "done": ranges_text(state["done"]), "tally": state["tally"].to_json()}
+    data = {**state, "done": _done(state["done"]).text(), "tally": state["tally"].to_json()}
     path = Path(folder) / STATE_FILE
     jsonfiles.validate(data, "sweep-state.schema.json", RuntimeError, f"the sweep state for {path}")
     try:
         write_atomic(path, [json.dumps(data, indent=1), "\n"])
     except OSError as exc:  # a folder that went away, a full disk: one line, the blocks done are lost
         raise SweepError(f"{Path(folder)}: cannot write there ({exc.strerror or exc})") from None
+
+
+def _done(done) -> BlockSet:
+    return done if isinstance(done, BlockSet) else BlockSet(done)
 
 
 def check_same(state: dict, key: dict, where) -> None:

@@ -1,4 +1,4 @@
-"""Which pairs a sweep checks, numbered: ``all``, ``x2=V`` and ``around-beta[:K]`` (the grammar of
+"""Which pairs a sweep checks, numbered: ``all``, ``x2=V``, ``around-beta[:K]`` and ``x1=V,x2=W`` (the grammar of
 ``--subset``) as runs of (x2, a range of x1 patterns).
 
 Why numbered runs: a block is a range of pair numbers, so any worker finds the pairs of block k
@@ -97,10 +97,20 @@ def around_beta(beta_bits: int, k: int) -> Subset:
 
 
 def parse_subset(text: str, beta_bits: int) -> Subset:
-    """``all``, ``x2=V`` (every x1 for one x2) or ``around-beta[:K]``."""
+    """``all``, ``x2=V`` (every x1 for one x2), ``around-beta[:K]`` or ``x1=V,x2=W`` (one pair: with a
+    dy set, one point of every plane)."""
     t = text.strip().lower()
     if t == "all":
         return _full_runs("all", ALL_PATTERNS)
+    if t.startswith("x1=") and ",x2=" in t:  # one pair: a volume of dy planes at one point, 65,536 elements for all
+        x1_text, _, x2_text = t[3:].partition(",x2=")
+        try:
+            x1, x2 = (formats.parse_value(FP16, v)[0] for v in (x1_text, x2_text))
+        except ValueError as exc:
+            raise SweepError(f"subset {text!r}: {exc}") from None
+        h = lambda b: formats.hex_bits(FP16, b)  # noqa: E731
+        return Subset(f"x1={h(x1)},x2={h(x2)}", np.array([x1], np.uint16), np.array([x2], np.uint16),
+                      np.zeros(1, np.int64), np.array([0, 1], np.int64))
     if t.startswith("x2="):
         try:
             bits, _ = formats.parse_value(FP16, t[3:])
@@ -112,4 +122,4 @@ def parse_subset(text: str, beta_bits: int) -> Subset:
         if k and not (k.isdigit() and int(k) <= 4096):
             raise SweepError(f"subset {text!r}: K must be a whole number from 0 to 4096")
         return around_beta(beta_bits, int(k) if k else AROUND_BETA_K)
-    raise SweepError(f"unknown subset {text!r}: expected all, x2=V or around-beta[:K]")
+    raise SweepError(f"unknown subset {text!r}: expected all, x2=V, around-beta[:K] or x1=V,x2=W")

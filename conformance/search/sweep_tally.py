@@ -21,7 +21,7 @@ from sl1conf.conformance.requirements.reasons import ReasonTally
 from sl1conf.conformance.rules.judge import Reason, expected_for, judge
 from sl1conf.conformance.search.fuzz import add_statistics
 
-__all__ = ["BUCKETS", "ROWS", "PlaneTally", "element_example", "kept"]
+__all__ = ["BUCKETS", "ROWS", "KEEP_REJECTIONS", "PlaneTally", "element_example", "kept"]
 
 FP16 = formats.FP16
 BUCKETS = (*distances.BUCKETS, "zero-sign")
@@ -32,6 +32,9 @@ B_ZERO = NB - 1
 REFUSED = "rejected"
 """The open alternative a refused call is (rules.openbehaviour: an error the manual allows at an open input)."""
 ROWS = ("unmatched", "ftz", "model", "model+ftz")
+KEEP_REJECTIONS = 64
+"""Rejected elements a tally keeps whole (the first by pair number, whichever order the blocks came in):
+the examples a certificate lists and the vector set a volume's rejections are replayed from."""
 """What else a wrong element equals: nothing, only the flush-to-zero oracle, an accepted model."""
 
 
@@ -102,6 +105,7 @@ class PlaneTally:
         # alternatives' names: R16's record), the farthest by distance, then the lower pair
         self.accepted = ReasonTally(_first)
         self.statistics = {}  # statistic name -> "dtype/variant" -> its counts of the sampled blocks
+        self.rejections = []  # the first KEEP_REJECTIONS elements the judge rejects, by pair number
 
     def merge(self, other: "PlaneTally") -> "PlaneTally":
         self.elements += other.elements
@@ -117,7 +121,13 @@ class PlaneTally:
         add_evidence(self.requirements, other.requirements)
         self.accepted.merge(other.accepted)
         add_statistics(self.statistics, other.statistics)
+        self.keep(other.rejections)
         return self
+
+    def keep(self, records) -> None:
+        """Add rejected elements to those kept: the first :data:`KEEP_REJECTIONS` by pair number."""
+        if records:
+            self.rejections = sorted(self.rejections + list(records), key=_first)[:KEEP_REJECTIONS]
 
     def seen(self, block: int, lo, dy, x1, x2, beta, want, s: Seen) -> None:
         """A probe's finding on the block: the elements whose bits changed (``s.changed``) are
@@ -161,7 +171,9 @@ class PlaneTally:
         def worst(mask):
             at = np.flatnonzero(mask)
             return ex(int(at[np.argmax(np.where(j.dist[at] == formats.NAN_MISMATCH, 1 << 30, j.dist[at]))]))
-        self.rejected_elements += int((~j.ok).sum())
+        rejected = np.flatnonzero(~j.ok)
+        self.rejected_elements += int(rejected.size)
+        self.keep([ex(int(i)) for i in rejected[:KEEP_REJECTIONS]])  # idx ascends: the first by pair number
         for rid, bad in j.breaks.items():
             if bad.any():
                 self.requirements.setdefault(rid, Evidence()).add_elements(int(bad.sum()), worst(bad))
@@ -254,7 +266,8 @@ class PlaneTally:
         return {"elements": self.elements, "failed_elements": self.failed, "first_failure": self.failure,
                 "rows": rows, "rejected_elements": self.rejected_elements,
                 "requirements": {rid: e.to_json() for rid, e in sorted(self.requirements.items())},
-                "accepted": self.accepted.to_json(), "statistics": self.statistics}
+                "accepted": self.accepted.to_json(), "statistics": self.statistics,
+                "rejections": [kept(e) for e in self.rejections]}
 
     @classmethod
     def from_json(cls, data: dict) -> "PlaneTally":
@@ -270,6 +283,7 @@ class PlaneTally:
         t.requirements = evidence_of(data["requirements"])
         t.accepted = ReasonTally.from_json(data["accepted"], _first, _read)
         t.rejected_elements = data["rejected_elements"]
+        t.rejections = [_read(e) for e in data.get("rejections", [])]
         t.statistics = {name: {run: {who: dict(c) for who, c in counts.items()} for run, counts in runs.items()}
                         for name, runs in data["statistics"].items()}
         return t
