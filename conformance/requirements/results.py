@@ -223,9 +223,8 @@ class RequirementResult:
 def given_fields(extra: dict) -> dict:
     """What a check gives beside its tally (requirements.base.Check.extra: its families, what it
     observed, ...) as a result's typed attributes (keyword arguments)."""
-    out = {k: v for k, v in _typed_fields(extra).items() if k not in _counted_from_json({})}
-    out["observed"] = observed_from_json(extra["observed"]) if "observed" in extra else None
-    return out
+    counted = {f.name for f in fields(Counted)}  # the tally's (Tally.entry), not the check's
+    return {k: v for k, v in _typed_fields(extra).items() if k not in counted}
 
 
 def _typed_fields(d: dict) -> dict:
