@@ -23,7 +23,7 @@ from sl1conf.reference.cores import MAX_CORES, cores_of
 from sl1conf.reference.formats import FP16, FP32, format_by_name
 from sl1conf.reference.models import get_model
 
-from libc.stdint cimport uint16_t
+from libc.stdint cimport int64_t, uint16_t
 cimport numpy as cnp
 
 cnp.import_array()
@@ -45,6 +45,9 @@ cdef extern from "csrc/loops.h" nogil:
     Py_ssize_t sl1k_f32_filtered(const unsigned int *dy, const float *x1, const float *x2,
                                  float beta, unsigned int *out, unsigned char *ambiguous,
                                  Py_ssize_t n)
+    Py_ssize_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                                   uint16_t beta, const uint16_t *got, Py_ssize_t n,
+                                   int64_t *idx, uint16_t *want)
 
 _ORDERS = {"divmul": 0, "recipmul": 1, "muldiv": 2}
 _COMPUTES = {"fp16": 0, "fp32": 1, "fp64": 2}
@@ -204,3 +207,25 @@ def f32_filtered(const unsigned int[::1] dy, const float[::1] x1, const float[::
                                   &x2[0] if n else NULL, beta, &out[0] if n else NULL,
                                   &ambiguous[0] if n else NULL, n)
     return count
+
+
+def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
+                   const uint16_t[::1] got):
+    """(indices, correctly rounded bits there): the elements of ``got`` (fp16 bits) that are
+    not the correctly rounded result for (dy, x1, x2, beta), NaN compared as a class (a NaN
+    there as the canonical quiet NaN). The correctly rounded result is the muldiv-fp64 model
+    (``fast_oracle``'s proof), computed and compared in the cache, one thread: the sweep's
+    check of a block at the cost of the arithmetic (loops.c)."""
+    cdef Py_ssize_t n = dy.shape[0], count
+    if not (x1.shape[0] == x2.shape[0] == got.shape[0] == n):
+        raise ValueError("f16_mismatches: dy, x1, x2 and got must have one length")
+    idx = np.empty(n, np.int64)
+    want = np.empty(n, np.uint16)
+    cdef int64_t[::1] i = idx
+    cdef uint16_t[::1] w = want
+    if n:
+        with nogil:
+            count = sl1k_f16_mismatches(&dy[0], &x1[0], &x2[0], beta, &got[0], n, &i[0], &w[0])
+    else:
+        count = 0
+    return idx[:count].copy(), want[:count].copy()

@@ -46,7 +46,8 @@ from sl1conf.reference import reachable
 from sl1conf.reference.models import accepted_models
 
 __all__ = ["Reason", "REASONS", "BEYOND_BUDGET", "Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
-           "SPECIALS", "special_class", "is_subnormal", "InputFacts", "input_facts"]
+           "SPECIALS", "special_class", "is_subnormal", "InputFacts", "input_facts", "ALONE_RULES",
+           "within_budget_alone", "model_match"]
 
 
 class Reason(enum.IntEnum):
@@ -104,10 +105,24 @@ def expected_for(fmt: formats.Format, dy, x1, x2, beta: int, *, variant: str = "
         oracle = bits(fast_oracle.smoothl1lossgrad(*args, b))
     with np.errstate(all="ignore"):
         diff = exact_math.exact_diff(fmt, x1, x2)
-    return Expected(oracle, _flushed_oracle(fmt, args, b, beta, oracle),
-                    {m.name: bits(kernel.smoothl1lossgrad(*args, b, model=m.name, threads=1)) for m in accepted_models(fmt)},
+    return Expected(oracle, _flushed_oracle(fmt, args, b, beta, oracle), _model_bits(fmt, args, b),
                     openbehaviour.alternatives(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask, oracle=oracle,
                                                diff=diff), diff)
+
+
+def _model_bits(fmt: formats.Format, args, b) -> dict:
+    """Every accepted model's bits (the kernel's: the numpy emulation's but for NaN payloads) for
+    ``args`` (dy, x1, x2 as arrays of the format's dtype) and ``b`` (beta, a scalar of it)."""
+    return {m.name: np.ascontiguousarray(kernel.smoothl1lossgrad(*args, b, model=m.name, threads=1)).view(fmt.uint)
+            for m in accepted_models(fmt)}
+
+
+def model_match(fmt: formats.Format, got, dy, x1, x2, beta: int) -> np.ndarray:
+    """Where ``got`` is some accepted model's result (NaN as a class): a Judgement's ``models``
+    ORed, for elements judged without :func:`expected_for` (:func:`within_budget_alone`)."""
+    f = lambda a: np.ascontiguousarray(a, dtype=fmt.uint).view(fmt.dtype)  # noqa: E731
+    bits = _model_bits(fmt, (f(dy), f(x1), f(x2)), f(np.array([beta], fmt.uint))[0])
+    return np.logical_or.reduce([formats.same_result(fmt, got, m) for m in bits.values()] or [np.zeros(np.shape(got), bool)])
 
 
 def _flushed_oracle(fmt: formats.Format, args, b, beta: int, oracle: np.ndarray) -> np.ndarray:
@@ -368,6 +383,36 @@ ELEMENT_RULES: tuple = (
     ElementRule("R01", lambda j: np.ones(j.exact.shape, bool), _within_budget),
 )
 """The element rules: together with the profile, the whole tolerance policy of the suite."""
+
+
+ALONE_RULES = ("R02", "R03", "R04", "R05", "R06", "R01")
+"""The element rules :func:`within_budget_alone` was derived for (a test fails when ELEMENT_RULES
+changes, so that the derivation is made again)."""
+
+
+def within_budget_alone(fmt: formats.Format, profile, got, oracle, dist, dy, x1, x2, beta) -> np.ndarray:
+    """Where :func:`judge` gives :attr:`Reason.WITHIN_BUDGET`, told from the few facts that decide
+    it, for elements that are not exact (``got`` differs from ``oracle`` as a class; ``dist``:
+    their ULP distances): a sweep judges 2^48 elements and most of the wrong ones are a rounding
+    away, so it asks the whole judge (expected_for's models and alternatives, the error model)
+    only about the others. Derivation, rule by rule of ELEMENT_RULES (an element is WITHIN_BUDGET
+    when no deciding rule that applies falls short on its own, and it is not exact):
+    R02 applies on the boundary only (excluded here); R03 applies, with a finite result, and
+    accepts every finite result (an infinity or NaN on either side is excluded); R04 applies where
+    the exact result is special (excluded); R05 where both are zeros (excluded: they differ in
+    sign); R06 and R01 accept what is within the budget (required, the sign of a zero too where
+    the profile is strict). Elements with a subnormal input or result are left to the judge as
+    well: the flush-to-zero oracle is what tells them apart for the histogram's rows."""
+    g, w = np.asarray(got, fmt.uint), np.asarray(oracle, fmt.uint)
+    alone = _within(fmt, profile, g, w, dist, profile.max_ulp[fmt.name])
+    alone &= ~is_special(fmt, g) & ~is_special(fmt, w) & ~(is_zero(fmt, g) & is_zero(fmt, w))
+    alone &= ~is_subnormal(fmt, w) & ~is_subnormal(fmt, dy) & ~is_subnormal(fmt, x1) & ~is_subnormal(fmt, x2)
+    if is_subnormal(fmt, np.array([beta], fmt.uint))[0]:
+        return np.zeros(g.shape, bool)
+    at = np.flatnonzero(alone)
+    if at.size:
+        alone[at] = ~exact_math.at_boundary(fmt, np.asarray(x1, fmt.uint)[at], np.asarray(x2, fmt.uint)[at], beta)
+    return alone
 
 
 def _within(fmt: formats.Format, profile, got, want, dist, budget) -> np.ndarray:

@@ -164,8 +164,11 @@ class _Block:
         if outcome.status != "ok":
             tally.fail(k, hi - lo, outcome.status, outcome.detail)
             return tally
-        got, want = outcome.out[:hi - lo], self.oracle(dy, x1, x2)
-        tally.block(lo, dy, x1, x2, c.beta, got, want, self.profile)
+        got = outcome.out[:hi - lo]
+        bad, want = kernel.f16_mismatches(dy, x1, x2, c.beta, got)  # the oracle's bits where they differ
+        tally.block(lo, dy, x1, x2, c.beta, got, want, self.profile, bad=bad)
+        if probed.seen:  # a probe's few changed elements: the oracle's bits for those
+            want = self.oracle(dy, x1, x2)
         for s in probed.seen:
             tally.seen(k, lo, dy, x1, x2, c.beta, want, s)
         add_statistics(tally.statistics, probed.counts)

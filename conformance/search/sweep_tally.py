@@ -18,7 +18,7 @@ from sl1conf.conformance.requirements.base import Seen, element_record
 from sl1conf.conformance.requirements.evidence import Evidence, add_evidence, evidence_of, pick, worst_order
 from sl1conf.conformance.requirements.records import ElementRecord
 from sl1conf.conformance.requirements.reasons import ReasonTally
-from sl1conf.conformance.rules.judge import Reason, expected_for, judge
+from sl1conf.conformance.rules.judge import Reason, expected_for, judge, model_match, within_budget_alone
 from sl1conf.conformance.search.fuzz import add_statistics
 
 __all__ = ["BUCKETS", "ROWS", "KEEP_REJECTIONS", "PlaneTally", "element_example", "kept"]
@@ -72,15 +72,15 @@ def _wrong(got, want) -> np.ndarray:
     return np.delete(bad, nan[formats.is_nan_bits(FP16, got[bad[nan]])])
 
 
-def _expected(dy, x1, x2, beta, want, idx):
+def _expected(dy, x1, x2, beta, idx, w):
     """Everything acceptable (``judge.expected_for``) for the elements ``idx``, whose correctly
-    rounded bits are ``want[idx]``."""
-    return expected_for(FP16, dy[idx], x1[idx], x2[idx], beta, oracle=want[idx])
+    rounded bits are ``w``."""
+    return expected_for(FP16, dy[idx], x1[idx], x2[idx], beta, oracle=w)
 
 
-def _judged(profile, got, dy, x1, x2, beta, want, idx):
-    """The one judge's judgement of the elements ``idx``."""
-    return judge(FP16, profile, got[idx], _expected(dy, x1, x2, beta, want, idx), dy[idx], x1[idx], x2[idx], beta)
+def _judged(profile, got, dy, x1, x2, beta, idx, w):
+    """The one judge's judgement, in full, of the elements ``idx`` (``w``: their correctly rounded bits)."""
+    return judge(FP16, profile, got[idx], _expected(dy, x1, x2, beta, idx, w), dy[idx], x1[idx], x2[idx], beta)
 
 
 class PlaneTally:
@@ -144,29 +144,47 @@ class PlaneTally:
         d = formats.ulp_distance(FP16, np.array([bits], np.uint16), want[i:i + 1])[0]
         evidence.add_elements(len(at), element_example(lo + i, dy[i], x1[i], x2[i], beta, want[i], bits, d))
 
-    def block(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
-        """One block's results: :meth:`add` and :meth:`judge`, with everything acceptable
-        computed and judged once, on the elements that can count: those that are not the
-        correctly rounded result (every rule accepts those; NaN as a class)."""
-        bad = _wrong(got, want)
-        j = _judged(profile, got, dy, x1, x2, beta, want, bad) if bad.size else None
-        self._add(lo, dy, x1, x2, beta, got, want, bad, j)
-        self._judge(lo, dy, x1, x2, beta, got, want, bad, j)
+    def block(self, lo, dy, x1, x2, beta, got, want, profile, bad=None) -> None:
+        """One block's results: :meth:`add` and :meth:`judge` together, on the elements that can
+        count: those that are not the correctly rounded result (every rule accepts those; NaN as a
+        class). ``bad``: those elements' indices where the caller found them already
+        (``kernel.f16_mismatches``), and then ``want`` holds the correctly rounded bits of those
+        only. The judge decides every element; those a rounding away it decides from the few facts
+        that settle them (``judge.within_budget_alone``), the others in full, once."""
+        bad, w = (_wrong(got, want), None) if bad is None else (bad, want)
+        w = want[bad] if w is None else w
+        self.accepted.take(Reason.EXACT, got.size - bad.size)
+        if not bad.size:
+            return self._add(lo, dy, x1, x2, beta, got, bad, w, None)
+        g, d, a, b = got[bad], dy[bad], x1[bad], x2[bad]
+        dist = formats.ulp_distance(FP16, g, w)
+        alone = within_budget_alone(FP16, profile, g, w, dist, d, a, b, beta)
+        model, ftz = np.zeros(bad.size, bool), np.zeros(bad.size, bool)  # ftz: the oracle there (no subnormal)
+        at = np.flatnonzero(alone)
+        if at.size:
+            model[at] = model_match(FP16, g[at], d[at], a[at], b[at], beta)
+            self.accepted.take(Reason.WITHIN_BUDGET, int(at.size))
+        rest = np.flatnonzero(~alone)
+        if rest.size:
+            idx = bad[rest]
+            j = _judged(profile, got, dy, x1, x2, beta, idx, w[rest])
+            model[rest], ftz[rest] = np.logical_or.reduce(list(j.models.values())), j.ftz
+            self._judge(lo, dy, x1, x2, beta, got, idx, w[rest], j)
+        self._add(lo, dy, x1, x2, beta, got, bad, w, (dist, model, ftz))
 
     def judge(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
-        """One block's verdicts, by the one judge, on the elements that are not the correctly
-        rounded result (those every rule accepts)."""
+        """One block's verdicts, by the one judge in full, on the elements that are not the
+        correctly rounded result (those every rule accepts)."""
         bad = _wrong(got, want)
-        self._judge(lo, dy, x1, x2, beta, got, want, bad,
-                    _judged(profile, got, dy, x1, x2, beta, want, bad) if bad.size else None)
+        self.accepted.take(Reason.EXACT, got.size - bad.size)
+        if bad.size:
+            self._judge(lo, dy, x1, x2, beta, got, bad, want[bad], _judged(profile, got, dy, x1, x2, beta, bad, want[bad]))
 
-    def _judge(self, lo, dy, x1, x2, beta, got, want, idx, j) -> None:
-        """:meth:`judge` given the judgement ``j`` of the elements ``idx`` (the others exact)."""
-        self.accepted.take(Reason.EXACT, got.size - idx.size)
-        if not idx.size:
-            return
+    def _judge(self, lo, dy, x1, x2, beta, got, idx, w, j) -> None:
+        """:meth:`judge` given the judgement ``j`` of the elements ``idx`` (``w``: their correctly
+        rounded bits)."""
         ex = lambda k: element_example(lo + idx[k], dy[idx[k]], x1[idx[k]], x2[idx[k]], beta,  # noqa: E731
-                                       want[idx[k]], got[idx[k]], j.dist[k])
+                                       w[k], got[idx[k]], j.dist[k])
 
         def worst(mask):
             at = np.flatnonzero(mask)
@@ -182,25 +200,26 @@ class PlaneTally:
     def add(self, lo, dy, x1, x2, beta, got, want) -> None:
         """One block's results (bit patterns; pair numbers from ``lo``)."""
         bad = _wrong(got, want)
+        w = want[bad]
         if not bad.size:
-            return self._add(lo, dy, x1, x2, beta, got, want, bad, None)
-        exp = _expected(dy, x1, x2, beta, want, bad)
+            return self._add(lo, dy, x1, x2, beta, got, bad, w, None)
+        exp = _expected(dy, x1, x2, beta, bad, w)
         g = got[bad]
         model = np.logical_or.reduce([formats.same_result(FP16, g, bits) for bits in exp.models.values()])
-        self._add(lo, dy, x1, x2, beta, got, want, bad, (formats.ulp_distance(FP16, g, want[bad]), model,
-                                                          formats.same_result(FP16, g, exp.oracle_ftz)))
+        self._add(lo, dy, x1, x2, beta, got, bad, w, (formats.ulp_distance(FP16, g, w), model,
+                                                       formats.same_result(FP16, g, exp.oracle_ftz)))
 
-    def _add(self, lo, dy, x1, x2, beta, got, want, bad, j) -> None:
-        """:meth:`add` given the wrong elements ``bad`` and, for them, ``j``: the judgement's
-        ULP distances and which are an accepted model's bits and the flush-to-zero oracle's (a
-        Judgement or those three arrays)."""
+    def _add(self, lo, dy, x1, x2, beta, got, bad, w, j) -> None:
+        """:meth:`add` given the wrong elements ``bad``, their correctly rounded bits ``w`` and, for
+        them, ``j``: their ULP distances and which are an accepted model's bits and the
+        flush-to-zero oracle's (three arrays)."""
         n = got.size
         self.elements += n
         self.hist[0, 0] += n - bad.size
         if not bad.size:
             return
-        dist, model, ftz = (j.dist, np.logical_or.reduce(list(j.models.values())), j.ftz) if hasattr(j, "dist") else j
-        g, w = got[bad], want[bad]
+        dist, model, ftz = j
+        g = got[bad]
         nan = dist == formats.NAN_MISMATCH
         bucket = distances.bucket_of(dist)
         bucket[dist == 0] = B_ZERO

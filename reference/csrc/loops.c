@@ -215,3 +215,44 @@ ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2
     }
     return count;
 }
+
+/* The sweep's comparison (sl1conf.conformance.search.sweep): the correctly rounded
+ * result of every element (the muldiv-fp64 model, which sl1conf.reference.fast_oracle
+ * proves correctly rounded for fp16 data) computed CHUNK elements at a time into a buffer
+ * that stays in the L1 cache, and compared with got there, NaN as a class. Only the
+ * elements that differ leave: their indices in idx and the correctly rounded bits in want
+ * (a NaN as the canonical quiet NaN 0x7e00). A block that is mostly right costs the
+ * model's arithmetic and one read of got, not a 2-byte-per-element array written out and
+ * read back by three passes. idx and want hold n each; returns how many differ. */
+ptrdiff_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                              uint16_t beta, const uint16_t *got, ptrdiff_t n,
+                              int64_t *idx, uint16_t *want) {
+    enum { CHUNK = 2048, RUN = 64 };
+    uint16_t buf[CHUNK];
+    ptrdiff_t count = 0;
+    for (ptrdiff_t s = 0; s < n; s += CHUNK) {
+        const ptrdiff_t m = n - s < CHUNK ? n - s : CHUNK;
+        const uint16_t *g = got + s;
+        sl1k_f16(SL1_MULDIV * 3 + SL1_C64, dy + s, x1 + s, x2 + s, beta, buf, m);
+        for (ptrdiff_t i = 0; i < m; i += RUN) {
+            const ptrdiff_t e = i + RUN < m ? i + RUN : m;
+            uint16_t any = 0;
+            for (ptrdiff_t k = i; k < e; k++) /* vectorized: the common case, nothing differs */
+                any |= (uint16_t)(buf[k] ^ g[k]);
+            if (!any)
+                continue;
+            for (ptrdiff_t k = i; k < e; k++) {
+                const uint16_t w = buf[k], r = g[k];
+                if (w == r)
+                    continue;
+                const int w_nan = (w & 0x7fff) > 0x7c00, r_nan = (r & 0x7fff) > 0x7c00;
+                if (w_nan && r_nan)
+                    continue;
+                idx[count] = s + k;
+                want[count] = w_nan ? 0x7e00 : w;
+                count++;
+            }
+        }
+    }
+    return count;
+}

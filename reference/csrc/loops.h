@@ -31,6 +31,13 @@ int sl1k_f16(int model, const uint16_t *dy, const uint16_t *x1, const uint16_t *
 ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2,
                             float beta, uint32_t *out, uint8_t *ambiguous, ptrdiff_t n);
 
+/* The elements of got (fp16 bits) that are not the correctly rounded result, NaN as a
+ * class: their indices in idx, the correctly rounded bits in want (NaN as 0x7e00); returns
+ * their number. One thread; idx and want hold n each (loops.c says how). */
+ptrdiff_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                              uint16_t beta, const uint16_t *got, ptrdiff_t n,
+                              int64_t *idx, uint16_t *want);
+
 /* One call of the kernel over n elements, for sl1k_run. */
 typedef struct {
     int is_f32;          /* float32 data (else float16) */
