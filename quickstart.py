@@ -6,7 +6,8 @@
                                         PyTorch's CPU kernel (eager, and through torch.compile: the
                                         first platform compiles 124 graphs, about 4 minutes on 2 cores,
                                         the others reuse them, about 70 s) on every platform profile:
-                                        reports in reports/NAME-PLATFORM/ and their index reports/README.md;
+                                        reports in reports/NAME-PLATFORM/ and their index reports/README.md
+                                        (which lists every sweep certificate under reports/ too);
                                         then `sl1conf selftest --quick` on the host and for aarch64 under
                                         qemu-user: their matrices in docs/selftest.md
     python3 quickstart.py test [ARGS]   set up (with PyTorch, for its adapter's tests; --no-torch
@@ -99,7 +100,8 @@ PLATFORMS = ("ieee", "ft78ne", "mt7004")
 
 def write_reports(with_torch: bool, with_mindspore: bool = False) -> int:
     """Certify every implementation on every platform into reports/NAME-PLATFORM/ (report.json,
-    report.md, report.html, junit.xml), then write the index reports/README.md. A failing
+    report.md, report.html, junit.xml), then write the index reports/README.md, with the sweep
+    certificates found under reports/ (:func:`sweep_certificates`). A failing
     verdict is a finding, not an error of the demo: only exit status 2 (bad usage) fails it.
     An implementation left out (no torch, no --with-mindspore) keeps the reports already there,
     listed in the index as from an earlier run."""
@@ -133,17 +135,41 @@ def write_reports(with_torch: bool, with_mindspore: bool = False) -> int:
     if compare.returncode:
         print(compare.stderr, file=sys.stderr)
         return 1
+    failed, sweeps = sweep_certificates(REPORTS)
+    code |= failed
     index = ["# Conformance reports", "",
              "Written by `python3 quickstart.py demo` (the README's main command); each folder holds",
              "`report.json` (the source of truth, [schema](../conformance/schemas/report.schema.json)),",
              "`report.md`, `report.html` (self-contained, with plots) and `junit.xml`.",
              "Re-render one with `sl1conf report DIR`; compare two with `sl1conf gate NEW --baseline OLD`.", "",
              "| implementation | `--impl` | platform | verdict | failed requirements | largest error (ULP) | report |",
-             "|---|---|---|---|---|---|---|", *rows, "",
+             "|---|---|---|---|---|---|---|", *rows, "", *sweeps,
              "## Side by side", "", "`sl1conf compare reports/*/`:", "", compare.stdout.rstrip(), ""]
     _write_atomic(REPORTS / "README.md", "\n".join(index))
     print(f"quickstart: wrote {REPORTS / 'README.md'}", flush=True)
     return code
+
+
+def sweep_certificates(reports: Path) -> tuple:
+    """The index's section on the sweep certificates under ``reports`` (any ``certificate.json``
+    at any depth, e.g. reports/sweeps/NAME/, a row each, as `sl1conf sweep index` renders them):
+    (0, its lines; none when there is no certificate), or (1, no lines) when one is not a
+    certificate (what sl1conf said is printed). Sweeps are not rerun by the demo (a full one takes
+    minutes to hours): the certificates listed are the ones committed or left there."""
+    found = subprocess.run([str(BIN / "sl1conf"), "sweep", "index", str(reports)], cwd=ROOT, env=_env(),
+                           capture_output=True, text=True)
+    if found.returncode:
+        print(found.stderr, end="", file=sys.stderr)
+        return 1, []
+    table = found.stdout.splitlines()
+    if not table:
+        return 0, []
+    return 0, ["## Sweep certificates", "",
+               "Exhaustive fp16 sweeps (`sl1conf sweep`, [docs/sweeps.md](../docs/sweeps.md)): every element of",
+               "the subset and dy planes named, for one beta, judged as certify judges. Not rerun by this demo;",
+               "each folder holds `certificate.json` (the claim,",
+               "[schema](../conformance/schemas/sweep-certificate.schema.json)) and `certificate.md`.",
+               "", *table, ""]
 
 
 def _write_atomic(path: Path, text: str) -> None:

@@ -285,3 +285,65 @@ def test_a_summary_that_would_not_match_is_a_bug_and_is_not_written(capsys, tmp_
     with pytest.raises(RuntimeError, match="does not match the schema at certify/0"):
         main(["fuzz", *KERNEL, "--out", str(tmp_path / "o")])
     assert not (tmp_path / "o" / "summary.json").exists()
+
+
+# ------------------------------------------------------------------ a sweep's rejections, replayed
+
+
+def test_fuzz_replay_runs_a_sweeps_rejected_elements_again(capsys, tmp_path):
+    import numpy as np
+
+    from test_sweep_volume import PLANTED, PLANTED_DY
+
+    (tmp_path / "planted.py").write_text(PLANTED)
+    planted = f"python:{tmp_path / 'planted.py'}:grad"
+    out = tmp_path / "sweep"
+    # two planes, x2 = 0.5, beta = 1: the planted one (dy 0x4321) is wrong by 4 steps wherever its result is
+    # finite; the sweep keeps its first 64 rejected elements, x1 = 0x0000 ... 0x003f (x1 - x2 about -0.5)
+    assert main(["sweep", "--impl", planted, "--beta", "1", "--dy", f"0x4320-{PLANTED_DY:#06x}", "--subset",
+                 "x2=0x3800", "--workers", "1", "--out", str(out)]) == 1
+    capsys.readouterr()
+    dy = np.uint16(PLANTED_DY).view(np.float16)
+    expected = int((np.float16(-0.5) * dy).view(np.uint16))  # -0.5 * dy: exact in fp16
+    for where in (out, out / "rejections-fp16"):  # the sweep's folder, or the set it wrote
+        code, text, err = run(capsys, "replay", str(where))
+        assert code == 1, err
+        assert text.startswith(f"replay of {out / 'rejections-fp16'} (the rejections of the sweep of {planted} ")
+        assert "1 call(s), 64 elements" in text and "R01 accuracy: fp16 p, 64 of 64 elements rejected" in text
+        assert (f"dy={PLANTED_DY:#06x} x1=0x0000 x2=0x3800 beta=0x3c00: expected {expected:#06x}, "
+                f"got {expected + 4:#06x} (4 ULP)") in text
+        assert text.rstrip().endswith("verdict: FAIL (64 of 64 elements rejected again)")
+    for impl in ("builtin:oracle", "builtin:kernel"):  # correct ones: nothing fails again
+        code, text, _ = run(capsys, "replay", str(out), "--impl", impl)
+        assert code == 0 and "0 finding(s)" in text and "by the judge's reason: 64 exact" in text
+        assert text.rstrip().endswith("verdict: PASS (none of the 64 elements fails again)")
+    # certify --vectors reads the same set, and judges it alike
+    assert main(["certify", "--impl", planted, "--vectors", str(out / "rejections-fp16"), "--out",
+                 str(tmp_path / "c1")]) == 1
+    assert main(["certify", "--impl", "builtin:oracle", "--vectors", str(out / "rejections-fp16"), "--out",
+                 str(tmp_path / "c2")]) == 0
+    capsys.readouterr()
+    # a set no sweep wrote needs --impl (judged on ieee); a sweep with no rejection has nothing to replay
+    (tmp_path / "loose").mkdir()
+    import shutil
+
+    shutil.copytree(out / "rejections-fp16", tmp_path / "loose" / "set")
+    code, _, err = run(capsys, "replay", str(tmp_path / "loose" / "set"))
+    assert code == 2 and "needs --impl SPEC" in err and err.count("\n") == 1
+    code, text, _ = run(capsys, "replay", str(tmp_path / "loose" / "set"), "--impl", planted)
+    assert code == 1 and "(a vector set) on" in text and "judged on ieee" in text
+    clean = tmp_path / "clean"
+    assert main(["sweep", "--impl", "builtin:kernel", "--beta", "1", "--dy", "0x3c00", "--subset", "x2=0x3800",
+                 "--out", str(clean)]) == 0
+    capsys.readouterr()
+    code, text, _ = run(capsys, "replay", str(clean))
+    assert code == 0 and "nothing to replay" in text
+
+
+def test_fuzz_replay_without_batch_names_what_it_takes(capsys, tmp_path):
+    out = tmp_path / "o"
+    assert run(capsys, *KERNEL, "--out", str(out))[0] == 0
+    code, _, err = run(capsys, "replay", str(out))  # a fuzz output folder still needs its batch
+    assert code == 2 and "replay needs --batch K" in err and err.count("\n") == 1
+    code, _, err = run(capsys, "replay", str(tmp_path / "nothing"))
+    assert code == 2 and err.strip().endswith("nothing: no such folder")

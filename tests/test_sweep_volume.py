@@ -283,3 +283,104 @@ def test_a_certificate_renders_again_and_has_its_index_row(tmp_path, capsys):
     row = index_row(load_certificate(tmp_path / "c"), "c")
     # one column per header cell; x1 - x2 = 1 = beta: the results are dy exactly, both correctly rounded
     assert row.count(" | ") == INDEX_HEADER[0].count(" | ") and "**PASS**" in row and "| 2 of 2 |" in row
+
+
+# --------------------------------------------------------------------------------------
+# issue 38's leftovers: the reports index, a volume's summary in sweep_lines, the bar's label
+
+
+def _quickstart():
+    """quickstart.py (the repository's root; run by the system python, imported here)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "quickstart.py"
+    spec = importlib.util.spec_from_file_location("quickstart_under_test", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    if not (module.BIN / "sl1conf").exists():
+        pytest.skip(f"quickstart's {module.BIN / 'sl1conf'} is not installed")
+    return module
+
+
+def _cells(row: str) -> list:
+    return [c.strip() for c in row.strip().strip("|").split(" | ")]
+
+
+def test_the_reports_index_lists_every_sweep_certificate_under_reports(tmp_path, capsys, planted):
+    qs = _quickstart()
+    reports = tmp_path / "reports"
+    (reports / "kernel-ieee").mkdir(parents=True)  # a certification's folder: no certificate, no row
+    assert qs.sweep_certificates(reports) == (0, [])  # no certificate: no section
+    # x1 - x2 = 1 = beta: on the boundary the result is +-dy exactly, so both elements are correctly rounded
+    assert cli(capsys, "sweep", "--impl", "builtin:kernel", "--beta", "1", "--dy", "0x3c00,0x4000", "--subset",
+               "x1=0x3c00,x2=0", "--out", reports / "sweeps" / "kernel-beta1")[0] == 0
+    # x1 - x2 = 0.5 < beta = 1: 0.5 * dy, exact in fp16, and the planted implementation is 4 steps off there
+    assert cli(capsys, "sweep", "--impl", planted, "--beta", "1", "--dy", f"{PLANTED_DY:#06x}", "--subset",
+               "x1=0x3c00,x2=0x3800", "--out", reports / "sweeps" / "deep" / "planted")[0] == 1
+    code, lines = qs.sweep_certificates(reports)
+    assert code == 0 and lines[0] == "## Sweep certificates"
+    table = [line for line in lines if line.startswith("|")]
+    header, rows = _cells(table[0]), [dict(zip(_cells(table[0]), _cells(r))) for r in table[2:]]
+    assert len(rows) == 2 and all(len(_cells(r)) == len(header) for r in table[2:])
+    deep, kernel = rows  # by path: sweeps/deep/planted before sweeps/kernel-beta1
+    assert (kernel["`--impl`"], kernel["platform"], kernel["beta"], kernel["dy"], kernel["subset"]) == (
+        "`builtin:kernel`", "ieee", "0x3c00", "`0x3c00,0x4000`", "`x1=0x3c00,x2=0x0000`")
+    assert (kernel["result"], kernel["elements checked of all"], kernel["rejected"]) == ("**PASS**", "2 of 2", "0")
+    assert (deep["`--impl`"], deep["dy"], deep["result"], deep["elements checked of all"], deep["rejected"]) == (
+        f"`{planted}`", f"`{PLANTED_DY:#06x}`", "**FAIL**", "1 of 1", "1")
+    for row, folder in ((kernel, "sweeps/kernel-beta1"), (deep, "sweeps/deep/planted")):  # links relative to reports/
+        assert row["certificate"] == f"[md]({folder}/certificate.md) · [json]({folder}/certificate.json)"
+        assert (reports / folder / "certificate.md").is_file()
+    # the same table from the command quickstart runs
+    code, out, _ = cli(capsys, "sweep", "index", reports)
+    assert code == 0 and out.splitlines() == table
+    # a certificate.json that is not one: the index says so in one line and quickstart fails the demo
+    (reports / "bad").mkdir()
+    (reports / "bad" / "certificate.json").write_text("{}")
+    assert qs.sweep_certificates(reports) == (1, [])
+    assert "bad/certificate.json" in capsys.readouterr().err  # what sl1conf said, passed on
+    code, out, err = cli(capsys, "sweep", "index", reports)
+    assert code == 2 and not out and err.startswith("sl1conf: error: ") and err.count("\n") == 1
+    assert "certificate.json" in err
+
+
+def test_sweep_lines_say_a_volume_in_elements_and_planes(tmp_path, planted):
+    from sl1conf.conformance.cli import summaries
+    from sl1conf.conformance.rules.profiles import load_profile
+
+    volume = S.run_sweep(S.SweepConfig(planted, 0x3C00, "0x4320-0x4323", "x2=0x3800", block=SMALL * 16),
+                         tmp_path / "v")
+    S.finish(volume, load_profile("ieee"), tmp_path / "v")
+    lines = summaries.sweep_lines(volume)
+    assert lines[0] == (f"sweep of {planted}: fp16 p, beta 0x3c00 (1), dy 0x4320-0x4323 (4 planes), "
+                        "subset x2=0x3800")
+    assert lines[1].startswith(f"{4 * 65536:,} of {4 * 65536:,} elements (complete) in ")
+    explain = next(line for line in lines if "sl1conf explain" in line)
+    assert "--dy 0x4321 " in explain  # the worst element's own plane, the planted one
+    one = S.run_sweep(S.SweepConfig("builtin:kernel", 0x3C00, 0x3C01, "x2=0x0001", block=SMALL * 16), tmp_path / "s")
+    S.finish(one, load_profile("ieee"), tmp_path / "s")
+    lines = summaries.sweep_lines(one, "a note")
+    assert lines[0] == "sweep of builtin:kernel: fp16 p, beta 0x3c00 (1), dy 0x3c01 (1.00098), subset x2=0x0001"
+    assert lines[1].startswith("65,536 of 65,536 pairs (complete) in ") and lines[-2:] == ["a note", "verdict: PASS"]
+
+
+def test_the_progress_label_is_set_through_its_public_describe(tmp_path, capsys, monkeypatch):
+    import functools
+    import io
+
+    from sl1conf.conformance.cli import sweep as sweep_cli
+    from sl1conf.conformance.common.progress import Progress
+
+    buf = io.StringIO()
+    bar = Progress("sweep", 4, "blocks", enabled=True, file=buf, mininterval=0)
+    bar.describe("sweep 1/4 planes")
+    bar.update(1)
+    bar.close()
+    assert "sweep 1/4 planes: " in buf.getvalue()
+    Progress("sweep", 4, enabled=False).describe("nothing drawn")  # disabled: a no-op
+    shown = io.StringIO()  # the sweep's bar on a "terminal": a volume's planes in its label
+    monkeypatch.setattr(sweep_cli, "Progress", functools.partial(Progress, enabled=True, file=shown))
+    assert cli(capsys, "sweep", "--impl", "builtin:kernel", "--beta", "1", "--dy", "0x3c00-0x3c03", "--subset",
+               "x2=0x0001", "--workers", 1, "--out", tmp_path / "b")[0] == 0
+    assert "planes, " in shown.getvalue() and " elements" in shown.getvalue()

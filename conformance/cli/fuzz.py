@@ -27,7 +27,8 @@ __all__ = ["register"]
 USAGE = """sl1conf fuzz --impl SPEC [--platform NAME|FILE | --profile FILE] --out DIR
                     [--elements N | --seconds S] [options]
        sl1conf fuzz merge DIR [DIR ...] --out DIR [--force]
-       sl1conf fuzz replay DIR --batch K [--impl SPEC]"""
+       sl1conf fuzz replay DIR --batch K [--impl SPEC]
+       sl1conf fuzz replay SWEEP_OUT|VECTORS [--impl SPEC]"""
 MAX_CASES = 20
 EXIT_INTERRUPTED = 130
 MAX_BATCH_ELEMENTS = 1 << 26
@@ -42,7 +43,8 @@ def register(sub) -> None:
         "fuzz", help="fuzz an implementation; save every failure as a minimized regression vector", usage=USAGE,
         description="sl1conf fuzz --impl SPEC [--platform NAME|FILE | --profile FILE] --out DIR: a campaign. "
                     "sl1conf fuzz merge DIR... --out DIR: one summary of shards' outputs. "
-                    "sl1conf fuzz replay DIR --batch K: run one recorded batch again "
+                    "sl1conf fuzz replay DIR --batch K: run one recorded batch again; "
+                    "sl1conf fuzz replay SWEEP_OUT: run a sweep's rejected elements again "
                     "(sl1conf fuzz merge --help, sl1conf fuzz replay --help: their options). See docs/fuzzing.md.")
     p.add_argument("--impl", metavar="SPEC", help="builtin:kernel, ctypes:lib.so, ...")
     add_platform(p)
@@ -73,11 +75,18 @@ def register(sub) -> None:
     m.add_argument("--out", dest="merge_out", type=path_arg, metavar="DIR", help="folder for the merged output")
     m.add_argument("--force", dest="merge_force", action="store_true",
                    help="write into a non-empty folder that is not this campaign's")
-    r = add_action(actions, "replay", "run one recorded batch again", "sl1conf fuzz replay DIR --batch K [--impl SPEC]",
+    r = add_action(actions, "replay", "run one recorded batch, or a sweep's rejected elements, again",
+                   "sl1conf fuzz replay DIR --batch K [--impl SPEC]\n"
+                   "       sl1conf fuzz replay SWEEP_OUT|VECTORS [--impl SPEC]",
                    "Draw batch K of the campaign recorded in DIR again from its seed and check it (against the "
-                   "campaign's implementation, or --impl). See docs/fuzzing.md.", "a fuzz output folder")
-    r.add_argument("--batch", type=int, metavar="K", help="the batch index to run again")
-    r.add_argument("--impl", dest="replay_impl", metavar="SPEC", help="another implementation (default: the campaign's)")
+                   "campaign's implementation, or --impl). Without --batch, DIR is a sweep's output folder (or the "
+                   "vector set it wrote, SWEEP_OUT/rejections-fp16, or any vector set with --impl): its rejected "
+                   "elements are called and judged again as a batch is, under the sweep's platform (against the "
+                   "sweep's implementation, or --impl). See docs/fuzzing.md.",
+                   "a fuzz output folder (with --batch), a sweep's output folder or a vector set")
+    r.add_argument("--batch", type=int, metavar="K", help="the batch index to run again (a fuzz output folder)")
+    r.add_argument("--impl", dest="replay_impl", metavar="SPEC",
+                   help="another implementation (default: the campaign's or the sweep's)")
     p.set_defaults(run=lambda args: {"merge": _merge, "replay": _replay}.get(args.action, _campaign)(args))
 
 
@@ -197,10 +206,15 @@ def _merge(args) -> int:
     return EXIT_FAIL if summary["failures"]["findings"] else EXIT_OK
 
 
+REPLAY_NEEDS = "replay needs one fuzz output folder and --batch K, or a sweep's output folder or a vector set"
+
+
 def _replay(args) -> int:
     _no_campaign_options(args, "replay")
-    if len(args.dirs) != 1 or args.batch is None:
-        raise UsageError("replay needs one fuzz output folder and --batch K")
+    if len(args.dirs) != 1:
+        raise UsageError(REPLAY_NEEDS)
+    if args.batch is None:
+        return _replay_vectors(Path(args.dirs[0]), args.replay_impl)
     if not args.batch >= 0:
         raise UsageError(f"--batch must be at least 0, not {args.batch}")
     campaign = fuzz_campaign.replayed_campaign(fuzz_campaign.read_summary(Path(args.dirs[0])), args.batch,
@@ -214,4 +228,50 @@ def _replay(args) -> int:
         cases = fuzz.make_batch(campaign, profile, args.batch)
         findings = fuzz.check_cases(adapter, profile, cases)
     print(*summaries.replay_lines(campaign, args.batch, cases, findings), sep="\n")
+    return EXIT_FAIL if findings else EXIT_OK
+
+
+def _replay_vectors(folder: Path, impl: "str | None") -> int:
+    """``sl1conf fuzz replay SWEEP_OUT|VECTORS``: a sweep's rejected elements (its vector set
+    rejections-fp16), or any vector set's calls, called and judged again as a batch is, under the
+    sweep's platform (ieee's for a set no sweep wrote) against the sweep's implementation or
+    ``impl``. Exit 1 when anything fails again, 0 when nothing does."""
+    from sl1conf.conformance.search.sweep_rejections import SET_FOLDER, replay_source
+    from sl1conf.conformance.search.sweep_state import STATE_FILE
+
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: " + ("not a folder" if folder.exists() else "no such folder"))
+    if (folder / "summary.json").is_file():
+        raise UsageError(f"replay needs --batch K for a fuzz output folder ({folder})")
+    source = replay_source(folder)
+    if source is None:
+        raise UsageError(f"{REPLAY_NEEDS}: {folder} is none of them")
+    vectors, config = source
+    if vectors is None:
+        print(f"{folder}: the sweep kept no rejected element (no {SET_FOLDER}): nothing to replay")
+        return EXIT_OK
+    spec = impl or (config or {}).get("impl")
+    if spec is None:
+        raise UsageError(f"replay of the vector set {vectors} needs --impl SPEC (no sweep's {STATE_FILE} beside it "
+                         "names one)")
+    recorded = (folder if (folder / STATE_FILE).is_file() else vectors.resolve().parent) / STATE_FILE
+
+    def option(name: str) -> str:  # the platform is the sweep's: an error about it names where it was read
+        if name == "vectors":
+            return "replay"
+        return f"{recorded}: {name}" if name == "platform" and config else cli_option(name)
+
+    from sl1conf.conformance.certify.session import open_session
+
+    session = open_session(config["platform"] if config else None, impl=spec, vector_dirs=[vectors], option=option)
+    (vs,) = session.vectors.values()
+    adapter, profile = session.implementation, session.profile
+    with adapter:
+        _, variants = profile.select(adapter, [vs.manifest["dtype"]], None, what="replay")
+        if not any(row["variant"] in variants for row in vs.case_rows()):
+            raise UsageError(f"{vs.path}: its calls are of variants {spec} does not offer on {profile.name} "
+                             f"(it offers {', '.join(variants)})")
+        cases, findings, evidence, reasons = fuzz_campaign.replay_vectors(adapter, profile, vs, variants)
+    print(*summaries.vectors_replay_lines(vs, spec, profile.name, config, cases, findings, evidence, reasons),
+          sep="\n")
     return EXIT_FAIL if findings else EXIT_OK

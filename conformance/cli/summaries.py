@@ -19,7 +19,7 @@ from sl1conf.conformance.requirements import open_behaviour
 from sl1conf.conformance.requirements.records import ElementRecord
 from sl1conf.conformance.search import fuzz, fuzz_campaign, sweep
 
-__all__ = ["describe_pattern", "fuzz_lines", "replay_lines", "sweep_lines"]
+__all__ = ["describe_pattern", "fuzz_lines", "replay_lines", "vectors_replay_lines", "sweep_lines"]
 
 
 def describe_pattern(text: str) -> str:
@@ -135,19 +135,62 @@ def replay_lines(campaign, batch: int, cases: list, findings: list) -> list:
     return lines
 
 
+def vectors_replay_lines(vs, spec: str, platform: str, config: "dict | None", cases: list, findings: list,
+                         evidence: dict, reasons: dict) -> list:
+    """A vector set replayed (``sl1conf fuzz replay SWEEP_OUT``: a sweep's rejected elements, ``config``
+    the sweep's configuration, or None for a set no sweep wrote) in words: what ran, every requirement
+    that rejected elements again (certify's words, its worst element) or failed calls, each finding as
+    ``replay_lines`` says it, and the verdict."""
+    elements = sum(c.n for c in cases)
+    rows = len(vs.case_rows())
+    whose = (f"the rejections of the sweep of {config['impl']} (beta {config['beta']}, dy {config['dy']}, "
+             f"subset {config['subset']})" if config else "a vector set")
+    lines = [f"replay of {vs.path} ({whose}) on {spec}, judged on {platform}: {len(cases)} call(s)"
+             + (f" of {rows} (the others are of a variant {spec} does not offer)" if len(cases) < rows else "")
+             + f", {elements:,} elements, {len(findings)} finding(s)"]
+    lines.append("by the judge's reason: " + reasons_text(reasons))
+    for rid, e in sorted(evidence.items()):
+        req = by_id(rid)
+        if e.elements:
+            variant = cases[e.worst.at[1]].variant
+            failure = Failure(cases[0].dtype, variant, rid, req.title, req.statement, e.worst, "", variants=[variant],
+                              counted=f"{e.elements:,} of {elements:,} elements rejected")
+            lines += _said(failure, "  ", "    ")
+        if e.calls:
+            at, c = e.first_call["at"], cases[e.first_call["at"][1]]
+            failure = Failure(c.dtype, c.variant, rid, req.title, req.statement, None,
+                              f"call {at[1]}: {e.first_call['kind']}: {e.first_call['detail']}", variants=[c.variant],
+                              counted=f"{e.calls:,} call(s) failed")
+            lines += _said(failure, "  ", "    ")
+    for f in findings:
+        c = cases[f.case]
+        lines.append(f"  {f.requirement} {f.kind} call {f.case} ({c.dtype} {c.variant}, length {c.n}"
+                     + (f", element {f.element}" if f.element is not None else "") + f"): {f.detail}")
+    lines.append(f"verdict: {'FAIL' if findings else 'PASS'}" + (
+        f" ({reasons['rejected']:,} of {elements:,} elements rejected again)" if findings else
+        f" (none of the {elements:,} elements fails again)"))
+    return lines
+
+
 def _value(hex_text: str) -> str:
     """An fp16 bit pattern with its value: ``0x3c00 (1)``."""
     return f"{hex_text} ({float(np.uint16(int(hex_text, 16)).view(np.float16)):.6g})"
 
 
 def sweep_lines(state: dict, note: str = "") -> list:
-    """The human summary of a state with its ``summary`` (also what docs/sweeps.md quotes)."""
+    """The human summary of a state with its ``summary`` (also what docs/sweeps.md quotes). One
+    plane: its dy with its value and the pairs of the plane; a volume of planes (``planes`` > 1): the
+    dy set and how many planes, the elements of the volume, and the explain line at the worst
+    element's own dy."""
     c, s, v = state["config"], state["summary"], state["summary"]["verdict"]
+    planes = state.get("planes", 1)
     rate = f", {s['elements_per_second'] / 1e6:.1f} M elements/s" if s["elements_per_second"] else ""
     done = "complete" if state["complete"] else f"{len(state['done'])} of {state['blocks']} blocks"
-    lines = [f"sweep of {c['impl']}: fp16 {c['variant']}, beta {_value(c['beta'])}, dy {_value(c['dy'])}, "
+    dy = _value(c["dy"]) if planes == 1 else f"{c['dy']} ({planes:,} planes)"
+    counted = f"{state['pairs']:,} pairs" if planes == 1 else f"{state['pairs'] * planes:,} elements"
+    lines = [f"sweep of {c['impl']}: fp16 {c['variant']}, beta {_value(c['beta'])}, dy {dy}, "
              f"subset {c['subset']}",
-             f"{s['elements']:,} of {state['pairs']:,} pairs ({done}) in {s['seconds']:.1f} s{rate}",
+             f"{s['elements']:,} of {counted} ({done}) in {s['seconds']:.1f} s{rate}",
              "  ULP distance  elements"]
     lines += [f"  {b:<12}  {n:>14,}" for b, n in s["histogram"].items()]
     w = s["worst"]
@@ -167,7 +210,7 @@ def sweep_lines(state: dict, note: str = "") -> list:
     else:
         lines.append(f"worst: {distance_text(_record(w, kind=True))} at x1 {_value(w['x1'])}, x2 {_value(w['x2'])}: expected "
                      f"{w['expected']}, got {w['got']}")
-        lines.append("  " + explain_command("fp16", c["dy"], w["x1"], w["x2"], c["beta"]))
+        lines.append("  " + explain_command("fp16", c["dy"] if planes == 1 else w["dy"], w["x1"], w["x2"], c["beta"]))
     lines.append(f"judged as certify judges on {v['platform']} (fp16 budget {v['budget_ulp']} ULP): "
                  f"{v['rejected']:,} elements rejected"
                  + (f"; calls without a result: {v['failed_elements']:,} elements" if v["failed_elements"] else ""))

@@ -1,4 +1,5 @@
-"""``sl1conf sweep``: the exhaustive fp16 sweep and the merge of its shards, on the command line.
+"""``sl1conf sweep``: the exhaustive fp16 sweep, the merge of its shards and the index of the
+certificates under a folder, on the command line.
 
 The work is :mod:`.sweep`'s (the blocks, the state in OUT/sweep.json, the merge, the verdict);
 this module turns arguments into a sweep, shows progress on a terminal and prints the summary
@@ -26,12 +27,14 @@ a set of planes: all (every fp16 pattern), ranges of bit patterns (0x3c00-0x3fff
 (0x0001-0x03ff,0x3c00,1.5). A finished sweep writes OUT/certificate.json and certificate.md.
 Subsets: all (2^32 pairs), x2=V (every x1 for one x2), around-beta[:K] (every pair whose exact
 x1 - x2 is within K fp16 steps of +beta or -beta; K defaults to 8). Re-running the same command
-resumes from OUT/sweep.json; 'sl1conf sweep merge' combines shards. See docs/sweeps.md."""
+resumes from OUT/sweep.json; 'sl1conf sweep merge' combines shards; 'sl1conf sweep index DIR' lists
+the certificates under DIR. See docs/sweeps.md."""
 
 
 USAGE = """sl1conf sweep --impl SPEC --beta V --dy V --out DIR [--subset S]
                     [--platform NAME|FILE | --profile FILE] [options]
-       sl1conf sweep merge DIR [DIR ...] --out DIR"""
+       sl1conf sweep merge DIR [DIR ...] --out DIR
+       sl1conf sweep index DIR"""
 
 
 def register(sub) -> None:
@@ -52,7 +55,7 @@ def register(sub) -> None:
     p.add_argument("--max-blocks", type=int, metavar="N", help="stop after N blocks (run again to continue)")
     p.add_argument("--out", type=path_arg, metavar="DIR", help="folder for sweep.json (the checkpoint and the result)")
     actions = p.add_subparsers(dest="action", parser_class=Parser, title="actions (default: a sweep)",
-                               metavar="{merge}")
+                               metavar="{merge,index}")
     m = add_action(actions, "merge", "combine the sweep.json of shards into one",
                    "sl1conf sweep merge DIR [DIR ...] --out DIR",
                    "Combine the sweep.json of a sweep's shards (sl1conf sweep --shard I/N) into one, judged under "
@@ -60,7 +63,14 @@ def register(sub) -> None:
                    nargs="+")
     m.add_argument("--out", dest="merge_out", type=path_arg, required=True, metavar="DIR",
                    help="folder for the merged sweep.json")
-    p.set_defaults(run=lambda args: _merge(args) if args.action == "merge" else _sweep(args))
+    add_action(actions, "index", "the table of every sweep certificate under a folder (a reports index's)",
+               "sl1conf sweep index DIR",
+               "Print, as a Markdown table, one row per certificate.json found under DIR (at any depth, by path): the "
+               "implementation, the platform, beta, dy, subset and variant, the result, the elements checked of "
+               "all, the elements rejected and links to the certificate, relative to DIR (quickstart's "
+               "reports/README.md lists sweeps so). Nothing when there is none. See docs/sweeps.md.",
+               "the folder to search (the index's folder)", nargs=1)
+    p.set_defaults(run=lambda args: {"merge": _merge, "index": _index}.get(args.action, _sweep)(args))
 
 
 def _session(platform, profile_file=None, option=None):
@@ -133,6 +143,19 @@ def _merge(args) -> int:
     return EXIT_FAIL if missing else code  # a merge that misses blocks has not checked them
 
 
+def _index(args) -> int:
+    """``sl1conf sweep index DIR``: the certificates under DIR as a table (nothing when none); a
+    certificate that is not one is one line, exit 2."""
+    from sl1conf.conformance.search.sweep_certificate import index_lines
+
+    folder = Path(args.dirs[0])
+    if not folder.is_dir():
+        raise UsageError(f"{folder}: " + ("not a folder" if folder.exists() else "no such folder"))
+    for line in index_lines(folder):
+        print(line)
+    return EXIT_OK
+
+
 def _finish(state, profile, out, note: str = "") -> int:
     """Write the summary into OUT/sweep.json, the rejections' vector set and the certificate
     (OUT/certificate.json and .md: an unfinished sweep's says what is missing), print the summary,
@@ -143,28 +166,12 @@ def _finish(state, profile, out, note: str = "") -> int:
     sweep.finish(state, profile, out)
     vectors = write_rejections(out, state["tally"].rejections, state["config"]["variant"])
     cert = write_certificate(out, state, vectors=vectors)
-    for line in _summary_lines(state, note):
+    for line in summaries.sweep_lines(state, note):
         print(line)
     print(f"certificate: {cert['result'].upper()} ({CERTIFICATE_FILE} and {CERTIFICATE_MD} beside sweep.json"
           + (f"; the rejected elements kept: the vector set {vectors}" if vectors else "") + ")")
     print(f"summary: {Path(out) / sweep.STATE_FILE}")
     return EXIT_OK if state["summary"]["verdict"]["pass"] else EXIT_FAIL
-
-
-def _summary_lines(state, note: str) -> list:
-    """``summaries.sweep_lines``; for a volume of planes, its header names the dy set and the
-    element counts are of the volume (the explain line takes the worst element's own dy)."""
-    if state.get("planes", 1) == 1:
-        return summaries.sweep_lines(state, note)
-    c, worst = state["config"], state["summary"]["worst"]
-    first_dy = worst["dy"] if worst else formats.hex_bits(formats.FP16, int(sweep.SweepConfig(
-        c["impl"], 0, c["dy"]).planes[0]))
-    view = {**state, "pairs": state["pairs"] * state["planes"], "config": {**c, "dy": first_dy}}
-    lines = summaries.sweep_lines(view, note)
-    head, _, rest = lines[0].partition(", dy ")
-    lines[0] = f"{head}, dy {c['dy']} ({state['planes']:,} planes), subset{rest.partition(', subset')[2]}"
-    lines[1] = lines[1].replace(" pairs (", " elements (", 1)
-    return lines
 
 
 class _Bar:
@@ -186,12 +193,7 @@ class _Bar:
         self.elements, self.blocks = session["elements"], session["blocks"]
         if state.get("planes", 1) > 1 and time.monotonic() - self.counted >= 1.0:
             self.counted = time.monotonic()
-            self.describe(_volume_text(state))
-
-    def describe(self, text: str) -> None:
-        bar = getattr(self.bar, "_bar", None)  # common.progress has no public way to change the description
-        if bar is not None:
-            bar.set_description_str(text, refresh=False)
+            self.bar.describe(_volume_text(state))
 
     def close(self) -> None:
         if self.bar is not None:

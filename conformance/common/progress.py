@@ -76,6 +76,12 @@ class Progress:
             self._last = now
             self._flush(now)
 
+    def describe(self, text: str) -> None:
+        """Say ``text`` in place of the bar's label (``desc``: what runs, and how far, in words: the
+        sweep's planes complete) from the next redraw on; nothing when disabled."""
+        if self._bar is not None:
+            self._bar.set_description_str(text, refresh=False)
+
     def write(self, text: str) -> None:
         """A line above the bar (the bar is redrawn under it); a plain stderr line when disabled."""
         if self._bar is None:

@@ -36,7 +36,7 @@ from sl1conf.conformance.search.ranges import expand, runs, runs_text
 from sl1conf.conformance.search.shards import missing_shards
 
 __all__ = ["FuzzError", "SCHEMA", "SCHEMA_VERSION", "read_summary", "claim", "fits_in_memory", "run_campaign",
-           "write_output", "merge", "replayed_campaign", "statistic_keys"]
+           "write_output", "merge", "replayed_campaign", "replay_vectors", "statistic_keys"]
 
 SCHEMA = "sl1conf-fuzz"
 SCHEMA_VERSION = 7  # 2: findings keyed by requirement id; saved failures name their requirements;
@@ -453,3 +453,18 @@ def replayed_campaign(summary: dict, batch: int, folder) -> fuzz.Campaign:
     if not any(a <= batch < b and (batch - a) % c == 0 for a, b, c in ranges):
         raise FuzzError(f"--batch {batch}: {folder} did not run that batch (it ran {runs_text(ranges)})")
     return fuzz.Campaign.from_dict(summary["campaign"])
+
+
+def replay_vectors(adapter, profile, vs, variants) -> tuple:
+    """The calls of vector set ``vs`` of the ``variants`` given, checked as a batch is
+    (``fuzz.check_cases``: every element judged by the one judge, every probe): ``sl1conf fuzz replay``
+    of a sweep's rejections (or of any vector set). (the calls, the findings, requirement id ->
+    Evidence at [0, call, element], the elements by the judge's reason)."""
+    import numpy as np
+
+    from sl1conf.conformance.rules.judge import Reason
+
+    cases = [vs.case(row).call for row in vs.case_rows() if row["variant"] in variants]
+    evidence, reasons = {}, np.zeros(len(Reason), np.int64)
+    findings = fuzz.check_cases(adapter, profile, cases, evidence=evidence, reasons=reasons) if cases else []
+    return cases, findings, evidence, reason_counts(reasons)

@@ -25,7 +25,8 @@ from sl1conf.conformance.search.sweep_config import SweepError
 from sl1conf.conformance.search.sweep_verdict import elapsed
 
 __all__ = ["CERTIFICATE_FILE", "CERTIFICATE_MD", "SCHEMA_VERSION", "certificate", "write_certificate",
-           "load_certificate", "render_markdown", "library_identity", "render_folder", "INDEX_HEADER", "index_row"]
+           "load_certificate", "render_markdown", "library_identity", "render_folder", "INDEX_HEADER", "index_row",
+           "index_lines"]
 
 CERTIFICATE_FILE = "certificate.json"
 CERTIFICATE_MD = "certificate.md"
@@ -191,7 +192,8 @@ def render_markdown(cert: dict) -> str:
         lines += [f"- {_element(e)}" for e in rej["first"]]
         if rej["vectors"]:
             lines += ["", f"The first {rej['kept']} are the vector set `{rej['vectors']}`: "
-                      f"`sl1conf certify --impl {impl['spec']} --vectors {rej['vectors']}`."]
+                      f"`sl1conf certify --impl {impl['spec']} --vectors {rej['vectors']}`, or "
+                      f"`sl1conf fuzz replay {rej['vectors']}` (each element judged again, every failure named)."]
         elif rej["kept"] == 0:
             lines += ["", "No rejected element was kept whole (blocks counted by an older sl1conf)."]
     if not cov["complete"]:
@@ -214,14 +216,25 @@ def render_folder(folder) -> "Path | None":
     return path
 
 
-INDEX_HEADER = ("| sweep certificate | `--impl` | beta, dy, subset | result | elements checked of all | rejected | files |",
-                "|---|---|---|---|---|---|---|")
+INDEX_HEADER = ("| `--impl` | platform | beta | dy | subset | variant | result | elements checked of all | rejected "
+                "| certificate |",
+                "|---|---|---|---|---|---|---|---|---|---|")
 """The reports index's table of sweep certificates (quickstart's reports/README.md), beside certifications."""
 
 
 def index_row(cert: dict, link: str) -> str:
     """One certificate's row under :data:`INDEX_HEADER`; ``link``: its folder, relative to the index."""
     cov, impl = cert["coverage"], cert["implementation"]
-    return (f"| {cert['profile']['name']} | `{impl['spec']}` | {cert['beta']}, {cert['dy']}, {cert['subset']} | "
-            f"**{cert['result'].upper()}** | {cov['elements_checked']:,} of {cov['elements']:,} | "
+    return (f"| `{impl['spec']}` | {cert['profile']['name']} | {cert['beta']} | `{cert['dy']}` | `{cert['subset']}` | "
+            f"{cert['variant']} | **{cert['result'].upper()}** | {cov['elements_checked']:,} of {cov['elements']:,} | "
             f"{cert['rejected']['elements']:,} | [md]({link}/{CERTIFICATE_MD}) · [json]({link}/{CERTIFICATE_FILE}) |")
+
+
+def index_lines(folder) -> list:
+    """The table of every certificate under ``folder`` (FOLDER/**/certificate.json, by path; each
+    checked against its schema), its links relative to ``folder``: :data:`INDEX_HEADER` and a row
+    each (``sl1conf sweep index``, for quickstart's reports/README.md); empty when there is none."""
+    root = Path(folder)
+    found = sorted(p.parent for p in root.rglob(CERTIFICATE_FILE) if p.is_file())
+    rows = [index_row(load_certificate(d), d.relative_to(root).as_posix() or ".") for d in found]
+    return [*INDEX_HEADER, *rows] if rows else []
