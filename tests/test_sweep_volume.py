@@ -8,11 +8,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -181,6 +183,38 @@ def test_a_volume_killed_with_sigkill_resumes_with_no_block_lost_or_twice(tmp_pa
     assert resumed["tally"].to_json() == whole["tally"].to_json()
     assert sum(s["blocks"] for s in resumed["sessions"]) == 64  # the killed session's saved blocks + the rest
     assert load_certificate(tmp_path / "k")["result"] == "pass"
+
+
+def test_a_volume_interrupted_with_ctrl_c_writes_a_certificate_that_claims_nothing(tmp_path):
+    """Ctrl-C (SIGINT) keeps the blocks done, as a kill does, and also writes what an unfinished
+    volume may say: certificate.json 'incomplete', its statement 'No claim', exit 130."""
+    args = ["sweep", "--impl", "builtin:kernel", "--beta", "0x2e66", "--dy", "0x3c00-0x3fff", "--subset", "x2=0x0001",
+            "--workers", "1", "--out", str(tmp_path / "i")]  # 64 blocks
+    proc = subprocess.Popen([sys.executable, "-c", RUN_CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    path, deadline = tmp_path / "i" / "sweep.json", time.monotonic() + 60
+    while proc.poll() is None and time.monotonic() < deadline:
+        if path.exists() and len(S.load_state(tmp_path / "i")["done"]) >= 3:
+            os.kill(proc.pid, signal.SIGINT)
+            break
+        time.sleep(0.005)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    state = S.load_state(tmp_path / "i")
+    cert = load_certificate(tmp_path / "i")
+    assert 3 <= len(state["done"]) < 64
+    assert cert["result"] == "incomplete" and cert["statement"].startswith("No claim")
+    # 1024 planes of 65,536 pairs in 64 blocks of 2^20
+    assert cert["coverage"]["elements_checked"] == state["tally"].elements == len(state["done"]) * (1 << 20)
+    assert cert["coverage"]["elements_missing"] == (64 - len(state["done"])) * (1 << 20)
+    assert "interrupted:" in out and "run the same command again to continue" in out
+    # certificate.md's command, run as written on that folder, does the rest
+    (line,) = [x for x in (tmp_path / "i" / "certificate.md").read_text().splitlines() if x.startswith("    sl1conf ")]
+    words = [str(tmp_path / "i") if w == "DIR" else w for w in shlex.split(line)]
+    assert words[:2] == ["sl1conf", "sweep"]
+    done = subprocess.run([sys.executable, "-c", RUN_CLI, *words[1:]], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert load_certificate(tmp_path / "i")["result"] == "pass" and S.load_state(tmp_path / "i")["done"] == set(range(64))
 
 
 def _without_run(cert: dict) -> dict:
@@ -384,3 +418,19 @@ def test_the_progress_label_is_set_through_its_public_describe(tmp_path, capsys,
     assert cli(capsys, "sweep", "--impl", "builtin:kernel", "--beta", "1", "--dy", "0x3c00-0x3c03", "--subset",
                "x2=0x0001", "--workers", 1, "--out", tmp_path / "b")[0] == 0
     assert "planes, " in shown.getvalue() and " elements" in shown.getvalue()
+
+
+def test_every_committed_certificate_is_one_and_renders_as_committed():
+    """reports/sweeps/*/: each certificate.json passes its schema, its certificate.md is its rendering,
+    and it is the certificate of the sweep.json beside it (the blocks done, the elements counted), so a
+    committed partial certificate can be resumed from and claims what its state holds, no more."""
+    root = Path(__file__).resolve().parent.parent / "reports" / "sweeps"
+    found = sorted(root.glob("*/certificate.json"))
+    assert found, "no committed certificate"
+    for path in found:
+        cert = load_certificate(path.parent)
+        assert (path.parent / "certificate.md").read_text() == render_markdown(cert), path
+        state = S.load_state(path.parent)
+        assert cert["coverage"]["blocks_done"] == len(state["done"]) and cert["coverage"]["elements_done"] == \
+            state["tally"].elements, path
+        assert cert["result"] == ("incomplete" if not state["complete"] else cert["result"])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from sl1conf.conformance.cli.args import EXIT_OK, EXIT_USAGE, Parser, join_negative_values
+from sl1conf.conformance.cli.args import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Parser, join_negative_values
 from sl1conf.conformance.common.errors import SuiteError
 
 __all__ = ["main", "build_parser"]
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("sl1conf: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `sl1conf vectors show ... | head`: the reader left; not an error
         import os
 

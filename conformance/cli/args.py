@@ -15,11 +15,12 @@ from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.platforms import PLATFORM_HELP, platform_options
 from sl1conf.reference import formats
 
-__all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values",
+__all__ = ["EXIT_OK", "EXIT_FAIL", "EXIT_USAGE", "EXIT_INTERRUPTED", "UsageError", "Parser", "dtype_arg", "seed_arg", "join_negative_values",
            "path_arg", "names_arg", "workers_arg", "count_arg", "max_workers", "WORKERS_PER_CPU", "add_action",
            "add_platform", "PLATFORM_HELP"]
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C: what was done is kept (a shell's 128 + SIGINT)
 
 
 class UsageError(SuiteError):

@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 
 from sl1conf.conformance.cli import summaries
-from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
+from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError,
+                                          add_action,
                                           add_platform, count_arg, dtype_arg, path_arg, seed_arg, workers_arg)
 from sl1conf.conformance.common.commands import certify_command
 from sl1conf.conformance.common.platforms import cli_option
@@ -30,7 +31,6 @@ USAGE = """sl1conf fuzz --impl SPEC [--platform NAME|FILE | --profile FILE] --ou
        sl1conf fuzz replay DIR --batch K [--impl SPEC]
        sl1conf fuzz replay SWEEP_OUT|VECTORS [--impl SPEC]"""
 MAX_CASES = 20
-EXIT_INTERRUPTED = 130
 MAX_BATCH_ELEMENTS = 1 << 26
 """The most elements --batch-elements gives a batch's long case (64 Mi; the default is 1 Mi)."""
 MAX_ELEMENTS = 10 ** 15

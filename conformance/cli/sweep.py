@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 from sl1conf.conformance.cli import summaries
-from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError, add_action,
-                                          add_platform, dtype_arg, path_arg, workers_arg)
+from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, WORKERS_PER_CPU, Parser, UsageError,
+                                          add_action, add_platform, dtype_arg, path_arg, workers_arg)
 from sl1conf.reference import formats
 
 from sl1conf.conformance.common.platforms import cli_option
@@ -119,16 +119,21 @@ def _sweep(args) -> int:
     config = sweep.SweepConfig(args.impl, values["beta"], values["dy"], args.subset, args.variant,
                                platform=session.platform)
     show = _Bar()
+    interrupted = False
     try:
         state = sweep.run_sweep_on(config, out, workers=args.workers, scheduler=args.scheduler, shard=shard,
                                    max_blocks=args.max_blocks, progress=show)
     except AdapterError as exc:
         raise UsageError(f"--impl {args.impl}: {exc}") from None
+    except KeyboardInterrupt:  # the checkpoint holds the blocks done: their certificate, "No claim" for the rest
+        interrupted = True
+        state = sweep.load_state(out)
     finally:
         show.close()
     pending = len(shard.items(0, state["blocks"])) - state["done"].owned(shard)
-    return _finish(state, session.profile, out, f"partial: {pending} blocks of this shard still to run; run "
-                   "the same command again to continue" if pending else "")
+    code = _finish(state, session.profile, out, f"{'interrupted' if interrupted else 'partial'}: {pending} blocks of "
+                   "this shard still to run; run the same command again to continue" if pending else "")
+    return EXIT_INTERRUPTED if interrupted else code
 
 
 def _merge(args) -> int:

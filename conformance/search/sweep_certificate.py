@@ -24,7 +24,7 @@ from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.search.sweep_config import SweepError
 from sl1conf.conformance.search.sweep_verdict import elapsed
 
-__all__ = ["CERTIFICATE_FILE", "CERTIFICATE_MD", "SCHEMA_VERSION", "certificate", "write_certificate",
+__all__ = ["CERTIFICATE_FILE", "CERTIFICATE_MD", "SCHEMA_VERSION", "certificate", "write_certificate", "resume_command",
            "load_certificate", "render_markdown", "library_identity", "render_folder", "INDEX_HEADER", "index_row",
            "index_lines"]
 
@@ -168,6 +168,16 @@ def _element(e: dict) -> str:
             f"({e['ulp']}{' ULP' if isinstance(e['ulp'], int) else ''})")
 
 
+def resume_command(cert: dict) -> str:
+    """The command that continues the sweep of ``cert`` (without its ``--out``): the options that
+    identify a sweep (``sweep_config``), as a shell reads them."""
+    import shlex
+
+    return " ".join(["sl1conf sweep", "--impl", shlex.quote(cert["implementation"]["spec"]), "--beta", cert["beta"],
+                     "--dy", shlex.quote(cert["dy"]), "--subset", shlex.quote(cert["subset"]), "--variant",
+                     cert["variant"], "--platform", shlex.quote(cert["profile"]["name"])])
+
+
 def render_markdown(cert: dict) -> str:
     """certificate.md: the certificate for a reader (what ``sl1conf report DIR`` prints for a sweep)."""
     cov, rej, impl = cert["coverage"], cert["rejected"], cert["implementation"]
@@ -198,7 +208,11 @@ def render_markdown(cert: dict) -> str:
             lines += ["", "No rejected element was kept whole (blocks counted by an older sl1conf)."]
     if not cov["complete"]:
         lines += ["", f"**Incomplete**: {cov['blocks'] - cov['blocks_done']:,} of {cov['blocks']:,} blocks "
-                  "not done; run the same sweep again to continue."]
+                  "not done. The same sweep, run again on its folder, does the rest and nothing twice:", "",
+                  f"    {resume_command(cert)} --out DIR", "",
+                  "(DIR: this certificate's folder, holding its sweep.json. Add `--scheduler ADDRESS` to run the "
+                  "blocks on a Dask cluster, or `--shard I/N` on N machines and `sl1conf sweep merge`; "
+                  "docs/sweeps.md.)"]
     return "\n".join(lines) + "\n"
 
 
