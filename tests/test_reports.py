@@ -410,7 +410,8 @@ def test_gate_stops_a_larger_worst_error_and_a_missing_run(reports, tmp_path, ca
     old = load(reports, "pass")
     new = copy.deepcopy(old)
     new["runs"][0]["errors"]["max_ulp"] += 1
-    del new["runs"][-1]
+    gone = new["runs"].pop()  # asked for and lacking (listed as missing): lost, not another scope
+    new["missing_runs"] = [f"{gone['dtype']} {gone['variant']}"]
     assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 1
     out = capsys.readouterr().out
     assert "largest error grew" in out and "the run is missing" in out
@@ -418,13 +419,13 @@ def test_gate_stops_a_larger_worst_error_and_a_missing_run(reports, tmp_path, ca
 
 def test_gate_lets_improvements_through(reports, capsys):
     """Baseline: the failing model; new: the kernel on the same fp16 runs. Only improvements."""
-    assert main(["gate", str(reports / "pass"), "--baseline", str(reports / "fail")]) == 0
+    assert main(["gate", str(reports / "pass"), "--baseline", str(reports / "fail"), "--allow-mismatch", "scope"]) == 0
     out = capsys.readouterr().out
     assert "improved" in out and "REGRESSION" not in out
 
 
 def test_gate_on_real_reports_finds_the_regression(reports, capsys):
-    assert main(["gate", str(reports / "fail"), "--baseline", str(reports / "pass")]) == 1
+    assert main(["gate", str(reports / "fail"), "--baseline", str(reports / "pass"), "--allow-mismatch", "scope"]) == 1
     out = capsys.readouterr().out
     assert "R02 boundary: pass -> FAIL" in out
 
@@ -550,14 +551,18 @@ def test_gate_does_not_compare_counts_across_scopes(reports, tmp_path, capsys):
     new["quick"] = False
     new["runs"][0]["errors"]["nan_mismatches"] += 5
     new["runs"][0]["errors"]["max_ulp"] += 1
-    assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 0
+    assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old)]) == 2  # unlike
+    assert main(["gate", _write(tmp_path, "new", new), "--baseline", _write(tmp_path, "old", old),
+                 "--allow-mismatch", "scope"]) == 0
     assert "(not compared)" in capsys.readouterr().out
 
 
 def test_compare_tells_repeated_columns_apart(reports, capsys):
     assert main(["compare", str(reports / "pass"), str(reports / "pass")]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "builtin:kernel on ieee (#2)" in lines[0] and lines[3].startswith("| scope | --quick |")
+    # the same implementation twice: each column labelled by its folder, the very same folder numbered
+    assert f"| builtin:kernel on ieee ({reports / 'pass'}) | builtin:kernel on ieee ({reports / 'pass'}) (#2) |" in lines[0]
+    assert lines[3].startswith("| scope | --quick |")
 
 
 # --- incomplete runs ------------------------------------------------------------------------------

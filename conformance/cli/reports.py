@@ -63,7 +63,7 @@ def _cmd_gate(args) -> int:
     from sl1conf.conformance.reports.gate import gate, label
 
     new, old = _load(args.new), _load(args.baseline)
-    result = gate(new, old)
+    result = gate(new, old, allow=args.allow_mismatch or ())  # unlike reports not allowed: Mismatch, one line, exit 2
     print(f"gate: {label(new)} ({new.created or '?'}) against the baseline {label(old)} "
           f"({old.created or '?'})")
     for line in result.lines():
@@ -75,12 +75,26 @@ def _cmd_gate(args) -> int:
     return EXIT_OK
 
 
+def _mismatch_arg(text: str) -> list:
+    """argparse type: what may differ between a gate's reports, comma-separated."""
+    import argparse
+
+    from sl1conf.conformance.reports.gate import MISMATCHES
+
+    names = [n.strip() for n in text.split(",")]
+    bad = [n for n in names if n not in MISMATCHES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"{', '.join(repr(b) for b in bad) or repr(text)}: name what may differ, "
+                                         f"comma-separated: {', '.join(MISMATCHES)}")
+    return names
+
+
 def _cmd_compare(args) -> int:
     from sl1conf.conformance.reports.gate import compare_rows
     from sl1conf.conformance.common.files import write_atomic
 
     reports = [_load(p) for p in args.reports]
-    header, rows = compare_rows(reports)
+    header, rows = compare_rows(reports, args.reports)
     if args.format == "csv":
         buf = io.StringIO()
         csv.writer(buf, lineterminator="\n").writerows([header, *rows])
@@ -123,9 +137,13 @@ def register(sub) -> None:
                    help="replace renderings already in the --out folder (never beside another report's report.json)")
     p.set_defaults(run=_cmd_report)
 
-    p = sub.add_parser("gate", help="exit 1 if NEW regressed against the baseline report, else 0")
+    p = sub.add_parser("gate", help="exit 1 if NEW regressed against the baseline report, else 0 (2: reports "
+                                    "of another profile, vector set or scope, unless --allow-mismatch)")
     p.add_argument("new", metavar="NEW", help="the new report.json (or its folder)")
     p.add_argument("--baseline", required=True, metavar="OLD", help="the baseline report.json (or its folder)")
+    p.add_argument("--allow-mismatch", type=_mismatch_arg, metavar="WHAT[,WHAT]",
+                   help="compare reports that differ in these (profile, vectors, scope), as far as they are "
+                        "comparable, saying what was not compared (default: such reports are refused, exit 2)")
     p.set_defaults(run=_cmd_gate)
 
     p = sub.add_parser("compare", help="one table of several reports side by side")

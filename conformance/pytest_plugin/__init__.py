@@ -60,6 +60,13 @@ Design (docs/ci-examples.md says it for users):
   The report holds every run certified in the session, whole (requirements deselected with
   ``-k`` included); a run none of whose items ran is absent; a run whose certification failed
   is a failed run with no requirement, saying why. The property items are not in it.
+* Under ``--dist loadgroup`` xdist appends ``@sl1conf-<dtype>-<variant>`` to the items' node ids;
+  the controller names their JUnit cases without it (junitxml's testcase attributes), so the names
+  equal certify's junit.xml. With ``--sl1-waivers`` the terminal summary and the JUnit test
+  suite's properties (``sl1conf_waiver``) say what certify prints of the waivers (each run's waived
+  requirements, each waiver's use, each that matched nothing); workers hand their runs' use over
+  through ``workeroutput``. A reproduce command writes to ``sl1conf-reproduce-<dtype>-<variant>``,
+  never the ``--sl1-report`` folder.
 """
 
 from __future__ import annotations

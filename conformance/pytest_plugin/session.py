@@ -15,9 +15,13 @@ from sl1conf.conformance.pytest_plugin.items import (
     ROOT, CertifyError, CompletenessItem, OverTheRunItem, RequirementItem, Suite,
 )
 
-__all__ = ["Conformance", "WORKEROUTPUT_KEY"]
+__all__ = ["Conformance", "WORKEROUTPUT_KEY", "WAIVERS_KEY", "REPRODUCE_OUT", "junit_name"]
 
 WORKEROUTPUT_KEY = "sl1conf_report_parts"  # a worker's certified runs, for the controller's --sl1-report
+WAIVERS_KEY = "sl1conf_waivers"  # a worker's runs' use of the waivers, for the controller's summary and JUnit
+REPRODUCE_OUT = "sl1conf-reproduce-{dtype}-{variant}"
+"""Where a reproduce command the plugin prints writes: never the --sl1-report folder (a reproduction
+must not overwrite the report it came from), nor the docs' ``sl1conf-report``."""
 
 
 class Conformance:
@@ -49,6 +53,8 @@ class Conformance:
         self.parts = {}  # (dtype, variant) -> the one-run Report certify gave (for --sl1-report)
         self.errors = {}  # (dtype, variant) -> why its certification failed (for --sl1-report)
         self.report_note = None  # the terminal summary's line about --sl1-report
+        # (dtype, variant) -> {"waived": [requirement ids], "use": [[matched, failures] per waiver]}
+        self.waiver_use = {}
         from datetime import datetime, timezone
 
         self.started = datetime.now(timezone.utc)
@@ -155,7 +161,20 @@ class Conformance:
         return certify_command(self.spec, platform=opt.sl1_platform, profile=None if opt.sl1_platform else self.profile_arg,
                                dtype=dtype, variant=variant,
                                vectors=self.vectors[dtype][0] if self.vectors is not None else None,
-                               quick=self.quick, waivers=opt.sl1_waivers, out="sl1conf-report")
+                               quick=self.quick, waivers=opt.sl1_waivers, out=self.reproduce_out(dtype, variant))
+
+    def reproduce_out(self, dtype, variant) -> str:
+        """The --out of a reproduce command: a folder of its own, never the --sl1-report folder
+        (nor the docs' ``sl1conf-report``), so a reproduction never overwrites the report it came from."""
+        from pathlib import Path
+
+        here = Path(self.config.invocation_params.dir)
+        report = self.config.option.sl1_report
+        taken = {(here / "sl1conf-report").resolve()} | ({(here / report).resolve()} if report else set())
+        out = REPRODUCE_OUT.format(dtype=dtype, variant=variant)
+        while (here / out).resolve() in taken:
+            out += "-again"
+        return out
 
     def run(self, dtype, variant, nodeid):
         """The run's result (``requirements.results.RunResult``), certified on first use and
@@ -190,6 +209,10 @@ class Conformance:
                          quick=self.quick, waivers=self.waivers)
         [run] = report.runs
         self.reports[(dtype, variant)] = report
+        if self.waivers is not None:
+            self.waiver_use[(dtype, variant)] = {
+                "waived": [r.id for r in run.requirements if r.status == "waived"],
+                "use": [[w.get("matched", 0), w.get("failures", 0)] for w in report.waivers or []]}
         if self.config.option.sl1_report:
             self.parts[(dtype, variant)] = report
         return run
@@ -217,7 +240,14 @@ class Conformance:
 
     # --- --sl1-report: one report folder for the whole session ---------------------------
 
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session):
+        if self.worker and self.waivers is not None:  # each run's use of the waivers, for the controller
+            import json
+
+            self.config.workeroutput[WAIVERS_KEY] = json.dumps([[list(k), v] for k, v in self.waiver_use.items()])
+        if not self.worker:  # before junitxml writes its file (this hook runs first)
+            self._junit_waivers()
         if not self.config.option.sl1_report:
             return
         if self.worker:  # handed to the controller with xdist's workerfinished event (sent after this hook)
@@ -248,11 +278,16 @@ class Conformance:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error):
-        """An xdist worker finished (the controller): keep the runs it certified."""
-        text = getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY)
-        if not text or self.worker:
-            return
+        """An xdist worker finished (the controller): keep the runs it certified and their use of the waivers."""
         import json
+
+        if self.worker:
+            return
+        for k, use in json.loads(getattr(node, "workeroutput", {}).get(WAIVERS_KEY) or "[]"):
+            self.waiver_use.setdefault(tuple(k), use)
+        text = getattr(node, "workeroutput", {}).get(WORKEROUTPUT_KEY)
+        if not text:
+            return
 
         from sl1conf.conformance.requirements.results import Report
 
@@ -263,8 +298,57 @@ class Conformance:
             self.errors.setdefault(tuple(k), why)
 
     def pytest_terminal_summary(self, terminalreporter):
+        for line in self.waiver_lines():
+            terminalreporter.write_line(f"sl1conf: {line}")
         if self.report_note:
             terminalreporter.write_line(self.report_note)
+
+    # --- waivers: what certify prints of them, in the summary and in JUnit ----------------------
+
+    def waiver_lines(self) -> list:
+        """What certify prints of the waivers, for the runs certified in this session (in every
+        process: under xdist the controller has each worker's): the requirements each run waived
+        (``fp16 p: waived: R03``), each waiver that waived something (``waiver R03 waived 1
+        requirement (392 failures): reason``) and, as certify says it, each that matched nothing
+        (``waiver R05 matched nothing: reason``). None without --sl1-waivers or a run certified."""
+        keys = [k for k in self.runs if k in self.waiver_use]
+        if self.waivers is None or not keys:
+            return []
+        out = [f"{d} {v}: waived: {', '.join(self.waiver_use[(d, v)]['waived'])}" for d, v in keys
+               if self.waiver_use[(d, v)]["waived"]]
+        for i, w in enumerate(self.waivers):
+            matched = sum(self.waiver_use[k]["use"][i][0] for k in keys if i < len(self.waiver_use[k]["use"]))
+            failures = sum(self.waiver_use[k]["use"][i][1] for k in keys if i < len(self.waiver_use[k]["use"]))
+            if matched:
+                out.append(f"waiver {w['id']} waived {matched} requirement{'s' * (matched != 1)} "
+                           f"({failures:,} failure{'s' * (failures != 1)}): {w['reason']}")
+            else:
+                out.append(f"waiver {w['id']} matched nothing: {w['reason']}")
+        return out
+
+    def _junit_waivers(self) -> None:
+        """The waiver lines as properties of pytest's --junitxml test suite (``sl1conf_waiver``),
+        as record_testsuite_property writes them; nothing without --junitxml."""
+        xml = _junit_xml(self.config)
+        if xml is None:
+            return
+        for line in self.waiver_lines():
+            xml.add_global_property("sl1conf_waiver", line)
+
+    # --- JUnit names: certify's, under --dist loadgroup too ----------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report):
+        """Under --dist loadgroup xdist appends ``@<group>`` to the node ids, and junitxml would
+        name the case ``R03@sl1conf-fp16-s``; certify's junit.xml names it ``R03``. The controller
+        (or the one process) names the case as certify does, through junitxml's own testcase
+        attributes (what record_xml_attribute sets), so both routes' names are equal."""
+        name = junit_name(report.nodeid)
+        if name is None or self.worker:
+            return
+        xml = _junit_xml(self.config)
+        if xml is not None:
+            xml.node_reporter(report).add_attribute("name", name)
 
     def report(self):
         """The session's report (``requirements.results.Report``), as certify would make it for
@@ -309,3 +393,21 @@ class Conformance:
         return report_of(runs, started=self.started, implementation=implementation, profile=self.profile,
                          invocation=invocation, only=(), host=host, vectors=vectors, quick=self.quick,
                          missing=self.missing, narrowed=narrowed, waivers=waivers)
+
+
+def junit_name(nodeid: str):
+    """The JUnit name of one of the plugin's items whose node id carries xdist's group suffix
+    (``sl1conf::fp16-s::R03@sl1conf-fp16-s`` -> ``R03``), None for any other node id."""
+    if not nodeid.startswith(f"{ROOT}::") or "@" not in nodeid:
+        return None
+    last, _, group = nodeid.rsplit("::", 1)[-1].rpartition("@")
+    return last if group.startswith(f"{ROOT}-") and last else None
+
+
+def _junit_xml(config):
+    """pytest's --junitxml writer of this session (the controller's under xdist), or None."""
+    try:
+        from _pytest.junitxml import xml_key
+    except ImportError:  # pragma: no cover - a pytest without it
+        return None
+    return config.stash.get(xml_key, None)

@@ -3,19 +3,22 @@
 A regression is anything a CI system should stop on: a requirement that held and now does
 not (fails, is waived, or is no longer checked), a run that disappeared, a largest ULP
 error or a count of NaN mismatches that grew, or, on the same vectors, more failing
-elements in a requirement that already failed. Differences that make counts
-incomparable (other vectors, another library build, another profile) are stated as notes.
+elements in a requirement that already failed. A gate compares like with like: reports of
+another profile, vector set or scope (``mismatches``) are refused (:class:`Mismatch`, one line,
+exit 2) unless the caller allows each difference; then what is comparable is compared and the
+rest stated as notes ("not compared"). Another library build or implementation is a note.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.requirements import CATALOG_BY_ID
 from sl1conf.conformance.requirements.results import Report
 from sl1conf.conformance.reports.view import element_text
 
-__all__ = ["GateResult", "gate", "label", "compare_rows"]
+__all__ = ["GateResult", "Mismatch", "MISMATCHES", "mismatches", "gate", "label", "compare_rows", "column_labels"]
 
 HELD = ("pass", "recorded")
 
@@ -51,37 +54,103 @@ def _worst_text(req) -> str:
     return f"; worst {element_text(w)}"
 
 
-def _identity_notes(new: Report, old: Report, out: GateResult) -> bool:
-    """Notes on what differs between the two reports' setups; True if the vectors are the same."""
+MISMATCHES = ("profile", "vectors", "scope")
+"""What may differ between a new report and its baseline only when ``--allow-mismatch`` says so:
+the profile that judged (its file's SHA-256), the vector set of a dtype both certified (its
+manifest's SHA-256), and the scope (``--quick``, ``--only``, the runs asked for, the requirements
+judged)."""
+
+
+def _asked(report: Report) -> set:
+    """The (dtype, variant) runs a report was asked for: those it has and those the profile lists
+    that the implementation lacked (a run lost that way is a regression, not another scope)."""
+    return {(r.dtype, r.variant) for r in report.runs} | {tuple(m.split()) for m in report.missing}
+
+
+def _requirement_ids(report: Report) -> set:
+    return {q.id for run in report.runs for q in run.requirements}
+
+
+def _ids(keys) -> str:
+    return ", ".join(sorted(f"{k[0]} {k[1]}" if isinstance(k, tuple) else k for k in keys))
+
+
+def mismatches(new: Report, old: Report) -> dict:
+    """What makes the two reports unlike (MISMATCHES): what -> the words naming how they differ."""
+    out = {}
+    if new.profile.get("sha256") != old.profile.get("sha256"):
+        same = new.profile["name"] == old.profile["name"]
+        out["profile"] = (f"the profile differs: {old.profile['name']} -> {new.profile['name']}"
+                          + (" (its file's SHA-256 differs)" if same else ""))
+    common = sorted(new.vectors.keys() & old.vectors.keys())
+    other = [d for d in common if new.vectors[d].get("manifest_sha256") != old.vectors[d].get("manifest_sha256")]
+    if other and new.quick == old.quick:  # --quick against full: other vectors by that choice, a scope said below
+        out["vectors"] = f"the vector sets differ ({', '.join(other)}: another manifest SHA-256)"
+    scope = []
+    if new.quick != old.quick:
+        scope.append(f"{'--quick' if old.quick else 'full'} -> {'--quick' if new.quick else 'full'}")
+    if new.only != old.only:
+        scope.append(f"--only {','.join(old.only) or '(all)'} -> {','.join(new.only) or '(all)'}")
+    na, oa = _asked(new), _asked(old)
+    if na != oa:
+        scope.append("runs " + "; ".join(t for t in (
+            f"only in the baseline: {_ids(oa - na)}" if oa - na else "",
+            f"only in the new report: {_ids(na - oa)}" if na - oa else "") if t))
+    judged_new, judged_old = _requirement_ids(new), _requirement_ids(old)
+    if judged_new and judged_old and judged_new != judged_old and new.only == old.only:  # --only says it already
+        scope.append("requirements " + "; ".join(t for t in (
+            f"only in the baseline: {_ids(judged_old - judged_new)}" if judged_old - judged_new else "",
+            f"only in the new report: {_ids(judged_new - judged_old)}" if judged_new - judged_old else "") if t))
+    if scope:
+        out["scope"] = "the scope differs (" + "; ".join(scope) + ")"
+    return out
+
+
+def _identity_notes(new: Report, old: Report, out: GateResult, found: dict) -> tuple:
+    """Notes on what differs between the two reports' setups (``found``: their mismatches, each
+    allowed); (whether counts are comparable, whether what the profile accepted is)."""
     ni, oi = new.implementation, old.implementation
     if ni.get("sha256") and oi.get("sha256") and ni["sha256"] != oi["sha256"]:
         out.notes.append(f"the library changed: SHA-256 {oi['sha256'][:12]} -> {ni['sha256'][:12]}")
     if ni["adapter"] != oi["adapter"]:
         out.notes.append(f"the implementation changed: {oi['adapter']} -> {ni['adapter']}")
-    if new.profile["sha256"] != old.profile["sha256"]:
-        out.notes.append(f"the profile changed: {old.profile['name']} -> {new.profile['name']} "
-                         "(its file's SHA-256 differs)")
-    common = new.vectors.keys() & old.vectors.keys()
-    same = all(new.vectors[d]["manifest_sha256"] == old.vectors[d]["manifest_sha256"] for d in common)
-    if not same:
-        out.notes.append("the vector sets differ, so counts and largest errors are not compared")
-    if new.envelope.get("only") != old.envelope.get("only") or new.envelope.get("quick") != old.envelope.get("quick"):
-        out.notes.append("the two runs had a different scope (--quick or --only), so counts and largest "
-                         "errors are not compared")
-        same = False
-    return same
+    if "profile" in found:
+        out.notes.append(f"{found['profile']} (allowed): statuses are compared, each judged by its own profile; "
+                         "elements accepted beyond the budget are not compared")
+    if "vectors" in found:
+        out.notes.append(f"{found['vectors']} (allowed): counts and largest errors are not compared")
+    if "scope" in found:
+        out.notes.append(f"{found['scope']} (allowed): only what both cover is compared, and counts and largest "
+                         "errors are not")
+    same = "vectors" not in found and new.quick == old.quick and new.only == old.only  # the runs' counts are alike
+    return same, "profile" not in found
 
 
-def gate(new: Report, old: Report) -> GateResult:
-    """What got worse (and better) from ``old`` (the baseline) to ``new``."""
+class Mismatch(SuiteError):
+    """The two reports are unlike in ways ``--allow-mismatch`` did not allow: one line."""
+
+
+def gate(new: Report, old: Report, allow=()) -> GateResult:
+    """What got worse (and better) from ``old`` (the baseline) to ``new``. Reports that differ
+    in profile, vectors or scope (``mismatches``) are compared only where ``allow`` names each
+    difference; otherwise :class:`Mismatch`, naming every one."""
+    found = mismatches(new, old)
+    refused = [what for what in found if what not in allow]
+    if refused:
+        raise Mismatch("; ".join(found[w] for w in refused) + ": a gate compares like with like; pass --allow-mismatch "
+                       + ",".join(refused) + " to compare what is comparable")
     out = GateResult()
-    same_vectors = _identity_notes(new, old, out)
-    nruns = _runs(new)
+    same_vectors, same_profile = _identity_notes(new, old, out, found)
+    nruns, asked_new = _runs(new), _asked(new)
+    both_ids = _requirement_ids(new) & _requirement_ids(old) if "scope" in found else None
     for key, orun in _runs(old).items():
         where = f"{key[0]} {key[1]}"
         nrun = nruns.get(key)
         if nrun is None:
-            out.regressions.append(f"{where}: the run is missing from the new report")
+            if key in asked_new:  # asked for and lacking: the implementation lost it
+                out.regressions.append(f"{where}: the run is missing from the new report")
+            else:  # another scope (allowed): not asked for in the new report
+                out.notes.append(f"{where}: not in the new report's scope, not compared")
             continue
         if orun.verdict == "pass" and nrun.verdict == "incomplete":
             out.regressions.append(f"{where}: pass -> INCOMPLETE ({'; '.join(nrun.incomplete)})")
@@ -90,6 +159,8 @@ def gate(new: Report, old: Report) -> GateResult:
             rid, title = oreq.id, oreq.title
             nreq = nreqs.get(rid)
             if nreq is None:
+                if both_ids is not None and rid not in both_ids:
+                    continue  # outside the new report's scope (allowed): said once below
                 if oreq.status in HELD:
                     out.regressions.append(f"{where} {rid} {title}: no longer in the report")
                 continue
@@ -131,6 +202,8 @@ def gate(new: Report, old: Report) -> GateResult:
             if nerr.nan_mismatches > oerr.nan_mismatches:
                 out.regressions.append(f"{where} NaN against a number: {oerr.nan_mismatches} -> "
                                        f"{nerr.nan_mismatches} elements")
+            if not same_profile:  # what each profile accepted beyond the budget is its own
+                continue
             ofar, nfar = oerr.beyond_budget, nerr.beyond_budget
             before = ofar.elements if ofar else 0
             if nfar and nfar.elements > before:
@@ -141,8 +214,14 @@ def gate(new: Report, old: Report) -> GateResult:
                 before = was.elements if was else 0
                 if seen.elements > before:
                     out.regressions.append(f"{where} {kind}: {before} -> {seen.elements} elements")
-    for key in nruns.keys() - _runs(old).keys():
-        out.notes.append(f"{key[0]} {key[1]}: new run, not in the baseline")
+    for key in sorted(nruns.keys() - _runs(old).keys()):
+        out.notes.append(f"{key[0]} {key[1]}: new run, not in the baseline"
+                         + (", not compared" if "scope" in found else ""))
+    if both_ids is not None:
+        for side, ids in (("the baseline", _requirement_ids(old) - both_ids),
+                          ("the new report", _requirement_ids(new) - both_ids)):
+            if ids:
+                out.notes.append(f"requirements only in {side}, not compared: {_ids(ids)}")
     return out
 
 
@@ -168,13 +247,42 @@ def _cell(runs: list, rid: str) -> str:
     return "recorded" if kinds <= {"recorded", "not-applicable"} else "pass"
 
 
-def compare_rows(reports: list) -> tuple:
-    """(header, rows): the side-by-side matrix of several reports (Report each, one column each)."""
-    labels = []
-    for r in reports:  # the same implementation twice (another date, scope): number the repeats
-        text = label(r)
-        labels.append(text if text not in labels else f"{text} (#{sum(x.startswith(text) for x in labels) + 1})")
-    header = ["", *labels]
+def _folder(source) -> str:
+    """The report folder a path names (a folder, or a report.json in one), as it was given."""
+    from pathlib import PurePath
+
+    p = PurePath(str(source))
+    return str(p.parent if p.name == "report.json" else p)
+
+
+def column_labels(reports: list, sources=None) -> list:
+    """One column head per report: ``impl on profile``, and where that repeats (the same
+    implementation on the same profile, another date or scope), the report's folder beside it
+    (``sources``: the paths the reports were read from); only a folder given twice is numbered."""
+    labels = [label(r) for r in reports]
+    if sources is not None:
+        folders = [_folder(s) for s in sources]
+        labels = [f"{text} ({folder})" if labels.count(text) > 1 else text for text, folder in zip(labels, folders)]
+    out = []
+    for text in labels:  # the very same column twice: number the repeats
+        seen = sum(x == text or x.startswith(text + " (#") for x in out)
+        out.append(f"{text} (#{seen + 1})" if seen else text)
+    return out
+
+
+def _accepted_in_run(errors) -> tuple:
+    """What one run (its ErrorSummary) accepted beyond the budget: (elements at a distance, the
+    largest distance, results that are no distance accepted beyond the budget). A result that is no
+    distance and was not accepted (the report's "none accepted": it failed, or was exact) is not counted."""
+    far = errors.beyond_budget
+    return ((far.elements, far.max_ulp) if far else (0, 0)) + (
+        sum(k.accepted for k in errors.not_a_distance.values()),)
+
+
+def compare_rows(reports: list, sources=None) -> tuple:
+    """(header, rows): the side-by-side matrix of several reports (Report each, one column each);
+    ``sources``: the paths they were read from, which label the columns of repeated implementations."""
+    header = ["", *column_labels(reports, sources)]
     rows = [["verdict", *(r.verdict.upper() for r in reports)],
             ["scope", *("; ".join((["--quick"] if r.quick else []) + (
                 ["--only " + ",".join(r.only)] if r.only else [])) or "full" for r in reports)],
@@ -186,15 +294,15 @@ def compare_rows(reports: list) -> tuple:
             errs = [run.errors.max_ulp for run in r.runs if run.dtype == d and run.errors]
             cells.append(str(max(errs)) if errs else "-")
         rows.append([f"largest error {d} (ULP)", *cells])
-    for d in dtypes:  # what the largest error leaves out: accepted-far elements, infinities and NaNs
+    for d in dtypes:  # what the largest error leaves out: accepted-far elements, infinities and NaNs, per run
         cells = []
         for r in reports:
-            errs = [run.errors for run in r.runs if run.dtype == d and run.errors]
-            far = [e.beyond_budget for e in errs if e.beyond_budget]
-            special = sum(k.elements for e in errs for k in e.not_a_distance.values())
-            top = max((f.max_ulp for f in far), default=0)
-            text = (f"{max(f.elements for f in far):,} " + (f"up to {top:,} ULP" if top else "zeros of the other sign")
-                    if far else "0" if errs else "-")
+            runs = [_accepted_in_run(run.errors) for run in r.runs if run.dtype == d and run.errors]
+            if not runs:
+                cells.append("-")
+                continue
+            most, top, special = (max(x[i] for x in runs) for i in range(3))  # each the most in any one run
+            text = (f"{most:,} " + (f"up to {top:,} ULP" if top else "zeros of the other sign")) if most else "0"
             cells.append(text + (f"; {special:,} no distance (infinity, NaN, the other sign, flushed)" if special else ""))
         rows.append([f"accepted beyond the budget {d} (most in a run)", *cells])
     for d in dtypes:
