@@ -16,6 +16,9 @@
     --with-mindspore (demo and test)    also install mindspore==2.10.0 (CPU, about 800 MB): demo
                                         certifies MindSpore's CPU kernel too, test runs its adapter's
                                         tests (CI does)
+    --with-jax (demo and test)          also install jax==0.10.2 jaxlib==0.10.2 (CPU): demo certifies
+                                        JAX's gradient (jax.vjp, compiled by XLA) too, test runs its
+                                        adapter's tests
     python3 quickstart.py bench [ARGS]  set up, then run the benchmark (bench/run.py ARGS)
 
 Setting up creates .venv (or reuses it), installs the build requirements named
@@ -40,6 +43,8 @@ TORCH_STAMP = VENV / ".sl1conf-torch-stamp"
 TORCH = "torch==2.13.0"  # the version the torch adapter is tested with (a CPU build where one is at hand)
 MINDSPORE_STAMP = VENV / ".sl1conf-mindspore-stamp"
 MINDSPORE = "mindspore==2.10.0"  # the version the MindSpore adapter is tested with (the CPU build, about 800 MB)
+JAX_STAMP = VENV / ".sl1conf-jax-stamp"
+JAX = ("jax==0.10.2", "jaxlib==0.10.2")  # the versions the JAX adapter is tested with
 INSTALL_INPUTS = ["pyproject.toml", "meson.build", "conformance/meson.build",
                   "reference/meson.build", "adapters/meson.build"]
 # (Source edits need no reinstall: the editable install rebuilds the kernel on import.)
@@ -58,7 +63,7 @@ def _env():
     return env
 
 
-def setup(with_torch: bool = False, with_mindspore: bool = False) -> None:
+def setup(with_torch: bool = False, with_mindspore: bool = False, with_jax: bool = False) -> None:
     if sys.version_info < (3, 11):
         sys.exit(f"quickstart: Python 3.11 or newer is needed, this is {sys.version.split()[0]}")
     if not (BIN / "python").exists():
@@ -85,6 +90,10 @@ def setup(with_torch: bool = False, with_mindspore: bool = False) -> None:
         if _run([python, "-m", "pip", "install", "--quiet", MINDSPORE], env) != 0:
             sys.exit(f"quickstart: installing {MINDSPORE} failed (leave out --with-mindspore to run without it)")
         MINDSPORE_STAMP.write_text(MINDSPORE)
+    if with_jax and not (JAX_STAMP.exists() and JAX_STAMP.read_text() == " ".join(JAX)):
+        if _run([python, "-m", "pip", "install", "--quiet", *JAX], env) != 0:
+            sys.exit(f"quickstart: installing {' '.join(JAX)} failed (leave out --with-jax to run without it)")
+        JAX_STAMP.write_text(" ".join(JAX))
 
 
 REPORTS = ROOT / "reports"
@@ -94,22 +103,24 @@ IMPLEMENTATIONS = (("builtin:kernel", "kernel", "the Cython kernel of this suite
                     "only (--quick: its full run takes minutes)", ("--quick",)),
                    ("torch:cpu", "torch-cpu", "PyTorch's CPU kernel (smooth_l1_loss_backward)", ()),
                    ("torch:inductor", "torch-inductor", "PyTorch's CPU kernel through torch.compile (inductor)", ()),
-                   ("mindspore:cpu", "mindspore-cpu", "MindSpore's CPU kernel (SmoothL1LossGrad)", ()))
+                   ("mindspore:cpu", "mindspore-cpu", "MindSpore's CPU kernel (SmoothL1LossGrad)", ()),
+                   ("jax:cpu", "jax-cpu", "JAX's gradient of the loss (jax.vjp), compiled by XLA on the CPU", ()))
 PLATFORMS = ("ieee", "ft78ne", "mt7004")
 
 
-def write_reports(with_torch: bool, with_mindspore: bool = False) -> int:
+def write_reports(with_torch: bool, with_mindspore: bool = False, with_jax: bool = False) -> int:
     """Certify every implementation on every platform into reports/NAME-PLATFORM/ (report.json,
     report.md, report.html, junit.xml), then write the index reports/README.md, with the sweep
     certificates found under reports/ (:func:`sweep_certificates`). A failing
     verdict is a finding, not an error of the demo: only exit status 2 (bad usage) fails it.
-    An implementation left out (no torch, no --with-mindspore) keeps the reports already there,
-    listed in the index as from an earlier run."""
+    An implementation left out (no torch, no --with-mindspore, no --with-jax) keeps the reports
+    already there, listed in the index as from an earlier run."""
     import json
 
     code, rows, dirs = 0, [], []
     for impl, short, what, extra in IMPLEMENTATIONS:
-        skipped = (impl.startswith("torch") and not with_torch) or (impl.startswith("mindspore") and not with_mindspore)
+        wanted = {"torch": with_torch, "mindspore": with_mindspore, "jax": with_jax}
+        skipped = not wanted.get(impl.split(":")[0], True)
         for platform in PLATFORMS:
             out = REPORTS / f"{short}-{platform}"
             if skipped:
@@ -225,11 +236,12 @@ def main(argv) -> int:
         return 2
     with_torch = argv[0] in ("test", "demo") and "--no-torch" not in argv
     with_mindspore = argv[0] in ("test", "demo") and "--with-mindspore" in argv
-    argv = [a for a in argv if a not in ("--no-torch", "--with-mindspore")]
-    setup(with_torch, with_mindspore)
+    with_jax = argv[0] in ("test", "demo") and "--with-jax" in argv
+    argv = [a for a in argv if a not in ("--no-torch", "--with-mindspore", "--with-jax")]
+    setup(with_torch, with_mindspore, with_jax)
     if argv[0] == "demo":
         code = _run([BIN / "sl1conf", "demo", *argv[1:]], _env())
-        return code | write_reports(with_torch, with_mindspore) | write_selftests()
+        return code | write_reports(with_torch, with_mindspore, with_jax) | write_selftests()
     if argv[0] == "bench":
         return _run([BIN / "python", "bench/run.py", *argv[1:]], _env())
     return _run([BIN / "python", "-m", "pytest", "-n", "auto", *argv[1:]], _env())

@@ -12,6 +12,7 @@
 ``torch`` / ``torch:cpu|cuda``         PyTorch's smooth_l1_loss_backward
 ``torch:inductor|compile``             the same op through torch.compile (inductor, CPU)
 ``mindspore`` / ``mindspore:cpu``      MindSpore's SmoothL1LossGrad (CPU)
+``jax`` / ``jax:cpu``                  the loss as a JAX user writes it, its gradient by jax.vjp (XLA, CPU)
 ``python:<module or file.py>:<fn>``    a Python function fn(dy, x1, x2, beta) of arrays
 ====================================  ==============================================
 
@@ -54,6 +55,11 @@ def _mindspore(rest):
     return MindSporeAdapter(rest or "cpu")
 
 
+def _jax(rest):
+    from .jax_adapter import JaxAdapter
+    return JaxAdapter(rest or "cpu")
+
+
 def _python(rest):
     from .python_adapter import PythonFunction
     return PythonFunction(rest)
@@ -65,8 +71,8 @@ def _builtin(rest):
 
 
 _BUILTIN_PREFIXES = {"builtin": _builtin, "ctypes": _ctypes, "sim": _sim, "torch": _torch, "mindspore": _mindspore,
-                     "python": _python}
-_NEEDS_REST = ("builtin", "ctypes", "sim", "python")  # a bare prefix names nothing; torch, mindspore, plugins default
+                     "jax": _jax, "python": _python}
+_NEEDS_REST = ("builtin", "ctypes", "sim", "python")  # a bare prefix names nothing; torch, mindspore, jax, plugins default
 
 
 def prefixes() -> dict:

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .formats import Format
+from .orders import parse as _grammar_order
 
 __all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "DTYPES", "ErrorModel", "IEEE", "FLUSHING",
            "may_flush", "INPUT_PLACES", "MID_PLACES", "LAST", "RESULT", "PLACES", "MODES", "place_modes",
-           "near_zero_places", "evaluations"]
+           "near_zero_places", "evaluations", "branched", "known_order", "order_text"]
 
 ORDERS = {
     "divmul": "(diff / beta) * dy",
@@ -44,6 +45,26 @@ ORDERS = {
 (the outer lines copy ``dy`` or flip its sign); the clamp orders have no branch (Ascend CANN's
 kernel is ``clamp-recipmul`` in the data type, autodiff frameworks give ``clamp-divmul``)."""
 BRANCHED = ("divmul", "recipmul", "muldiv", "mulrecip")
+"""The branched orders the error model always knew; any order of the grammar
+(:mod:`sl1conf.reference.orders`: ``dy-divmul``, ``divmul-ge-plus0``, ...) is branched too
+(:func:`branched`), and a profile may name it."""
+
+
+def branched(order: str) -> bool:
+    """Whether the order has the manual's branches (every order but the clamp ones)."""
+    return order in BRANCHED or _grammar_order(order) is not None
+
+
+def known_order(order: str) -> bool:
+    """An order of ORDERS or of the grammar (:mod:`sl1conf.reference.orders`)."""
+    return order in ORDERS or _grammar_order(order) is not None
+
+
+def order_text(order: str) -> str:
+    """The order's middle line in words (ORDERS', or the grammar's)."""
+    g = _grammar_order(order)
+    return ORDERS.get(order) or (g.text if g else order)
+
 OPS = ("sub", "mul", "div", "recip")
 FLUSH_PLACES = ("inputs", "intermediates", "result")
 PRECISIONS = ("data", "fp32", "fp64")
@@ -131,7 +152,11 @@ def may_flush(fmt: Format, dy, x1, x2, beta) -> np.ndarray:
     out = None
     for mask in near_zero_places(fmt, dy, x1, x2, beta).values():
         out = mask.copy() if out is None else out | mask
-    return out
+    # the grammar's dy-first orders have one intermediate more, dy / beta (not a place of R06's)
+    v = lambda bits: np.asarray(bits, fmt.uint).view(fmt.dtype).astype(np.float64)  # noqa: E731
+    with np.errstate(all="ignore"):
+        q = v(dy) / np.broadcast_to(v(np.asarray(beta, fmt.uint)), np.shape(out))
+    return out | ((np.abs(q) < 2 * float(fmt.min_normal)) & (q != 0))
 
 
 def evaluations(fmt: Format, model: ErrorModel) -> list:

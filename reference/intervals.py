@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .error_model import BRANCHED, LAST, ORDERS, RESULT, place_modes
+from .error_model import LAST, ORDERS, RESULT, branched, place_modes
 from .formats import Format
+from .orders import parse as _grammar_order
 
 __all__ = ["evaluate"]
 
@@ -155,6 +156,11 @@ def _middle(ar: _Arith, order: str, d: _Iv, b, y) -> _Iv:
         return ar.mul(ar.mul(ar.clip(d, -b, b), ar.recip(b), "diff * (1 / beta)"), Y, LAST)
     if order == "clamp-divmul":
         return ar.mul(ar.clip(ar.div(d, b, "diff / beta"), -1.0, 1.0), Y, LAST)
+    # the grammar's dy-first shapes (reference.orders); their first intermediate is no place of R06's
+    if order == "dy-divmul":
+        return ar.mul(ar.div(Y, b, "dy / beta"), d, LAST)
+    if order == "dy-recipmul":
+        return ar.mul(ar.mul(Y, ar.recip(b), "dy * (1 / beta)"), d, LAST)
     raise ValueError(f"unknown evaluation order {order!r}; known: {', '.join(ORDERS)}")
 
 
@@ -166,12 +172,21 @@ def evaluate(fmt: Format, order: str, P, ulp: dict, flush: tuple, y, a, c, b, *,
     modes = None if places is None else place_modes(flush, places)
     ar = _Arith(P, ulp, "intermediates" in flush, modes)
     d = ar.sub(a, c)
-    if order in BRANCHED:
-        up, down = d.has & (d.hi > b), d.has & (d.lo < -b)
-        mid = ar.clip(d, -b, b)
-        mid.has = d.has & (d.lo <= b) & (d.hi >= -b)
+    if branched(order):
+        g = _grammar_order(order)  # a grammar order: its shape, branch test and term
+        if g.inclusive:  # outer lines from |diff| >= beta
+            up, down = d.has & (d.hi >= b), d.has & (d.lo <= -b)
+            mid = ar.clip(d, -b, b)
+            mid.has = d.has & (d.lo < b) & (d.hi > -b)
+        else:
+            up, down = d.has & (d.hi > b), d.has & (d.lo < -b)
+            mid = ar.clip(d, -b, b)
+            mid.has = d.has & (d.lo <= b) & (d.hi >= -b)
         # a flushed diff is 0, which the middle line takes (0 <= beta)
-        out = _middle(ar, order, mid, b, y)
+        out = _middle(ar, g.shape, mid, b, y)
+        if g.term in ("plus0diff", "plus0abs"):  # + 0 * diff or 0 * |diff| on every line: NaN where diff is infinite
+            out.nan = out.nan | (d.has & (np.isinf(d.lo) | np.isinf(d.hi)))
+        # a zero term changes a zero's sign only, which the hull does not hold (reach: the outer lines' copy)
     else:
         up = down = np.zeros(d.lo.shape, bool)
         out = _middle(ar, order, d, b, y)

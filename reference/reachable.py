@@ -30,14 +30,15 @@ import numpy as np
 from .error_model import (BRANCHED, FLUSH_PLACES, FLUSHING, IEEE, INPUT_PLACES, LAST, MID_PLACES, MODES, OPS,
                           ORDERS, PLACES, PRECISIONS, RESULT, ErrorModel, evaluations, may_flush, near_zero_places,
                           place_modes)
-from .formats import Format
+from .formats import Format, is_nan_bits
 from .intervals import evaluate
+from .orders import parse as _grammar_order
 from .rounded_evaluations import plain_many, point
 
 __all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "ErrorModel", "IEEE", "FLUSHING", "may_flush",
            "INPUT_PLACES", "MID_PLACES", "LAST", "RESULT", "PLACES", "MODES", "place_modes", "near_zero_places",
            "Reach", "reach", "Group", "reachable_sets",
-           "evaluations", "point", "plain_many", "plainly_reached"]
+           "evaluations", "point", "plain_many", "plainly_reached", "OPEN_FORMS", "open_points", "open_reach"]
 
 @dataclass
 class Reach:
@@ -206,6 +207,8 @@ def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, stri
             for y0 in grp.copies:
                 copy |= (up & (gi == y0) & (np.signbit(gi) == np.signbit(y0))) | \
                         (down & (gi == -y0) & (np.signbit(gi) != np.signbit(y0)))
+                if _zero_term(order):  # a grammar order's branch term (+0, 0 * diff) may turn a -0 copy into +0
+                    copy |= (up | down) & zi & (y0 == 0)
             new = (inside | flushed | nan | copy) & ~hit
             if not new.any():
                 continue
@@ -262,6 +265,92 @@ def plainly_reached(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracl
     return out
 
 
+OPEN_FORMS = (
+    ("divmul", "(diff / beta) * dy"),
+    ("recipmul", "(diff * (1 / beta)) * dy"),
+    ("muldiv", "(diff * dy) / beta"),
+    ("mulrecip", "(diff * dy) * (1 / beta)"),
+    ("clamp-recipmul", "min(max(diff, -beta), beta) * (1 / beta) * dy"),
+    ("clamp-recipmul", "max(min(diff, beta), -beta) * (1 / beta) * dy"),
+    ("clamp-divmul", "clamp(diff / beta, -1, 1) * dy"),
+    ("clamp-divmul", "min(max(diff, -beta), beta) / beta * dy"),
+    ("clamp-divmul", "max(min(diff, beta), -beta) / beta * dy"),
+)
+"""Each order as it may be written (order, form), evaluated as written on an open input (:func:`open_points`).
+For a positive beta the forms of one order give the same bits (rounding is monotone and beta / beta is 1:
+``clamp(diff, -beta, beta) / beta`` is ``clamp(diff / beta, -1, 1)``), so they are one order; where the
+manual leaves the input open (beta <= 0, a NaN beta, beta = +inf with an infinite diff) they part: at
+beta = -inf ``min(max(diff, +inf), -inf) / -inf`` is ``-inf / -inf``, NaN, where ``clamp(diff / beta, -1, 1)``
+is a zero. min and max propagate a NaN (a clamp that drops it is a defect, not an order). The branched
+orders test the manual's lines in C's order: ``diff > beta``, then ``diff < -beta``, else the middle line."""
+
+
+def open_points(fmt: Format, model: ErrorModel, dy, x1, x2, beta) -> list:
+    """(label, bits) per evaluation the model allows and per written form of its order (:data:`OPEN_FORMS`):
+    the data format's bits the form gives for these elements (bit arrays of one length; ``beta`` one
+    or one per element), every operation correctly rounded in the evaluation's precision, nothing
+    flushed, the result rounded once to the data format. What an order the profile allows reaches on
+    an input the manual leaves open, where :func:`reach` (which judges a positive beta only) does not
+    look; the judge accepts it beside the open input's stated bounds (rules.judge). ``label``:
+    ``clamp-divmul-fp16, as min(max(diff, -beta), beta) / beta * dy``."""
+    n = np.shape(dy)[0]
+    f = lambda bits: np.ascontiguousarray(np.broadcast_to(np.asarray(bits, fmt.uint), (n,))).view(fmt.dtype)  # noqa: E731
+    y0, a0, c0, b0 = (f(v) for v in (dy, x1, x2, beta))
+    out = []
+    with np.errstate(all="ignore"):
+        # the data format's evaluations first: where several give the bits, the label names the narrowest
+        for name, order, P in sorted(evaluations(fmt, model), key=lambda e: np.dtype(e[2]).itemsize):
+            y, b = y0.astype(P), b0.astype(P)
+            d = a0.astype(P) - c0.astype(P)
+            lo_hi = lambda: np.minimum(np.maximum(d, -b), b)  # noqa: E731  min(max(diff, -beta), beta)
+            hi_lo = lambda: np.maximum(np.minimum(d, b), -b)  # noqa: E731  max(min(diff, beta), -beta)
+            for o, form in OPEN_FORMS:
+                if o != order:
+                    continue
+                if form == "(diff / beta) * dy":
+                    v = (d / b) * y
+                elif form == "(diff * (1 / beta)) * dy":
+                    v = (d * (P(1) / b)) * y
+                elif form == "(diff * dy) / beta":
+                    v = (d * y) / b
+                elif form == "(diff * dy) * (1 / beta)":
+                    v = (d * y) * (P(1) / b)
+                elif form.endswith("* (1 / beta) * dy"):
+                    v = ((lo_hi() if form.startswith("min") else hi_lo()) * (P(1) / b)) * y
+                elif form == "clamp(diff / beta, -1, 1) * dy":
+                    v = np.minimum(np.maximum(d / b, P(-1)), P(1)) * y
+                else:
+                    v = ((lo_hi() if form.startswith("min") else hi_lo()) / b) * y
+                v = np.asarray(v).astype(fmt.dtype)
+                if order in BRANCHED:
+                    v = np.where(d > b, y0, np.where(d < -b, -y0, v))
+                out.append((f"{name}, as {form}", np.ascontiguousarray(v, fmt.dtype).view(fmt.uint)))
+    return out
+
+
+def open_reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, *, strict_zero_sign: bool = False) -> Reach:
+    """Whether each ``got`` (bits) is what an evaluation the model allows gives as written on its input
+    (:func:`open_points`; NaN as a class, a zero's sign counted only where ``strict_zero_sign``): stage 1
+    and the first such evaluation's label where it is, 0 and "" where not. For the elements whose input
+    the manual leaves open (the judge asks it of those only)."""
+    got = np.asarray(got, fmt.uint)
+    n = got.shape[0]
+    stage, how = np.zeros(n, np.int8), np.full(n, "", object)
+    if n == 0:
+        return Reach(stage, how)
+    sign = np.array(fmt.sign_mask, fmt.uint)
+    zero = lambda b: (b & ~sign) == 0  # noqa: E731
+    for label, bits in open_points(fmt, model, dy, x1, x2, beta):
+        same = (got == bits) | (is_nan_bits(fmt, got) & is_nan_bits(fmt, bits))
+        if not strict_zero_sign:
+            same |= zero(got) & zero(bits)
+        new = same & (stage == 0)
+        stage[new], how[new] = 1, label
+        if (stage > 0).all():
+            break
+    return Reach(stage, how)
+
+
 _OP_WORDS = {"sub": "x1 - x2", "mul": "a product", "div": "the division", "recip": "1/beta"}
 _ZERO_WHY = {1: "x1 - x2 flushed to zero", 2: "an intermediate flushed to zero", 3: "the result flushed to zero"}
 
@@ -286,3 +375,10 @@ def _words(name: str, order: str, st: int, ulp: dict, combo: tuple, zcode: int, 
 
 def _uses(order: str, op: str) -> bool:
     return op in ("sub", "mul") or (op == "recip") == ("recip" in order)
+
+
+def _zero_term(order: str) -> bool:
+    """Whether the order is one of the grammar's with a branch term (reference.orders): its outer
+    lines add a zero to the copy of dy, which may change a zero's sign."""
+    g = _grammar_order(order)
+    return g is not None and bool(g.term)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .error_model import BRANCHED, DTYPES, OPS, ORDERS
+from .error_model import DTYPES, OPS, ORDERS, branched
 from .formats import Format
 from .intervals import evaluate
+from .orders import add_term, evaluate_many
+from .orders import parse as _grammar_order
 
 __all__ = ["point", "plain_many"]
 
@@ -31,7 +33,10 @@ def point(fmt: Format, order: str, precision, dy, x1, x2, beta) -> np.ndarray:
     out, up, down = evaluate(fmt, order, P, zero, (), y, a, c, b)
     with np.errstate(all="ignore"):
         mid = np.where(out.nan | ~out.has, np.nan, out.lo)
-        res = np.where(up, y, np.where(down, -y, mid)) if order in BRANCHED else mid
+        res = np.where(up, y, np.where(down, -y, mid)) if branched(order) else mid
+        g = _grammar_order(order)
+        if g is not None and g.term:  # the branch term, on the diff rounded to the precision
+            res = add_term(g, res, (a.astype(P) - c.astype(P)).astype(np.float64))
     return np.asarray(res).astype(fmt.dtype)
 
 
@@ -72,8 +77,12 @@ def plain_many(fmt: Format, evaluations: list, dy, x1, x2, beta) -> list:
                 mid = (np.clip(d, -b, b) * r()) * y
             elif order == "clamp-divmul":
                 mid = np.clip(q(), -P(1), P(1)) * y
+            elif _grammar_order(order) is not None:  # the grammar's other orders (reference.orders)
+                out.append(evaluate_many(fmt, [(_grammar_order(order), P)], dy, x1, x2, beta)[0])
+                continue
             else:
-                raise ValueError(f"unknown evaluation order {order!r}; known: {', '.join(ORDERS)}")
+                raise ValueError(f"unknown evaluation order {order!r}; known: {', '.join(ORDERS)} and the grammar's "
+                                 "(reference.orders)")
             mid = mid.astype(fmt.dtype)
-            out.append(np.where(d > b, dy, np.where(d < -b, -dy, mid)) if order in BRANCHED else mid)
+            out.append(np.where(d > b, dy, np.where(d < -b, -dy, mid)) if branched(order) else mid)
     return out

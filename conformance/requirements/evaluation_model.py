@@ -7,6 +7,8 @@ import numpy as np
 
 from sl1conf.conformance.rules.diagnosis import beta_classes
 from sl1conf.reference import formats
+from sl1conf.reference import orders as grammar_orders
+from sl1conf.reference.error_model import DTYPES, ORDERS
 from sl1conf.reference.reachable import evaluations, point
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext
 from sl1conf.conformance.requirements.position import POSITION_WIDTHS
@@ -84,6 +86,17 @@ def model_identification(judged: list, fmt) -> dict:
     out["shares"] = {m: round(float(h.mean()), 4) for m, h in sorted(hits.items(), key=lambda x: -x[1].sum())}
     if out["matched"] or len(names) < 2:
         return out
+    combo = _combination(names, hits, index, length, call, extreme)
+    if combo:
+        out["combination"] = combo
+    return out
+
+
+def _combination(names: list, hits: dict, index, length, call, extreme) -> "dict | None":
+    """The combination of two of ``names`` (``hits``: name -> whether each element is its bits) that
+    passes the split test, over elements at ``index`` in calls of ``length`` elements, made as call
+    ``call``, with an extreme beta or not (``extreme``); None where none does."""
+    n = int(index.size)
     best_single = max(int(h.sum()) for h in hits.values())
     best = None  # (explained, description)
     for a in names:
@@ -119,8 +132,8 @@ def model_identification(judged: list, fmt) -> dict:
     if best and best[0] / n >= MODEL_COMBINATION_MIN and all(part["share"] > MODEL_PART_MIN for part in best[1]["parts"]):
         m = min(part["elements"] for part in best[1]["parts"])  # the part the single model loses
         if best[0] - best_single > SPLIT_SIGMAS * max((m * p * (1 - p)) ** 0.5, 1.0):
-            out["combination"] = {**best[1], "explained": round(best[0] / n, 4)}
-    return out
+            return {**best[1], "explained": round(best[0] / n, 4)}
+    return None
 
 
 def other_orders(judged: list, fmt, profile) -> list:
@@ -141,24 +154,154 @@ def other_orders(judged: list, fmt, profile) -> list:
         formats.same_result(fmt, got, formats.to_bits(fmt, point(fmt, order, P, *inputs))).all() for inputs, got in calls)]
 
 
-def model_text(found: dict) -> str:
-    """R17's observation in words (the report's line)."""
+SEARCH_CONFIRM = 4
+"""At most this many of the grammar's evaluations that match every element searched are evaluated on
+every element (the first that matches there too is named): the search's cost stays the disagreeing
+elements' (times the grammar's size) plus a few evaluations of the run."""
+SEARCH_SPLIT = 4
+"""The grammar's evaluations (the closest first) the split test tries in pairs when none matches alone."""
+
+
+def grammar_evaluations(fmt) -> list:
+    """(name, Order, numpy type, words) of every evaluation of the grammar (reference.orders) for data
+    ``fmt``: each order in the data precision, fp32 and fp64 (one of them where the data is fp32),
+    simplest first; the names are the error model's (``dy-divmul-fp16``)."""
+    precs = list(dict.fromkeys(p for p in (fmt.name, "fp32", "fp64")
+                               if np.dtype(DTYPES[p]).itemsize >= fmt.dtype.itemsize))
+    return [(f"{o.name}-{p}", o, DTYPES[p], o.words(p)) for o in grammar_orders.grammar() for p in precs]
+
+
+def _grammar_bits(fmt, evals: list, ins: list) -> list:
+    """Each evaluation's bits on the elements ``ins`` (dy, x1, x2, beta as bits of one length): one
+    grammar_orders.evaluate_many per precision, which shares that precision's intermediates."""
+    vals = [formats.from_bits(fmt, a) for a in ins]
+    out = [None] * len(evals)
+    for P in dict.fromkeys(e[2] for e in evals):
+        at = [i for i, e in enumerate(evals) if e[2] is P]
+        for i, v in zip(at, grammar_orders.evaluate_many(fmt, [(evals[i][1], P) for i in at], *vals)):
+            out[i] = formats.to_bits(fmt, v)
+    return out
+
+
+def order_search(judged: list, fmt) -> dict:
+    """The grammar's evaluation the implementation matches bit for bit, searched on the elements where
+    the accepted models disagree or differ from the implementation (elsewhere every model gives the
+    implementation's bits), on the elements the error model judges (a positive beta, no NaN input):
+    ``searched`` (how many), ``tried`` (evaluations), ``order`` ((name, words) of the first, simplest
+    first, that matches every searched element and then every element; None where none does),
+    ``same_bits`` (how many others match every searched element), ``closest`` ((name, words, share)
+    of the best few) and ``combination`` (two of them that pass R17's split test, or None)."""
+    evals = grammar_evaluations(fmt)
+    ins, got, index, length, call, extreme, whole = [], [], [], [], [], [], []
+    for j in judged:
+        bits = [np.ascontiguousarray(np.broadcast_to(np.asarray(a, fmt.uint), j.got.shape)) for a in j.inputs]
+        with np.errstate(invalid="ignore"):  # signalling NaNs convert quietly
+            v = [formats.from_bits(fmt, a).astype(np.float64) for a in bits]
+        defined = ~np.isnan(v[0]) & ~np.isnan(v[1]) & ~np.isnan(v[2]) & (v[3] > 0)
+        agree = np.ones(j.got.shape, bool)
+        for m in j.models.values():
+            agree &= m
+        idx = np.flatnonzero(defined & ~agree)
+        whole.append(([a[defined] for a in bits], j.got[defined]))
+        if idx.size:
+            ins.append([a[idx] for a in bits])
+            got.append(j.got[idx])
+            index.append(idx)
+            length.append(np.full(idx.size, j.case.elements_written))
+            call.append(np.full(idx.size, j.call_no))
+            extreme.append(np.full(idx.size, int(extreme_beta(fmt, j.case.beta))))
+    out = {"searched": int(sum(g.size for g in got)), "tried": len(evals), "order": None, "same_bits": 0,
+           "closest": [], "combination": None}
+    if not got:
+        return out
+    ins = [np.concatenate([c[k] for c in ins]) for k in range(4)]
+    got = np.concatenate(got)
+    hits = [formats.same_result(fmt, got, b) for b in _grammar_bits(fmt, evals, ins)]
+    full = [i for i, h in enumerate(hits) if h.all()]
+    if full:
+        all_ins = [np.concatenate([w[0][k] for w in whole]) for k in range(4)]
+        all_got = np.concatenate([w[1] for w in whole])
+        for i in full[:SEARCH_CONFIRM]:
+            if formats.same_result(fmt, all_got, _grammar_bits(fmt, [evals[i]], all_ins)[0]).all():
+                out["order"] = (evals[i][0], evals[i][3])
+                out["same_bits"] = len(full) - 1
+                return out
+    ranked = sorted(range(len(evals)), key=lambda i: -int(hits[i].sum()))  # stable: the simplest first on ties
+    top, seen = [], set()
+    for i in ranked:  # the best few with different bits (the grammar has orders that agree here)
+        key = hits[i].tobytes()
+        if key not in seen:
+            seen.add(key)
+            top.append(i)
+        if len(top) == SEARCH_SPLIT:
+            break
+    out["closest"] = [(evals[i][0], evals[i][3], round(float(hits[i].mean()), 4)) for i in top]
+    for i in top[:2]:  # a split's other part: the evaluation that gives the most of the bits a close one misses
+        miss = ~hits[i]
+        j = max(range(len(evals)), key=lambda k: int((hits[k] & miss).sum()))
+        if j not in top and (hits[j] & miss).any():
+            top.append(j)
+    out["words"] = {evals[i][0]: evals[i][3] for i in top}
+    if len(top) > 1:
+        index, length, call, extreme = (np.concatenate(a) for a in (index, length, call, extreme))
+        out["combination"] = _combination([evals[i][0] for i in top], {evals[i][0]: hits[i] for i in top},
+                                          index, length, call, extreme)
+    return out
+
+
+def _search_text(search: dict, lead: bool = False) -> str:
+    """What the grammar's search found, when it found no order, in words (``lead``: its split first)."""
+    n, tried = search["searched"], search["tried"]
+    words = search.get("words", {})
+    if lead:
+        combo = search["combination"]
+        parts = ", ".join(f"{p['model']} ({words.get(p['model'], '')}) on {p['where']} ({p['share']:.1%})".replace(" ()", "")
+                          for p in combo["parts"])
+        return (f"{parts}: {combo['explained']:.1%} of the {n:,} elements where the enumerated models disagree or "
+                f"differ from the implementation (the grammar of orders searched: {tried} evaluations, no one matches "
+                f"alone; closest: " + ", ".join(f"{name} {share:.1%}" for name, _, share in search["closest"]) + ")")
+    head = (f"no order of the grammar ({tried} evaluations: every way to combine diff, beta and dy with one division "
+            f"or reciprocal and one multiplication, in the data precision, fp32 or fp64, with the branch terms an "
+            f"autodiff adds) matches bit for bit the {n:,} elements where the models disagree or differ from the "
+            f"implementation")
+    combo = search["combination"]
+    if combo:
+        parts = ", ".join(f"{p['model']} on {p['where']} ({p['share']:.1%})" for p in combo["parts"])
+        return f"{head}; best split: {parts}: {combo['explained']:.1%} of them"
+    closest = ", ".join(f"{name} ({words}) {share:.1%}" for name, words, share in search["closest"])
+    return f"{head}, and no split of two passes the split test; closest: {closest}"
+
+
+def model_text(found: dict, search: "dict | None" = None) -> str:
+    """R17's observation in words (the report's line); ``search``: what the grammar's search found
+    (:func:`order_search`), where it ran and named no order."""
     if found["matched"]:
         return ", ".join(found["matched"]) + " (bit for bit on every element)"
+    more = f"; {_search_text(search)}" if search and search["searched"] else ""
+    if found.get("grammar_split"):  # the grammar's split leads: it explains more than the models' own
+        return f"no single order; {_search_text(search, lead=True)}"
     shares = found.get("shares")
     if not shares:
-        return "none (no enumerated model or other order of the error model matches bit for bit)"
+        return "none (no enumerated model or other order of the error model matches bit for bit)" + more
     n = found["disputed_elements"]
     listed = ", ".join(f"{m} {s:.1%}" for m, s in shares.items())
     combo = found.get("combination")
     if combo:
         parts = ", ".join(f"{p['model']} on {p['where']} ({p['share']:.1%})" for p in combo["parts"])
         return (f"no single model; {parts}: {combo['explained']:.1%} of the {n:,} elements where the models "
-                f"disagree (each alone: {listed})")
+                f"disagree (each alone: {listed})" + more)
     closest, share = next(iter(shares.items()))
     return (f"no single model (no enumerated model or other order of the error model matches bit for bit, and no "
             f"split of two passes the split test); closest: {closest}, {share:.1%} of the {n:,} elements where the "
-            f"models disagree (each: {listed})")
+            f"models disagree (each: {listed})" + more)
+
+
+def _worded(name: str) -> str:
+    """An evaluation's name, with its words where its order is one of the grammar's beyond the error
+    model's own (a profile that names ``dy-divmul``: ``dy-divmul-fp16: (dy / beta) * diff in half``)."""
+    order, precision = name.rsplit("-", 1)
+    g = grammar_orders.parse(order)
+    return name if g is None or order in ORDERS else f"{name}: {g.words(precision)}"
 
 
 def _model(ctx: RunContext, req: "Requirement") -> Check:
@@ -167,16 +310,29 @@ def _model(ctx: RunContext, req: "Requirement") -> Check:
         return Check(applicable=False)
     found = model_identification(judged, ctx.fmt)
     if not found["matched"]:
-        found["matched"] = other_orders(judged, ctx.fmt, ctx.profile)
-    extra = {"observed": found["matched"] or model_text(found)}
+        found["matched"] = [_worded(name) for name in other_orders(judged, ctx.fmt, ctx.profile)]
+    search = None
+    if not found["matched"]:  # the grammar of orders, on the disagreeing elements only
+        search = order_search(judged, ctx.fmt)
+        if search["order"]:
+            name, words = search["order"]
+            found["matched"] = [f"{name}: {words} (an order of the grammar, bit for bit on every element with a "
+                                f"positive beta and no NaN input; a profile accepts it by naming "
+                                f"{name.rsplit('-', 1)[0]} in [error_model.orders])"]
+        elif search["combination"] and search["combination"]["explained"] > found.get("combination", {}).get(
+                "explained", 0.0):  # the grammar's split, of the elements searched, where it explains more
+            found["combination"] = search["combination"]
+            found["grammar_split"] = True
+    extra = {"observed": found["matched"] or model_text(found, search)}
     extra.update({k: v for k, v in found.items() if k in ("shares", "disputed_elements", "combination")})
     return Check(extra=extra)
 
 
 ROWS = (
     Requirement("R17", "evaluation-model",
-                "The evaluation model the implementation matches bit for bit, if any (an enumerated model, or another "
-                "order of the error model: the clamp orders, mulrecip, fp64); else each model's share of the "
+                "The evaluation model the implementation matches bit for bit, if any (an enumerated model, another "
+                "order of the error model: the clamp orders, mulrecip, fp64, or an order of the grammar of orders, "
+                "searched on the elements where the models disagree); else each model's share of the "
                 "elements where the models disagree, and the combination that explains them (one model on the vector "
                 "body and another on the tail, by call length, or by call order).", _model, kind="recorded",
                 families=("*",), observes=True, reports_model=True),

@@ -233,6 +233,20 @@ def _reachable(sets: _Sets, fmt, profile, dy, x1, x2, beta, oracle) -> None:
                     sets.points(idx[down], (-y0[down]).astype(fmt.dtype).view(fmt.uint))
 
 
+def _open_reachable(sets: _Sets, fmt, profile, dy, x1, x2, beta, open_q) -> None:
+    """Where the input is open, what an order the profile allows gives there as written
+    (reachable.open_points: the judge accepts it beside the stated bounds), each zero of either sign
+    where the profile does not count it."""
+    idx = np.flatnonzero(open_q >= 0)
+    if not idx.size:
+        return
+    for _, bits in reachable.open_points(fmt, profile.error_model, dy[idx], x1[idx], x2[idx], beta[idx]):
+        sets.points(idx, bits)
+        if not profile.strict_zero_sign:
+            z = is_zero(fmt, bits)
+            sets.zeros(idx[z])
+
+
 def accepted(fmt: formats.Format, profile, expected: Expected, dy, x1, x2, beta,
              facts: "InputFacts | None" = None) -> Accepted:
     """Per element, every result :func:`rules.judge.judge` accepts under ``profile`` (the same
@@ -252,5 +266,6 @@ def accepted(fmt: formats.Format, profile, expected: Expected, dy, x1, x2, beta,
         sets.points(np.arange(n), bits)
     _bounded(sets, fmt, profile, dy, x1, x2, oracle, facts.open_q, facts.diff)
     _reachable(sets, fmt, profile, dy, x1, x2, beta, oracle)
+    _open_reachable(sets, fmt, profile, dy, x1, x2, beta, facts.open_q)
     sets.flag(np.flatnonzero(facts.boundary), BOUNDARY)
     return sets.record(formats.ordered(fmt, oracle))

@@ -25,6 +25,8 @@ from typing import Optional
 
 import numpy as np
 
+from sl1conf.conformance.rules import intermediates
+from sl1conf.conformance.rules.intermediates import FACT_PREFIX
 from sl1conf.conformance.rules.openbehaviour import BOUNDED, open_input
 from sl1conf.reference import exact
 from sl1conf.reference import formats
@@ -53,6 +55,7 @@ LENGTHS = ((1, 16, "calls shorter than 16 elements"), (16, 1024, "calls of 16 to
            (1024, 65_536, "calls of 1,024 to 65,535 elements"), (65_536, 1 << 20, "calls of 65,536 to 1,048,575 elements"),
            (1 << 20, None, "calls of 1,048,576 elements or more"))
 SHOWN = 4  # patterns reported per requirement
+FACTS = 6  # facts of the arithmetic reported per requirement besides (rules.intermediates), the most failures first
 MIN_SHARE = 0.5  # a pattern is reported when it holds at least this share of the failures ...
 MIN_LIFT = 1.5  # ... and is this many times more common among them than among the elements checked
 OPEN = "the manual leaves this open"  # what the words of a class of open inputs add (a beta <= 0, a NaN beta)
@@ -108,6 +111,9 @@ def _masks(j):
     k = np.arange(m)
     yield "not-written", NOT_WRITTEN, j.unwritten
     yield FLUSHED, FLUSHED_TEXT, j.flush_explained
+    if j.rejected:  # the facts of the arithmetic (rules.intermediates), on the rejected elements flushing does not give
+        rejected = np.logical_or.reduce([np.asarray(r, bool) for r in j.rejected.values()])
+        yield from intermediates.facts(fmt, j, rejected & ~j.unwritten & ~j.flush_explained)
     for width in WIDTHS:
         yield f"tail-{width}", f"in the last n mod {width} elements (the tail after a vector body of {width})", \
             k >= m - m % width
@@ -181,7 +187,7 @@ STATIC_KEYS = ("not-written", FLUSHED, FLUSH_VARIES, "first", "last", "chunk", "
 def pattern_keys() -> tuple:
     """Every key a diagnosis entry can carry (its ``key``; what a waiver's ``pattern`` names), but
     ``family-<name>`` for each vector family (the vectors layer, above this one, knows their names)."""
-    return (*STATIC_KEYS, *(f"tail-{w}" for w in WIDTHS), *(f"tile-{t}" for t in TILES),
+    return (*STATIC_KEYS, *intermediates.fact_keys(), *(f"tail-{w}" for w in WIDTHS), *(f"tile-{t}" for t in TILES),
             *(f"length-{lo}" for lo, _, _ in LENGTHS))
 
 
@@ -333,6 +339,14 @@ def _patterns(stats: dict, failed_total: int, checked_total: int, element, findi
         if failed and share >= MIN_SHARE and (share >= MIN_LIFT * base or key in findings):
             example = first if isinstance(first, CallNote) else element(*first)
             found.append((key, share, base, Pattern(text, key, failed, failed_total, round(base, 4), example)))
+    # the facts of the arithmetic (rules.intermediates): disjoint, each holding the failures it explains,
+    # reported however few (a requirement's failures split among them), after the patterns shown
+    facts = sorted(((key, failed / failed_total, checked / checked_total if checked_total else 0.0,
+                     Pattern(text, key, failed, failed_total, round(checked / checked_total if checked_total else 0.0, 4),
+                             element(*first)))
+                    for key, (text, failed, checked, first) in stats.items()
+                    if key.startswith(FACT_PREFIX) and failed and first is not None), key=lambda f: -f[1])[:FACTS]
+    found = [f for f in found if not f[0].startswith(FACT_PREFIX)]
     if any(f[0] in OPEN_CLASSES and f[1] == 1.0 for f in found):  # what the failures hold, not where they are
         found = [f for f in found if not f[0].startswith(POSITIONAL)]
     tails = [f for f in found if f[0].startswith("tail-")]
@@ -340,4 +354,4 @@ def _patterns(stats: dict, failed_total: int, checked_total: int, element, findi
         best = max(tails, key=lambda f: (f[1], -f[2]))
         found = [f for f in found if not f[0].startswith("tail-") or f is best]
     found.sort(key=lambda f: (-f[1], f[2]))
-    return [f[3] for f in found[:SHOWN]]
+    return [f[3] for f in found[:SHOWN]] + [f[3] for f in facts]

@@ -47,7 +47,7 @@ from sl1conf.reference.models import accepted_models
 
 __all__ = ["Reason", "REASONS", "BEYOND_BUDGET", "Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
            "SPECIALS", "special_class", "is_subnormal", "InputFacts", "input_facts", "ALONE_RULES",
-           "within_budget_alone", "model_match"]
+           "within_budget_alone", "model_match", "OPEN_INPUT"]
 
 
 class Reason(enum.IntEnum):
@@ -483,6 +483,7 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
         r = reachable.reach(fmt, profile.error_model, got[idx], pick(dy), pick(x1), pick(x2), pick(beta), oracle[idx],
                      strict_zero_sign=profile.strict_zero_sign)
         stage[idx], how[idx] = r.stage, r.how
+        _open_reach(fmt, profile, got, dy, x1, x2, beta, idx[(r.stage == 0) & (open_q[idx] >= 0)], open_q, stage, how)
     j = Judgement(fmt, got, expected, exact, dist, within, formats.same_result(fmt, got, expected.oracle_ftz), reachable.Reach(stage, how),
                   {name: formats.same_result(fmt, got, bits) for name, bits in expected.models.items()}, alt,
                   boundary, sub, prone, open_q, bounded,
@@ -503,6 +504,28 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
     j.ok = ok
     j.reason = _reasons(j, needs)
     return j
+
+
+OPEN_INPUT = "on an open input"
+"""What the error model's label adds where an element's input is open (the order evaluated as written there)."""
+
+
+def _open_reach(fmt, profile, got, dy, x1, x2, beta, idx, open_q, stage, how) -> None:
+    """Where the manual leaves the input open (``idx``: elements no cheaper acceptance took and the error
+    model's sets, which judge a positive beta only, did not reach): the bits an order the profile allows
+    gives there, evaluated as written (reachable.open_reach), are reachable too (issue 39, item 3: the
+    acceptable set of an open input is the reachable set together with the stated bounds, never less
+    than either). Said ``clamp-divmul-fp16, as min(max(diff, -beta), beta) / beta * dy, on an open
+    input (beta < 0)``, so a report tells an answer reachable there from one within the bounds."""
+    if not idx.size:
+        return
+    pick = lambda a: np.broadcast_to(np.asarray(a, fmt.uint), got.shape)[idx]  # noqa: E731
+    r = reachable.open_reach(fmt, profile.error_model, got[idx], pick(dy), pick(x1), pick(x2), pick(beta),
+                             strict_zero_sign=profile.strict_zero_sign)
+    hit = r.stage > 0
+    at = idx[hit]
+    stage[at] = r.stage[hit]
+    how[at] = [f"{h}, {OPEN_INPUT} ({openbehaviour.BOUNDED[q]})" for h, q in zip(r.how[hit], open_q[at].tolist())]
 
 
 def _reasons(j: Judgement, needs: np.ndarray) -> np.ndarray:

@@ -20,6 +20,8 @@ from pathlib import Path
 
 from sl1conf.conformance.common.errors import SuiteError
 from sl1conf.conformance.common.tomlfiles import read_toml, schema_problem, toml_path, toml_value
+from sl1conf.reference.error_model import known_order
+from sl1conf.reference.orders import SHAPES
 from sl1conf.reference.reachable import FLUSH_PLACES, IEEE, OPS, ErrorModel
 
 __all__ = ["Profile", "ProfileError", "PROFILE_DIR", "SCHEMA", "builtin_profiles", "load_profile"]
@@ -103,6 +105,12 @@ def _parse(path: Path) -> Profile:
     def bad(where, problem):
         return ProfileError(f"{path}: {toml_path(where)}: {problem}" if where else f"{path}: {problem}")
 
+    orders = data.get("error_model", {}).get("orders") if isinstance(data.get("error_model"), dict) else None
+    for order in orders if isinstance(orders, dict) else ():  # said before the schema's pattern is
+        if not known_order(order):
+            raise bad(["error_model", "orders", order], "unknown evaluation order: clamp-recipmul, clamp-divmul, or "
+                      f"one of the grammar's, <shape>[-ge][-plus0|-plus0diff|-plus0abs] with the shape {', '.join(SHAPES)} "
+                      "(docs/evaluation-models.md)")
     problem = schema_problem(data, SCHEMA)
     if problem:
         raise bad(*problem)
@@ -152,7 +160,8 @@ def load_profile(name_or_path: str) -> Profile:
 
 def _error_model(table: dict, flush_to_zero: str) -> ErrorModel:
     """The [error_model] table (validated by the schema), its defaults filled in: IEEE's orders,
-    every operation correctly rounded, flushing everywhere where flush_to_zero is accepted."""
+    every operation correctly rounded, flushing everywhere where flush_to_zero is accepted. An
+    order may be any of the grammar's (reference.orders: one R17 found, accepted on purpose)."""
     default_flush = FLUSH_PLACES if flush_to_zero == "accepted" else ()
     orders = table.get("orders")
     return ErrorModel(orders={o: tuple(p) for o, p in orders.items()} if orders else dict(IEEE.orders),

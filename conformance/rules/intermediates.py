@@ -1,0 +1,148 @@
+"""Facts about a rejected element: what its intermediates did, and which way of writing the formula
+gives its bits (issue 39, item 2).
+
+Why: a pattern says where failures are (a class of beta, a tail); a fact says what happened in the
+arithmetic. The diagnosis (rules.diagnosis) tests every intermediate of the grammar the formula is
+written in, in the data format: ``x1 - x2``, ``1 / beta``, ``diff / beta``, ``dy / beta``,
+``diff * dy``, each for overflow (infinite where its exact value is finite), underflow (zero where
+it is not), a subnormal and NaN (``0 / 0``, ``inf / inf``, ``inf - inf``, ``0 * inf``); the unused
+branch's ``0 * inf`` (a result that adds the dropped branch's gradient, times zero, is NaN where
+that branch's ``diff / beta`` is infinite); a ``+0`` added to the result (a zero loses its sign);
+and the middle line written in an order the profile does not list (``(dy / beta) * diff``, or a
+listed order in a precision it does not list). Each fact is tested on the rejected elements only,
+and they are disjoint: an element is put down to the first fact of :func:`facts`'s order that
+holds (the fact that gives its bits, or its kind of result, most directly), so a requirement's
+failures split among its facts and what no fact holds is unexplained (reports.causes).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sl1conf.reference import exact
+from sl1conf.reference import formats
+from sl1conf.reference.error_model import DTYPES
+
+__all__ = ["INTERMEDIATES", "CLASSES", "GRAMMAR", "FACT_PREFIX", "fact_keys", "facts", "ZERO_SIGN", "DROPPED"]
+
+FACT_PREFIX = "fact:"  # the keys of the facts (a waiver's pattern may name one)
+INTERMEDIATES = ("x1 - x2", "1 / beta", "diff / beta", "dy / beta", "diff * dy")
+CLASSES = ("overflows", "is NaN", "underflows", "is subnormal")
+GRAMMAR = {
+    "divmul": "(diff / beta) * dy",
+    "recipmul": "(diff * (1 / beta)) * dy",
+    "muldiv": "(diff * dy) / beta",
+    "mulrecip": "(diff * dy) * (1 / beta)",
+    "dydiv": "(dy / beta) * diff",
+    "dyrecip": "(dy * (1 / beta)) * diff",
+}
+"""The ways of writing the middle line the diagnosis tries (rules.diagnosis), each branched as the manual's
+lines; the first four are the error model's branched orders (reference.error_model.ORDERS)."""
+ZERO_SIGN = FACT_PREFIX + "plus-zero"
+DROPPED = FACT_PREFIX + "dropped-branch"
+_PRECISIONS = ("fp16", "fp32")
+_NAMES = {"fp16": "half", "fp32": "float"}
+
+
+def _key(*parts: str) -> str:
+    return FACT_PREFIX + ":".join(p.replace(" ", "") for p in parts)
+
+
+def fact_keys() -> tuple:
+    """Every key :func:`facts` can give."""
+    return (ZERO_SIGN, DROPPED, *(_key(i, c, p) for c in CLASSES[:2] for i in INTERMEDIATES for p in _PRECISIONS),
+            *(_key("order", o, p) for o in GRAMMAR for p in _PRECISIONS),
+            *(_key(i, c, p) for c in CLASSES[2:] for i in INTERMEDIATES for p in _PRECISIONS))
+
+
+def _values(fmt, dy, x1, x2, beta):
+    """Each intermediate in the data format (numpy rounds each float16 and float32 operation
+    correctly) and its exact value's float64 (the diff exactly; the others near enough for a class)."""
+    f = lambda b: np.asarray(b, fmt.uint).view(fmt.dtype)  # noqa: E731
+    y, a, c = f(dy), f(x1), f(x2)
+    b = np.broadcast_to(f(np.asarray(beta, fmt.uint)), y.shape)
+    s = exact.exact_diff(fmt, np.asarray(x1, fmt.uint), np.asarray(x2, fmt.uint))[0]
+    Y, B = y.astype(np.float64), b.astype(np.float64)
+    d = a - c
+    one = fmt.dtype.type(1)
+    rounded = {"x1 - x2": d, "1 / beta": one / b, "diff / beta": d / b, "dy / beta": y / b, "diff * dy": d * y}
+    exact_ = {"x1 - x2": s, "1 / beta": 1.0 / B, "diff / beta": s / B, "dy / beta": Y / B, "diff * dy": s * Y}
+    return rounded, exact_, s
+
+
+def _middle(order: str, P, dy, x1, x2, beta):
+    """The data format's bits of the middle line written as ``order`` in precision ``P``, branched as
+    the manual's lines (C's order on the rounded diff)."""
+    d = x1.astype(P) - x2.astype(P)
+    y, b = dy.astype(P), beta.astype(P)
+    one = P(1)
+    mid = {"divmul": lambda: (d / b) * y, "recipmul": lambda: (d * (one / b)) * y, "muldiv": lambda: (d * y) / b,
+           "mulrecip": lambda: (d * y) * (one / b), "dydiv": lambda: (y / b) * d,
+           "dyrecip": lambda: (y * (one / b)) * d}[order]().astype(dy.dtype)
+    return np.where(d > b, dy, np.where(d < -b, -dy, mid))
+
+
+def facts(fmt, j, at: np.ndarray):
+    """(key, text, mask) of every fact, each mask over the call's elements and True only at ``at``
+    (the rejected elements to explain) where that fact holds and no earlier one does. ``j``: the
+    call's Judgement (its results, correctly rounded results and inputs). An order the profile lists
+    gives no rejected element's bits (the error model reaches them), so every order is tried."""
+    n = j.got.size
+    todo = np.asarray(at, bool).copy()
+    if not todo.any() or not j.inputs:
+        return
+    dy, x1, x2, beta = (np.broadcast_to(np.asarray(v, fmt.uint), (n,)) for v in j.inputs)
+    got, oracle = j.got, j.expected.oracle
+    sign = np.array(fmt.sign_mask, fmt.uint)
+    name = _NAMES.get(fmt.name, fmt.name)
+    with np.errstate(all="ignore"):
+        g = got.view(fmt.dtype).astype(np.float64)
+        rounded, exact_, s = _values(fmt, dy, x1, x2, beta)
+        B = np.broadcast_to(np.asarray(beta, fmt.uint).view(fmt.dtype).astype(np.float64), (n,))
+
+        def take(mask):
+            hit = todo & mask
+            todo[hit] = False
+            return hit
+        # a +0 added to the result: -0 becomes +0, nothing else changes
+        yield ZERO_SIGN, "+0 is added to the result, so a zero loses its sign (+0 where the result is -0)", \
+            take((got == 0) & (oracle == sign))
+        # the dropped branch's gradient, times zero: NaN where the result is +-dy and diff / beta is infinite
+        outer = (np.abs(s) > np.abs(B)) & (B > 0) & np.isfinite(oracle.view(fmt.dtype).astype(np.float64))
+        dropped_inf = np.isinf(rounded["diff / beta"]) | np.isinf(rounded["x1 - x2"])
+        yield DROPPED, ("the unused branch's gradient is added: 0 * inf in a dropped branch (NaN where the result is "
+                        "+-dy and diff / beta is infinite)"), take(np.isnan(g) & outer & dropped_inf)
+        special = ~np.isfinite(g)
+        for cls in CLASSES[:2]:
+            for im in INTERMEDIATES:
+                v, e = rounded[im], exact_[im]
+                if cls == "overflows":
+                    holds = np.isinf(v) & np.isfinite(e) & special
+                    text = f"{im} overflows {name}: infinity where its exact value is finite"
+                else:
+                    holds = np.isnan(v) & ~np.isnan(s) & np.isnan(g)
+                    text = f"{im} is NaN in {name} (0 / 0, inf / inf, inf - inf or 0 * inf)"
+                yield _key(im, cls, fmt.name), text, take(holds)
+        f = lambda b: np.asarray(b, fmt.uint).view(fmt.dtype)  # noqa: E731
+        for order, written in GRAMMAR.items():
+            for prec in _PRECISIONS:
+                P = DTYPES[prec]
+                if np.dtype(P).itemsize < fmt.dtype.itemsize:
+                    continue
+                idx = np.flatnonzero(todo)
+                hit = np.zeros(n, bool)
+                if idx.size:
+                    bits = _middle(order, P, f(dy[idx]), f(x1[idx]), f(x2[idx]), f(beta[idx])).view(fmt.uint)
+                    hit[idx] = formats.same_result(fmt, bits, got[idx])
+                yield _key("order", order, prec), f"the middle line computed as {written} in {_NAMES[prec]}", take(hit)
+        tiny = float(fmt.min_normal)
+        for cls in CLASSES[2:]:
+            for im in INTERMEDIATES:
+                v, e = rounded[im].astype(np.float64), exact_[im]
+                if cls == "underflows":
+                    holds = (v == 0) & (e != 0) & np.isfinite(e)
+                    text = f"{im} underflows {name}: zero where its exact value is not"
+                else:
+                    holds = (v != 0) & (np.abs(v) < tiny)
+                    text = f"{im} is subnormal in {name}"
+                yield _key(im, cls, fmt.name), text, take(holds)
