@@ -86,3 +86,29 @@ def test_a_requirements_failures_split_among_facts_and_the_rest_is_unexplained()
                    Cause("+0 is added to the result, so a zero loses its sign", ["R05"], 4),
                    Cause("unexplained (most: 1 ULP from the correctly rounded result)", ["R01"], 1)]
     assert not any(c.cause.startswith(("R01", "R03", "R05")) for c in got)  # never a requirement's name
+
+
+def test_a_failure_in_several_causes_shows_every_one_of_them():
+    """A requirement whose failures split among two facts, each shared with another requirement, is
+    in both causes; its failure block (Markdown, JUnit) says both, not the last one only."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from sl1conf.conformance.reports.junit import render_junit
+    from sl1conf.conformance.reports.markdown import render_markdown
+    from sl1conf.conformance.reports.view import view
+    from sl1conf.conformance.requirements.results import Report
+
+    over = ("dy / beta overflows half: infinity where its exact value is finite", "fact:dy/beta:overflows:fp16")
+    drop = ("the unused branch's gradient is added: 0 * inf in a dropped branch", intermediates.DROPPED)
+    run = RunResult("fp16", "p", 1, 1, [_req("R01", 10, [(*over, 6), (*drop, 4)]), _req("R03", 9, [(*over, 6), (*drop, 3)])])
+    envelope = Report.from_json(json.loads((Path(__file__).parents[1] / "reports/kernel-ieee/report.json").read_text()))
+    v = view(dataclasses.replace(envelope, runs=[run]))
+    lines = [f"{over[0]}: R01, R03 (12 failures)", f"{drop[0]}: R01, R03 (7 failures)"]
+    assert [(f.id, f.causes) for f in v.failures] == [("R01", lines), ("R03", lines)]
+    md = render_markdown(v)
+    assert all(md.count(f"Cause (shared): {line}") == 2 for line in lines)
+    import xml.etree.ElementTree as ET
+    messages = [e.get("message") for e in ET.fromstring(render_junit(v)).iter("failure")]
+    assert messages and all(f"cause: {lines[0]}; cause: {lines[1]}; " in m for m in messages), messages

@@ -33,7 +33,8 @@ class Failure:
     over_the_run: str = ""  # a finding about the whole run, not one call (R01's rounding bias)
     diagnosis: list = field(default_factory=list)  # diagnosis_line per pattern the failures share
     bulk: str = ""  # bulk_line: the commonest kind of error and a typical element (the block leads with it)
-    cause: str = ""  # the cause it shares with other failing requirements of the run (reports.causes), if any
+    causes: list = field(default_factory=list)  # the cause lines it shares with other failing requirements of the run
+    # (reports.causes), every one: a requirement whose failures split among facts is in several
     counted: str = ""  # how many, in words of a driver that counts otherwise (fuzz: distinct failures, findings)
     shown_as: str = WORST_LABEL  # what the element shown is (fuzz: the smallest reproducer, not the worst)
 
@@ -67,13 +68,12 @@ class Said:
 
 def failure_said(f: Failure, commands: "list | None" = None) -> list:
     """What a failing requirement says, in the one order every format says it, cause first:
-    the heading (where, how many), the cause it shares with others, the statement, what was
+    the heading (where, how many), the causes it shares with others (a line each), the statement, what was
     found over the run, the commonest kind of error, the patterns the failures share, the worst
     input (or the first failure of a requirement about calls), and how to reproduce it
     (``commands``: other commands than the report's, as the pytest plugin's)."""
     said = [Said("heading", text=f"{f.id} {f.title}: {f.where}, {f.how_many}")]
-    if f.cause:
-        said.append(Said("cause", "Cause (shared)", f.cause))
+    said += [Said("cause", "Cause (shared)", cause) for cause in f.causes]
     said.append(Said("statement", text=f.statement))
     if f.over_the_run:
         said.append(Said("over-the-run", "Over the run", f.over_the_run))

@@ -84,7 +84,7 @@ def _one_case(suite, classname: str, r, f, out: str) -> str:
     message = text = ""
     if f:
         counts = f"{r.id} {r.title}: {r.failed} of {r.checked} failed"  # this run's own
-        message = f"{counts}; " + (f"cause: {f.cause}; " if f.cause else "") + (_worst(f.worst) if f.worst else f.detail)
+        message = f"{counts}; " + "".join(f"cause: {c}; " for c in f.causes) + (_worst(f.worst) if f.worst else f.detail)
         if f.over_the_run:
             message = f"{message}; over the run: {f.over_the_run}" if f.worst or f.detail else f"{counts}; {f.over_the_run}"
         text = failure_text(f)

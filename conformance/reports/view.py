@@ -177,7 +177,7 @@ def _beyond_budget_row(d: str, v: str, r) -> "list | None":
 
 def _failure(report: Report, run, r, shared: dict) -> Failure:
     """The Failure of a failing requirement ``r`` of ``run``; ``shared``: requirement id -> the
-    cause line it shares with others of the run."""
+    cause lines it shares with others of the run (every one, in the run's order of causes)."""
     d, v, worst = run.dtype, run.variant, r.worst
     examples = [e for e in r.examples if e.case is not None]
     f = Failure(d, v, r.id, r.title, r.statement, worst,
@@ -185,7 +185,7 @@ def _failure(report: Report, run, r, shared: dict) -> Failure:
                 variants=[v], counts=[(r.failed, r.checked)],
                 reproduction=r.reproduction, over_the_run="; ".join(r.over_the_run),
                 diagnosis=[diagnosis_line(dg) for dg in r.diagnosis or ()],
-                bulk=bulk_line(r.bulk) if r.bulk else "", cause=shared.get(r.id, ""))
+                bulk=bulk_line(r.bulk) if r.bulk else "", causes=shared.get(r.id, []))
     case = (worst or (examples[0] if examples else None)) if r.rerun_cases else None
     case = case.case if case is not None else None
     f.commands.append(_rerun_command(report, d, v, [r.id] + ([case] if case else [])))
@@ -205,7 +205,11 @@ def _run_parts(report: Report, run, out: dict) -> None:
     from sl1conf.conformance.reports.causes import cause_line, causes
 
     d, v = run.dtype, run.variant
-    shared = {rid: cause_line(c) for c in causes(run) if len(c.requirements) > 1 for rid in c.requirements}
+    shared: dict = {}  # a requirement whose failures split among several causes is in each of them
+    for c in causes(run):
+        if len(c.requirements) > 1:
+            for rid in c.requirements:
+                shared.setdefault(rid, []).append(cause_line(c))
     err = run.errors
     if judged_elements(err):
         out["errors"].append((d, v, err.max_ulp, err.nan_mismatches, err.worst))
