@@ -80,3 +80,7 @@ def test_the_clamp_in_half_library_passes_mt7004_and_the_report_says_reachable_o
     assert run["errors"]["reasons"]["reachable"] > distance_reachable + 100, run["errors"]["reasons"]
     r01 = next(r for r in run["requirements"] if r["id"] == "R01")
     assert r01["beyond_budget_not_a_distance"]["NaN where the result is a number"] == nad["accepted"]
+    # R16 says which: the NaNs (no distance, so no beyond-budget row names them) under what reached them
+    answers = next(r for r in run["requirements"] if r["id"] == "R16")["observed"]["beta < 0"]["answers"]
+    said = "reachable: clamp-divmul-fp16, as min(max(diff, -beta), beta) / beta * dy, on an open input (beta < 0)"
+    assert answers.get(said, 0) > 0 and "other" not in answers, answers

@@ -3,21 +3,29 @@ manual leaves the answer open (``rules.openbehaviour`` states the questions and 
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
+from sl1conf.conformance.rules.judge import REASONS, Reason
 from sl1conf.reference import formats
 from sl1conf.conformance.requirements.base import Check, Requirement, RunContext
 from sl1conf.conformance.requirements.call_rules import CallRule, Fault, campaign_probe
 from sl1conf.conformance.requirements.filing import rejection_filed_under
 
 
+REACHABLE = REASONS[Reason.REACHABLE]  # what R16 says before what an allowed order took on an open input
+
+
 def open_answers(judgements) -> dict:
     """R16's record: per open question, how many open elements there were and how many of
     them each acceptable answer explains: the oracle's, any alternative of the call (an element
     can be open for one question and answered by another's rule), "other (within bounds)" (an
-    open input's answer that meets its bounds, ``openbehaviour.within_bounds``), ``other``: none
-    of these (accepted within the budget or the error model, or not at all). An element is open
+    open input's answer that meets its bounds, ``openbehaviour.within_bounds``), ``reachable: <what
+    it took>`` (what an order the profile allows gives there, rules.judge: ``clamp-divmul-fp16, as ...,
+    on an open input (beta < 0)``, a NaN as any other), ``other``: none of these (accepted within the
+    budget, or not at all). An element is open
     for a question where its input raises it (``Judgement.open_q``: beta <= 0, a NaN beta,
     beta = +inf with an infinite diff) or one of its alternatives differs from the oracle."""
     counts: dict = {}
@@ -43,6 +51,12 @@ def open_answers(judgements) -> dict:
             if j.bounded is not None:
                 hits[openbehaviour.WITHIN_BOUNDS] = open_ & ~explained & j.bounded
                 explained = explained | hits[openbehaviour.WITHIN_BOUNDS]
+            # what an order the profile allows gives there (the judge's reason "reachable"), by what it took:
+            # said here for every element, a NaN too (no distance: the beyond-budget rows count it by kind only)
+            at = np.flatnonzero(open_ & ~explained & (j.reason == Reason.REACHABLE))
+            for how, n in Counter(j.accepted_as(at).tolist()).items():
+                c["answers"][f"{REACHABLE}: {how}"] = c["answers"].get(f"{REACHABLE}: {how}", 0) + n
+            explained[at] = True
             hits["other"] = open_ & ~explained
             for name, hit in hits.items():
                 c["answers"][name] = c["answers"].get(name, 0) + int(hit.sum())
