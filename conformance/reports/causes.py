@@ -6,7 +6,8 @@ checks see it too); a list of red ids sends an engineer after each. A cause is t
 pattern a failing requirement's failures share: what was seen of the failing calls themselves
 (a write after the return, R13's evidence) when it holds nearly all of them (``SHARE``), else
 a hypothesis that gives the failing bits (flushing), the one fact of the arithmetic that holds them
-(rules.intermediates: ``dy / beta overflows half``), the most specific pattern of its diagnosis
+(rules.intermediates: ``dy / beta overflows half``) unless an input class the manual leaves open holds
+every one of them (``beta < 0``: then that class), the most specific pattern of its diagnosis
 holding that many, elements left unwritten when its examples show the fill; else its failures split
 among the facts of the arithmetic that hold them, a cause each, and what none holds is
 ``unexplained`` with its commonest kind: a requirement's own name is never a cause. Requirements with
@@ -49,7 +50,8 @@ def _pattern_cause(req) -> "tuple | None":
     """(cause, adds) of a requirement whose failures one pattern or finding holds nearly all of
     (``SHARE``), or None: direct evidence about the calls that failed (a write after the return), then
     a hypothesis that gives the failing bits themselves (flushing), then the one fact of the
-    arithmetic that holds them (rules.intermediates), then the most specific pattern of its diagnosis
+    arithmetic that holds them (rules.intermediates) unless a class of beta the manual leaves open holds
+    every one of them (OPEN_CLASSES: that class then), then the most specific pattern of its diagnosis
     (of those holding SHARE of its failures, the one covering the fewest of the elements checked, at
     most SPECIFIC), else elements left unwritten (most of its failures, or of its examples, the
     fill), else any pattern holding SHARE of them."""
@@ -59,6 +61,12 @@ def _pattern_cause(req) -> "tuple | None":
     if direct:
         return EXPLANATIONS.get(direct[0].key, (direct[0].pattern, ""))
     fact = [d for d in patterns if d.key.startswith(FACT_PREFIX) and failed and d.failed >= SHARE * failed]
+    # an input the manual leaves open that holds every failure comes before a fact: the failures are judged
+    # there by the stated bounds and what an allowed order reaches, so that class is what they share (issue
+    # 37, item 4), and a fact of the arithmetic there holds only some of them or is incidental (issue 39)
+    open_ = [d for key in OPEN_CLASSES for d in patterns if d.key == key and d.failed >= failed]
+    if fact and open_:
+        return open_[0].pattern, ""
     if fact:
         return fact[0].pattern, ""
     diagnosis = sorted((d for d in patterns if failed and d.failed >= SHARE * failed

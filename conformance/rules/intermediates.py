@@ -9,7 +9,10 @@ it is not), a subnormal and NaN (``0 / 0``, ``inf / inf``, ``inf - inf``, ``0 * 
 branch's ``0 * inf`` (a result that adds the dropped branch's gradient, times zero, is NaN where
 that branch's ``diff / beta`` is infinite); a ``+0`` added to the result (a zero loses its sign);
 and the middle line written in an order the profile does not list (``(dy / beta) * diff``, or a
-listed order in a precision it does not list). Each fact is tested on the rejected elements only,
+listed order in a precision it does not list). An underflow or a subnormal is a fact only where the
+intermediate enters a finite result (the middle line's intermediates where the middle line is the
+element's result): on the outer lines (every element of a beta < 0), or where the result is NaN, it
+cannot change the bits, so it is not said to explain them. Each fact is tested on the rejected elements only,
 and they are disjoint: an element is put down to the first fact of :func:`facts`'s order that
 holds (the fact that gives its bits, or its kind of result, most directly), so a requirement's
 failures split among its facts and what no fact holds is unexplained (reports.causes).
@@ -21,6 +24,7 @@ import numpy as np
 
 from sl1conf.reference import exact
 from sl1conf.reference import formats
+from sl1conf.reference import orders
 from sl1conf.reference.error_model import DTYPES
 
 __all__ = ["INTERMEDIATES", "CLASSES", "GRAMMAR", "FACT_PREFIX", "fact_keys", "facts", "ZERO_SIGN", "DROPPED"]
@@ -28,20 +32,13 @@ __all__ = ["INTERMEDIATES", "CLASSES", "GRAMMAR", "FACT_PREFIX", "fact_keys", "f
 FACT_PREFIX = "fact:"  # the keys of the facts (a waiver's pattern may name one)
 INTERMEDIATES = ("x1 - x2", "1 / beta", "diff / beta", "dy / beta", "diff * dy")
 CLASSES = ("overflows", "is NaN", "underflows", "is subnormal")
-GRAMMAR = {
-    "divmul": "(diff / beta) * dy",
-    "recipmul": "(diff * (1 / beta)) * dy",
-    "muldiv": "(diff * dy) / beta",
-    "mulrecip": "(diff * dy) * (1 / beta)",
-    "dydiv": "(dy / beta) * diff",
-    "dyrecip": "(dy * (1 / beta)) * diff",
-}
-"""The ways of writing the middle line the diagnosis tries (rules.diagnosis), each branched as the manual's
-lines; the first four are the error model's branched orders (reference.error_model.ORDERS)."""
+GRAMMAR = orders.SHAPES
+"""The ways of writing the middle line the diagnosis tries: the shapes of the grammar of orders
+(reference.orders, one grammar for R17 and the diagnosis), each branched as the manual's lines;
+the first four are the error model's branched orders (reference.error_model.ORDERS)."""
 ZERO_SIGN = FACT_PREFIX + "plus-zero"
 DROPPED = FACT_PREFIX + "dropped-branch"
 _PRECISIONS = ("fp16", "fp32")
-_NAMES = {"fp16": "half", "fp32": "float"}
 
 
 def _key(*parts: str) -> str:
@@ -70,18 +67,6 @@ def _values(fmt, dy, x1, x2, beta):
     return rounded, exact_, s
 
 
-def _middle(order: str, P, dy, x1, x2, beta):
-    """The data format's bits of the middle line written as ``order`` in precision ``P``, branched as
-    the manual's lines (C's order on the rounded diff)."""
-    d = x1.astype(P) - x2.astype(P)
-    y, b = dy.astype(P), beta.astype(P)
-    one = P(1)
-    mid = {"divmul": lambda: (d / b) * y, "recipmul": lambda: (d * (one / b)) * y, "muldiv": lambda: (d * y) / b,
-           "mulrecip": lambda: (d * y) * (one / b), "dydiv": lambda: (y / b) * d,
-           "dyrecip": lambda: (y * (one / b)) * d}[order]().astype(dy.dtype)
-    return np.where(d > b, dy, np.where(d < -b, -dy, mid))
-
-
 def facts(fmt, j, at: np.ndarray):
     """(key, text, mask) of every fact, each mask over the call's elements and True only at ``at``
     (the rejected elements to explain) where that fact holds and no earlier one does. ``j``: the
@@ -94,7 +79,7 @@ def facts(fmt, j, at: np.ndarray):
     dy, x1, x2, beta = (np.broadcast_to(np.asarray(v, fmt.uint), (n,)) for v in j.inputs)
     got, oracle = j.got, j.expected.oracle
     sign = np.array(fmt.sign_mask, fmt.uint)
-    name = _NAMES.get(fmt.name, fmt.name)
+    name = orders.precision_words(fmt.name)
     with np.errstate(all="ignore"):
         g = got.view(fmt.dtype).astype(np.float64)
         rounded, exact_, s = _values(fmt, dy, x1, x2, beta)
@@ -124,18 +109,28 @@ def facts(fmt, j, at: np.ndarray):
                     text = f"{im} is NaN in {name} (0 / 0, inf / inf, inf - inf or 0 * inf)"
                 yield _key(im, cls, fmt.name), text, take(holds)
         f = lambda b: np.asarray(b, fmt.uint).view(fmt.dtype)  # noqa: E731
-        for order, written in GRAMMAR.items():
-            for prec in _PRECISIONS:
-                P = DTYPES[prec]
-                if np.dtype(P).itemsize < fmt.dtype.itemsize:
-                    continue
-                idx = np.flatnonzero(todo)
-                hit = np.zeros(n, bool)
-                if idx.size:
-                    bits = _middle(order, P, f(dy[idx]), f(x1[idx]), f(x2[idx]), f(beta[idx])).view(fmt.uint)
-                    hit[idx] = formats.same_result(fmt, bits, got[idx])
-                yield _key("order", order, prec), f"the middle line computed as {written} in {_NAMES[prec]}", take(hit)
+        # the middle line of each shape of the grammar (reference.orders), branched as the manual's lines (C's
+        # order on the rounded diff), in each precision at least the data's: one evaluation of them all on the
+        # elements still to explain (take keeps the first that holds, in this order)
+        tried = [(shape, prec) for shape in GRAMMAR for prec in _PRECISIONS
+                 if np.dtype(DTYPES[prec]).itemsize >= fmt.dtype.itemsize]
+        idx = np.flatnonzero(todo)
+        evaluated = orders.evaluate_many(fmt, [(orders.Order(shape), DTYPES[prec]) for shape, prec in tried],
+                                         f(dy[idx]), f(x1[idx]), f(x2[idx]), f(beta[idx])) if idx.size else []
+        for k, (shape, prec) in enumerate(tried):
+            hit = np.zeros(n, bool)
+            if idx.size:
+                hit[idx] = formats.same_result(fmt, evaluated[k].view(fmt.uint), got[idx])
+            yield _key("order", shape, prec), f"the middle line computed as {orders.Order(shape).words(prec)}", take(hit)
         tiny = float(fmt.min_normal)
+        # an underflow or a subnormal loses a finite result's digits: a fact of an element only where its
+        # correctly rounded result is finite and the intermediate enters it, the middle line's intermediates
+        # where the middle line is its result (the exact diff within +-beta), x1 - x2 also where it decides
+        # the line (beta > 0). On an outer line (+-dy; every element of a beta < 0) or where the result is
+        # NaN (a NaN input) it changes nothing, even added times zero: there it is incidental
+        finite = np.isfinite(oracle.view(fmt.dtype).astype(np.float64))
+        middle = finite & ~(s > B) & ~(s < -B)
+        decides = finite & (middle | (B > 0))
         for cls in CLASSES[2:]:
             for im in INTERMEDIATES:
                 v, e = rounded[im].astype(np.float64), exact_[im]
@@ -145,4 +140,4 @@ def facts(fmt, j, at: np.ndarray):
                 else:
                     holds = (v != 0) & (np.abs(v) < tiny)
                     text = f"{im} is subnormal in {name}"
-                yield _key(im, cls, fmt.name), text, take(holds)
+                yield _key(im, cls, fmt.name), text, take(holds & (decides if im == "x1 - x2" else middle))
