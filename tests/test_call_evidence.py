@@ -12,8 +12,9 @@ put in, built in Python (adapters.base.ArrayFunction), certified ``--quick`` on 
   middle line diff / |beta| * dy in the vector body and diff * dy / |beta| in the last n mod 8
   elements (a vector body and a scalar tail that disagree only for beta < 0): R18 alone, now that
   its sample draws a beta of every class, and its cause is the open input;
-- clamp(diff, -beta, beta) * (1 / beta) * dy at beta = -inf (NaN: -inf * -0): R01's and R03's
-  failures are all there, and their diagnosis names beta = -inf as an open input outside the
+- 2 * dy at beta = -inf (an answer no order the profile allows gives there and outside the stated
+  bounds; the clamp's NaN there, which this test first used, is reachable since issue 39, item 3):
+  R01's failures are all there, and their diagnosis names beta = -inf as an open input outside the
   stated bounds, with no position in the call (the calls at beta = -inf are short: every element
   is in some tail).
 
@@ -239,7 +240,7 @@ def test_one_order_everywhere_for_negative_betas_passes_position_invariance():
 
 # --------------------------------------------------------------------------------------- the diagnosis
 
-def _clamp_at_minus_inf(dy, x1, x2, beta):
+def _twice_dy_at_minus_inf(dy, x1, x2, beta):
     """2 * dy where beta = -inf (no order the profile allows gives it: every one gives +-dy, 0 or
     NaN there, since diff / -inf is -0 or NaN and the outer lines are +-dy; the clamp orders'
     NaN is now reachable there, issue 39 item 3); the oracle elsewhere."""
@@ -250,7 +251,7 @@ def _clamp_at_minus_inf(dy, x1, x2, beta):
 
 
 def test_failures_only_at_minus_infinity_are_put_down_to_that_open_input_not_to_a_tail(vectors):
-    report, reqs, failed = _certify(_clamp_at_minus_inf)
+    report, reqs, failed = _certify(_twice_dy_at_minus_inf)
     assert "R01" in failed, failed
     for rid in sorted(failed):
         r = reqs[rid]
