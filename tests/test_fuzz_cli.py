@@ -347,3 +347,12 @@ def test_fuzz_replay_without_batch_names_what_it_takes(capsys, tmp_path):
     assert code == 2 and "replay needs --batch K" in err and err.count("\n") == 1
     code, _, err = run(capsys, "replay", str(tmp_path / "nothing"))
     assert code == 2 and err.strip().endswith("nothing: no such folder")
+
+
+@pytest.mark.parametrize("option", [["--platform", "mt7004"], ["--profile", "x.toml"]])
+def test_replay_refuses_a_platform_it_would_not_use(capsys, tmp_path, option):
+    """replay judges under the campaign's or the sweep's platform: a --platform given to it would
+    be ignored, so it is refused in one line, exit 2."""
+    assert main(["fuzz", *option, "replay", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"replay does not take {option[0]}" in err

@@ -56,8 +56,9 @@ def _fp32_only(r: dict) -> dict:  # narrowed with --dtype fp32: the fp16 runs we
     return r
 
 
-def _without_r18(r: dict) -> dict:  # a suite that does not judge R18
+def _without_r18(r: dict) -> dict:  # another suite version, whose catalog does not judge R18
     r = copy.deepcopy(r)
+    r["suite_version"] = r["suite_version"] + ".dev-without-r18"
     for run in r["runs"]:
         run["requirements"] = [q for q in run["requirements"] if q["id"] != "R18"]
     return r
@@ -153,3 +154,25 @@ def test_the_same_report_is_like_itself(base, tmp_path, capsys):
 def test_an_unknown_mismatch_name_is_bad_usage(base, tmp_path, capsys):
     assert _gate(tmp_path, base, base, "--allow-mismatch", "profil") == 2
     assert "profile, vectors, scope" in capsys.readouterr().err
+
+
+def test_a_requirement_gone_under_the_same_suite_and_only_is_a_regression_not_a_scope(base, tmp_path, capsys):
+    """The same suite version and --only judge the same catalog: a requirement that held in the
+    baseline and is missing from the new report was dropped, a regression (exit 1), never a scope
+    to allow away."""
+    gone = copy.deepcopy(base)
+    for run in gone["runs"]:
+        run["requirements"] = [q for q in run["requirements"] if q["id"] != "R18"]
+    assert _gate(tmp_path, gone, base) == 1
+    assert "R18 position-invariance: no longer in the report" in capsys.readouterr().out
+
+
+def test_only_given_in_another_order_or_case_is_the_same_scope(base, tmp_path, capsys):
+    def only(r: dict, ids: list) -> dict:
+        r = copy.deepcopy(r)
+        r["only"] = ids
+        for run in r["runs"]:
+            run["requirements"] = [q for q in run["requirements"] if q["id"] in ("R01", "R03")]
+        return r
+    assert _gate(tmp_path, only(base, ["R03", "R01"]), only(base, ["R01", "r03"])) == 0
+    assert "scope" not in capsys.readouterr().out

@@ -434,3 +434,19 @@ def test_every_committed_certificate_is_one_and_renders_as_committed():
         assert cert["coverage"]["blocks_done"] == len(state["done"]) and cert["coverage"]["elements_done"] == \
             state["tally"].elements, path
         assert cert["result"] == ("incomplete" if not state["complete"] else cert["result"])
+
+
+def test_a_shards_certificate_resumes_that_shard_only(tmp_path):
+    """A shard's folder holds its blocks only: the command its certificate.md prints continues that
+    shard (--shard I/N), so `sweep merge` of the shards still takes each block once."""
+    out = tmp_path / "s1"
+    args = ["sweep", "--impl", "builtin:kernel", "--beta", "1", "--dy", "0x3c00-0x3c3f", "--subset", "x2=0x0001",
+            "--workers", "1", "--shard", "1/3", "--max-blocks", "1", "--out", str(out)]  # 64 planes: 4 blocks; 1/3 owns 0, 3
+    done = subprocess.run([sys.executable, "-c", RUN_CLI, *args], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    (line,) = [x for x in (out / "certificate.md").read_text().splitlines() if x.startswith("    sl1conf ")]
+    words = [str(out) if w == "DIR" else w for w in shlex.split(line)]
+    assert words[words.index("--shard") + 1] == "1/3"
+    again = subprocess.run([sys.executable, "-c", RUN_CLI, *words[1:]], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert S.load_state(out)["done"] == {0, 3}  # the shard's blocks, none of the others'

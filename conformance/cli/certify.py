@@ -94,7 +94,8 @@ def _certified(args, session, out_of) -> int:
 def _summary(shown) -> None:
     """What the terminal shows of a report, from the View its files render (``reports.view.View``):
     each run's verdict, the causes shared by several requirements, each failure briefly, the
-    waivers that matched nothing."""
+    waivers' use (those that matched nothing too)."""
+    from sl1conf.conformance.certify.waivers import use_lines
     from sl1conf.conformance.reports.view import failure_text, run_causes
 
     report = shown.report
@@ -109,9 +110,8 @@ def _summary(shown) -> None:
         print(f"cause: {line}")
     for f in shown.failures:  # each in the report's words, briefly: the report has the rest
         print(failure_text(f, brief=True))
-    for w in report.waivers or []:
-        if not w["matched"]:
-            print(f"waiver {w['id']} matched nothing: {w['reason']}")
+    for line in use_lines(report.waivers or []):  # each waiver's use, a stale one too
+        print(line)
 
 
 def register(sub) -> None:

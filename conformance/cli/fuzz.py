@@ -97,8 +97,9 @@ CAMPAIGN_DEFAULTS = {"platform": None, "profile": None, "workers": 1, "shard": "
 
 
 def _no_campaign_options(args, action: str) -> None:
-    """merge and replay take none of the campaign's options (given before the action)."""
-    given = ("impl", "dtype", "variant", "seconds", "elements", "seed", "scheduler", "out")
+    """merge and replay take none of the campaign's options (given before the action): the
+    platform too is the campaign's or the sweep's (a set no sweep wrote is judged on ieee)."""
+    given = ("impl", "dtype", "variant", "seconds", "elements", "seed", "scheduler", "out", "platform", "profile")
     extra = sorted(n for n in given if getattr(args, n) is not None)
     extra += sorted(n for n, d in CAMPAIGN_DEFAULTS.items() if getattr(args, n) != d)
     if extra:

@@ -128,6 +128,8 @@ def _sweep(args) -> int:
     except KeyboardInterrupt:  # the checkpoint holds the blocks done: their certificate, "No claim" for the rest
         interrupted = True
         state = sweep.load_state(out)
+        if state is None:  # stopped before the first checkpoint: nothing done, nothing to certify
+            raise
     finally:
         show.close()
     pending = len(shard.items(0, state["blocks"])) - state["done"].owned(shard)

@@ -314,17 +314,14 @@ class Conformance:
         keys = [k for k in self.runs if k in self.waiver_use]
         if self.waivers is None or not keys:
             return []
+        from sl1conf.conformance.certify.waivers import use_lines
+
         out = [f"{d} {v}: waived: {', '.join(self.waiver_use[(d, v)]['waived'])}" for d, v in keys
                if self.waiver_use[(d, v)]["waived"]]
-        for i, w in enumerate(self.waivers):
-            matched = sum(self.waiver_use[k]["use"][i][0] for k in keys if i < len(self.waiver_use[k]["use"]))
-            failures = sum(self.waiver_use[k]["use"][i][1] for k in keys if i < len(self.waiver_use[k]["use"]))
-            if matched:
-                out.append(f"waiver {w['id']} waived {matched} requirement{'s' * (matched != 1)} "
-                           f"({failures:,} failure{'s' * (failures != 1)}): {w['reason']}")
-            else:
-                out.append(f"waiver {w['id']} matched nothing: {w['reason']}")
-        return out
+        uses = [self.waiver_use[k]["use"] for k in keys]
+        return out + use_lines([{**w, "matched": sum(u[i][0] for u in uses if i < len(u)),
+                                 "failures": sum(u[i][1] for u in uses if i < len(u))}
+                                for i, w in enumerate(self.waivers)])
 
     def _junit_waivers(self) -> None:
         """The waiver lines as properties of pytest's --junitxml test suite (``sl1conf_waiver``),

@@ -67,6 +67,11 @@ def _asked(report: Report) -> set:
     return {(r.dtype, r.variant) for r in report.runs} | {tuple(m.split()) for m in report.missing}
 
 
+def _only(report: Report) -> list:
+    """``--only``'s requirements as a set (the order and case they were given in say nothing)."""
+    return sorted({i.upper() for i in report.only})
+
+
 def _requirement_ids(report: Report) -> set:
     return {q.id for run in report.runs for q in run.requirements}
 
@@ -89,7 +94,7 @@ def mismatches(new: Report, old: Report) -> dict:
     scope = []
     if new.quick != old.quick:
         scope.append(f"{'--quick' if old.quick else 'full'} -> {'--quick' if new.quick else 'full'}")
-    if new.only != old.only:
+    if _only(new) != _only(old):
         scope.append(f"--only {','.join(old.only) or '(all)'} -> {','.join(new.only) or '(all)'}")
     na, oa = _asked(new), _asked(old)
     if na != oa:
@@ -97,7 +102,10 @@ def mismatches(new: Report, old: Report) -> dict:
             f"only in the baseline: {_ids(oa - na)}" if oa - na else "",
             f"only in the new report: {_ids(na - oa)}" if na - oa else "") if t))
     judged_new, judged_old = _requirement_ids(new), _requirement_ids(old)
-    if judged_new and judged_old and judged_new != judged_old and new.only == old.only:  # --only says it already
+    # another catalog (another suite version) judges other requirements; with the same suite and the
+    # same --only, a requirement gone from the new report is a regression (gate), not another scope
+    if (judged_new and judged_old and judged_new != judged_old and _only(new) == _only(old)
+            and new.suite_version != old.suite_version):
         scope.append("requirements " + "; ".join(t for t in (
             f"only in the baseline: {_ids(judged_old - judged_new)}" if judged_old - judged_new else "",
             f"only in the new report: {_ids(judged_new - judged_old)}" if judged_new - judged_old else "") if t))
@@ -122,7 +130,7 @@ def _identity_notes(new: Report, old: Report, out: GateResult, found: dict) -> t
     if "scope" in found:
         out.notes.append(f"{found['scope']} (allowed): only what both cover is compared, and counts and largest "
                          "errors are not")
-    same = "vectors" not in found and new.quick == old.quick and new.only == old.only  # the runs' counts are alike
+    same = "vectors" not in found and new.quick == old.quick and _only(new) == _only(old)  # the runs' counts are alike
     return same, "profile" not in found
 
 

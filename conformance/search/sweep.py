@@ -86,8 +86,9 @@ class _Block:
     """What a worker needs to run blocks: the adapter, the subset, the profile, and arrays of a
     block's size kept from block to block (dy; x1 and x2 of an ``all`` or ``x2=V`` subset; the
     oracle's bits): a block allocates and faults in no 2 MiB array of its own but the adapter's
-    output. ``threads``: the oracle's threads (1 in a pool of worker processes, which fill the
-    CPUs already; None: the kernel's default)."""
+    output. ``threads``: the oracle's threads where a probe's finding needs its bits (1 in a pool
+    of worker processes, which fill the CPUs already; None: the kernel's default). The check of
+    every block (``kernel.f16_mismatches``) runs on one thread: a sweep is parallel by blocks."""
 
     def __init__(self, config: SweepConfig, adapter=None, threads: "int | None" = None):
         keep_freed_memory()

@@ -80,7 +80,8 @@ def _coverage(state: dict) -> dict:
             "elements": elements, "elements_done": tally.elements, "elements_missing": elements - tally.elements,
             "elements_checked": tally.elements - tally.failed - tally.refused_elements,
             "elements_without_result": tally.failed, "elements_refused": tally.refused_elements,
-            "blocks": state["blocks"], "blocks_done": len(done), "complete": bool(state["complete"])}
+            "blocks": state["blocks"], "blocks_done": len(done), "complete": bool(state["complete"]),
+            "shards": list(state.get("shards") or [])}
 
 
 def _rejected(state: dict, verdict: dict, vectors: "str | None") -> dict:
@@ -173,9 +174,11 @@ def resume_command(cert: dict) -> str:
     identify a sweep (``sweep_config``), as a shell reads them."""
     import shlex
 
+    shards = cert["coverage"].get("shards") or []
+    shard = ["--shard", shards[0]] if len(shards) == 1 and shards[0] != "1/1" else []  # a shard's folder: its blocks only
     return " ".join(["sl1conf sweep", "--impl", shlex.quote(cert["implementation"]["spec"]), "--beta", cert["beta"],
                      "--dy", shlex.quote(cert["dy"]), "--subset", shlex.quote(cert["subset"]), "--variant",
-                     cert["variant"], "--platform", shlex.quote(cert["profile"]["name"])])
+                     cert["variant"], "--platform", shlex.quote(cert["profile"]["name"]), *shard])
 
 
 def render_markdown(cert: dict) -> str:
