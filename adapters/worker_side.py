@@ -11,6 +11,10 @@ of reuse for ``WATCH_S`` seconds with a copy of what the call returned (:class:`
 mapping that changed in that time was written after the call returned (a core or thread the
 library did not wait for, a DMA still in flight), and the worker says so with a later answer
 (or when the parent asks it to settle): direct evidence, named after the call that did it.
+The call's inputs are kept mapped, unchanged, for the same time: a thread not waited for still
+reads them, and had they been let go (a later call's mapping, or unmapped) it would read another
+call's data or fault in a later call, a crash that call would be blamed for ("read outside every
+buffer") while the write that is the defect went unseen.
 """
 
 from __future__ import annotations
@@ -39,14 +43,21 @@ class _Watch:
     memory the suite has already read back; the copy shows it, and names the call."""
 
     def __init__(self):
-        self.items: list = []  # [seq, due, buffer, bytes as returned, itemsize, slot in _SPARE]
+        # [seq, due, dx1's buffer, its bytes as returned, itemsize, {slot in _SPARE: buffer} of the call's mappings]
+        self.items: list = []
 
-    def add(self, seq: int, buffer: GuardedArray, itemsize: int) -> None:
-        slot = next((k for k, v in _SPARE.items() if v is buffer), None)
-        if slot is not None:
-            del _SPARE[slot]  # no later call may reuse it while it is watched
+    def add(self, seq: int, buffers: dict, itemsize: int) -> None:
+        """Watch call ``seq``'s dx1 (``buffers["dx1"]``), holding every mapping of the call (its
+        inputs too) out of reuse and mapped until it is due."""
+        held = {}
+        for b in {id(b): b for b in buffers.values()}.values():
+            slot = next((k for k, v in _SPARE.items() if v is b), None)
+            if slot is not None:
+                del _SPARE[slot]  # no later call may reuse it (or unmap it) while it is watched
+            held[slot if slot is not None else ("unkept", id(b))] = b
+        buffer = buffers["dx1"]
         snapshot = bytes(buffer._map[PAGE:PAGE + buffer.body])
-        self.items.append([seq, time.monotonic() + WATCH_S, buffer, snapshot, itemsize, slot])
+        self.items.append([seq, time.monotonic() + WATCH_S, buffer, snapshot, itemsize, held])
 
     def due(self, settle: bool = False) -> list:
         """(seq, what changed) of every watched call let go now: those watched WATCH_S (all of
@@ -55,14 +66,15 @@ class _Watch:
             time.sleep(max(0.0, self.items[-1][1] - time.monotonic()))
         now, late = time.monotonic(), []
         while self.items and (settle or self.items[0][1] <= now or len(self.items) > WATCH_MAX):
-            seq, _, buffer, snapshot, itemsize, slot = self.items.pop(0)
+            seq, _, buffer, snapshot, itemsize, held = self.items.pop(0)
             text = _changed_since(buffer, snapshot, itemsize)
             if text:
                 late.append((seq, text))
-            if slot is not None and slot not in _SPARE:
-                _SPARE[slot] = buffer
-            else:
-                buffer.close()
+            for slot, b in held.items():
+                if slot[0] != "unkept" and slot not in _SPARE and len(_SPARE) < _SPARE_MAX:
+                    _SPARE[slot] = b
+                else:
+                    b.close()
         return late
 
 
@@ -122,11 +134,11 @@ def serve(conn_in, conn, library: str, shim: "str | None", report_path: str, log
         if shim_lib is not None:  # (re)armed before every call: the library may have replaced it
             shim_lib.sl1shim_install_fault_reporter(report)
         stage.resize(request["stage_size"])
-        result, dx1 = _call(request, {k: stage.view(v) for k, v in request["arrays"].items()}, stage, lib,
+        result, buffers = _call(request, {k: stage.view(v) for k, v in request["arrays"].items()}, stage, lib,
                             symbols, shim_lib)
         if os.getpid() != me:  # the library forked during the call: only the original answers
             os._exit(0)
-        watch.add(request["seq"], dx1, 2 if request["dtype"] == "fp16" else 4)
+        watch.add(request["seq"], buffers, 2 if request["dtype"] == "fp16" else 4)
         conn.send(("done", request["seq"], *result, late))
 
 
@@ -166,7 +178,7 @@ def _call(req: dict, staged: dict, stage: Stage, lib, symbols: dict, shim_lib):
     changed = tuple(name for name in ("dy", "x1", "x2") if name != alias and not np.array_equal(staged[name], arrays[name]))
     staged["initial_out"][:] = arrays["dx1"]
     fault = " and ".join(sides) + " (canary changed)" if sides else None
-    return (wrote_outside, changed, seconds, fault), buffers["dx1"]
+    return (wrote_outside, changed, seconds, fault), buffers
 
 
 def _canaries_hit(buffers: dict) -> list:

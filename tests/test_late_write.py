@@ -93,3 +93,33 @@ def test_a_correct_result_with_the_fill_bits_is_not_called_unwritten(tmp_path):
                  "--out", str(out)]) == 0
     run = json.loads((out / "report.json").read_text())["runs"][0]
     assert "not written (dx1 still holds the fill)" not in (run["errors"].get("not_a_distance") or {})
+
+
+def test_the_late_thread_reads_its_own_inputs_not_a_later_calls_mappings(late_lib):
+    """The late thread reads x1, x2 and dy 20 ms after its call returned. Calls of other sizes made
+    meanwhile used to take over (or unmap, past the worker's spare mappings) that call's input
+    mappings: the thread then faulted, a crash blamed on a later call ("read outside every
+    buffer", an R11 failure the late write does not explain), and the write itself went unseen.
+    The watch holds a call's inputs with its dx1: every call is ok, and the late write is named
+    after the call that did it."""
+    first = _case(16, 0b11, "two-cores")
+    later = [_case(1024 * k, 0b1, f"one-core-{k}") for k in range(1, 25)]  # 24 sizes, 72 input mappings
+    with CtypesAdapter(late_lib) as adapter:
+        outcomes = adapter.run([first, *later])
+        late = adapter.late_writes()
+    assert [o.status for o in outcomes] == ["ok"] * len(outcomes), [(o.status, o.detail) for o in outcomes if o.status != "ok"]
+    assert [cid for cid, _ in late] == ["two-cores"], late
+
+
+def test_the_default_runs_guard_page_calls_add_no_cause_of_their_own(late_lib, tmp_path):
+    """The default run's guard-page calls (R11) come in many sizes: before the watch held a call's
+    inputs, the late thread read them after later calls had unmapped them, and R11 failed
+    "unexplained" beside the late write (two causes for one defect). Now one cause line, the late
+    write, listing every failing requirement, and R11 passes."""
+    code, failed, report = certify(tmp_path, late_lib, "ieee", "--dtype", "fp32", "--only", "R11,R13")
+    assert code == 1 and failed == {"R13"}, failed
+    md = (tmp_path / "report" / "report.md").read_text()
+    section = md.split("**Causes**", 1)[1].split("\n|", 1)[0]  # up to the table of requirements
+    lines = [line for line in section.splitlines() if line.startswith("- ")]
+    assert len(lines) == 1 and "**Causes** (1;" in md, lines
+    assert lines[0].startswith("- fp32 s: in calls that wrote dx1 after they returned") and ": R13 (" in lines[0], lines
