@@ -18,7 +18,7 @@
                                         tests (CI does)
     --with-jax (demo and test)          also install jax==0.10.2 jaxlib==0.10.2 (CPU): demo certifies
                                         JAX's gradient (jax.vjp, compiled by XLA) too, test runs its
-                                        adapter's tests
+                                        adapter's tests (CI does)
     python3 quickstart.py bench [ARGS]  set up, then run the benchmark (bench/run.py ARGS)
 
 Setting up creates .venv (or reuses it), installs the build requirements named

@@ -5,7 +5,8 @@ numpy's correctly rounded float16/float32 operations in the order the facts stat
 with the suite's own oracle or models.
 
 Tests that need jax skip when it is not installed (``python3 quickstart.py test --with-jax``
-installs it); the bit-level facts were measured on jax 0.10.2 and skip on other versions (a
+installs it), except under CI (the CI variable set), where .ci/run installs it and a missing jax
+fails them; the bit-level facts were measured on jax 0.10.2 and skip on other versions (a
 new JAX may legitimately differentiate or compile differently: then re-measure and update the
 docstring of ``sl1conf.adapters.jax_adapter``). The tests of the clear errors need no jax.
 """
@@ -21,6 +22,7 @@ import pytest
 
 from sl1conf.adapters import AdapterError, Case
 from sl1conf.adapters.jax_adapter import MISSING_JAX, JaxAdapter
+from conftest import require_optional
 
 CHARACTERIZED = "0.10.2"  # the jax version whose bit-level behaviour the docstring records
 INF = float("inf")
@@ -30,9 +32,9 @@ F32 = (np.float32, np.uint32)
 
 @pytest.fixture(scope="module")
 def jax():
-    jax = pytest.importorskip("jax", reason="jax is not installed (pip install jax==0.10.2 jaxlib==0.10.2, "
-                                            "or python3 quickstart.py test --with-jax)")
-    pytest.importorskip("jaxlib")
+    install = "pip install jax==0.10.2 jaxlib==0.10.2, or python3 quickstart.py test --with-jax, as .ci/run does"
+    jax = require_optional("jax", install)
+    require_optional("jaxlib", install)
     return jax
 
 
