@@ -80,6 +80,8 @@ def test_a_library_wrong_only_on_its_ddr_path_fails_the_default_run():
     # every failing element is in a long call at a beta whose reciprocal rounds
     by_pattern = {d["pattern"]: d for d in r01["diagnosis"]}
     assert by_pattern["beta not a power of two (its reciprocal rounded)"]["failed"] >= 0.99 * r01["failed"]
-    assert by_pattern["calls of 1,048,576 elements or more"]["failed"] >= 0.99 * r01["failed"]
+    # the long calls hold every failure but also most of the elements checked: by the lift rule
+    # (docs/reports.md; issue 40) that says nothing of the cause, so it is not listed as a pattern
+    assert "calls of 1,048,576 elements or more" not in by_pattern
     fams = {f["family"]: f["status"] for f in r01["families"]}
     assert fams["calls-crossed"] == "fail" and all(s == "pass" for f, s in fams.items() if f != "calls-crossed"), fams

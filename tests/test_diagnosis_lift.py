@@ -71,7 +71,10 @@ def wrong_above_beta_in_mid_length_calls():
 def test_a_pattern_as_common_among_the_elements_checked_is_not_reported(wrong_above_beta_in_mid_length_calls):
     r01 = wrong_above_beta_in_mid_length_calls["R01"]
     assert r01["status"] == "fail"
-    for d in r01["diagnosis"]:  # the rule, on the counts the report itself gives
+    # the rule, on the counts the report itself gives, for the patterns (correlations); the facts of
+    # the arithmetic (rules.intermediates, keys 'fact:') are evidence on the failures themselves,
+    # listed however few, as call findings are
+    for d in (d for d in r01["diagnosis"] if not d["key"].startswith("fact:")):
         share = d["failed"] / d["of"]
         assert share >= 0.5 and share >= 1.5 * d["checked_share"], d
     keys = [d["key"] for d in r01["diagnosis"]]

@@ -33,7 +33,7 @@ from sl1conf.conformance.common.tomlfiles import read_toml, schema_problem, toml
 from sl1conf.conformance.requirements import CATALOG, by_id
 from sl1conf.conformance.requirements.results import Report
 
-__all__ = ["WaiverError", "load_waivers", "apply_waivers", "waive"]
+__all__ = ["WaiverError", "load_waivers", "apply_waivers", "waive", "use_lines"]
 
 
 class WaiverError(SuiteError):

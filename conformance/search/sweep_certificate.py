@@ -80,8 +80,7 @@ def _coverage(state: dict) -> dict:
             "elements": elements, "elements_done": tally.elements, "elements_missing": elements - tally.elements,
             "elements_checked": tally.elements - tally.failed - tally.refused_elements,
             "elements_without_result": tally.failed, "elements_refused": tally.refused_elements,
-            "blocks": state["blocks"], "blocks_done": len(done), "complete": bool(state["complete"]),
-            "shards": list(state.get("shards") or [])}
+            "blocks": state["blocks"], "blocks_done": len(done), "complete": bool(state["complete"])}
 
 
 def _rejected(state: dict, verdict: dict, vectors: "str | None") -> dict:
@@ -118,6 +117,7 @@ def certificate(state: dict, *, vectors: "str | None" = None, written: "str | No
         "rounding_bias_findings": list((verdict.get("rounding_bias") or {}).get("findings", [])),
         "result": result, "statement": _statement(result, c, coverage, verdict),
         "run": {"seconds": round(elapsed(state), 2), "sessions": len(state["sessions"]),
+                "shards": list(state.get("shards") or []),  # how it was run: merged shards certify as one run
                 "written": written or datetime.now(timezone.utc).isoformat(timespec="seconds")},
     }
 
@@ -174,7 +174,7 @@ def resume_command(cert: dict) -> str:
     identify a sweep (``sweep_config``), as a shell reads them."""
     import shlex
 
-    shards = cert["coverage"].get("shards") or []
+    shards = cert["run"].get("shards") or []
     shard = ["--shard", shards[0]] if len(shards) == 1 and shards[0] != "1/1" else []  # a shard's folder: its blocks only
     return " ".join(["sl1conf sweep", "--impl", shlex.quote(cert["implementation"]["spec"]), "--beta", cert["beta"],
                      "--dy", shlex.quote(cert["dy"]), "--subset", shlex.quote(cert["subset"]), "--variant",
