@@ -110,8 +110,7 @@ def test_the_shortcut_gives_only_what_the_whole_judge_gives(platform, beta):
 def _step(bits, step):
     """``bits`` moved by ``step`` ULPs along the ordered line of fp16 (a NaN or infinity stays)."""
     b = bits.astype(np.int64)
-    key = np.where(b & 0x8000, -(b & 0x7FFF), b)  # -0 and +0 meet at 0
-    moved = key + step
+    moved = F.ordered(FP16, bits) + step  # the ordered line: -0 and +0 meet at 0
     out = np.where(moved < 0, (-moved) | 0x8000, moved)
     keep = ((b & 0x7FFF) >= 0x7C00) | (np.abs(moved) >= 0x7C00)
     return np.where(keep, b, out).astype(np.uint16)
