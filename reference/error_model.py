@@ -31,7 +31,8 @@ from .orders import parse as _grammar_order
 
 __all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "DTYPES", "ErrorModel", "IEEE", "FLUSHING",
            "may_flush", "INPUT_PLACES", "MID_PLACES", "LAST", "RESULT", "PLACES", "MODES", "place_modes",
-           "near_zero_places", "evaluations", "branched", "known_order", "order_text"]
+           "near_zero_places", "evaluations", "branched", "known_order", "order_text", "OVERFLOWS", "OVERFLOW_CAUSES",
+           "overflow_bits", "overflow_words"]
 
 ORDERS = {
     "divmul": "(diff / beta) * dy",
@@ -80,6 +81,42 @@ the result's both make the result a zero, so R06 judges the two as one place, th
 RESULT = "the result"
 PLACES = INPUT_PLACES + MID_PLACES + (LAST, RESULT)
 MODES = ("never", "may", "always")
+OVERFLOWS = ("x1 - x2", "1 / beta", "diff / beta", "dy / beta", "diff * (1 / beta)", "dy * (1 / beta)", "diff * dy",
+             LAST, RESULT)
+"""The intermediates whose overflow a profile may accept (``error_model.overflow``; issue 40): each
+arithmetic value of an evaluation by its name (the grammar's dy-first ones too), the last operation,
+and the result's rounding to the data format. An overflow is an infinity an operation makes from
+finite operands (a value past the precision's range, or one an approximation steps past it); what
+it then makes (an infinite result, NaN from ``0 * inf`` or ``inf / inf``) carries its name.
+R03's statement is that no such overflow reaches a result whose exact value is finite: an
+evaluation that reaches an infinity or NaN there is accepted only where every overflow it took is
+one the profile lists (the built-in ieee lists none; ft78ne and mt7004 list ``1 / beta``, a
+divider-less DSP's reciprocal of a subnormal beta)."""
+OVERFLOW_CAUSES = OVERFLOWS + ("a zero beta", "the branch term")
+"""The bits of :func:`overflow_bits` (reference.intervals tracks them per element): OVERFLOWS, then two
+that are no overflow: a division by (or the reciprocal of) a beta read as zero (an accepted flush
+of a subnormal beta; accepted wherever that flush is), and an automatic differentiation's branch
+term ``0 * diff`` or ``0 * |diff|``, NaN where diff is infinite (never accepted where the exact result
+is finite: it is no overflow, and R03 and R04 say what an infinite diff gives)."""
+_ZERO_BETA = 1 << OVERFLOW_CAUSES.index("a zero beta")
+
+
+def overflow_bits(names) -> int:
+    """The bit mask of those names of OVERFLOWS (a profile's ``error_model.overflow``); a beta read as
+    zero is always in it (its infinity is the accepted flush's, not an overflow)."""
+    out = _ZERO_BETA
+    for n in names:
+        out |= 1 << OVERFLOWS.index(n)
+    return out
+
+
+def overflow_words(bits: int) -> str:
+    """The names of the overflows (and no-overflow causes) in ``bits``, in words."""
+    names = [n for i, n in enumerate(OVERFLOW_CAUSES) if bits >> i & 1]
+    words = [n + " is NaN (0 * inf: diff is infinite)" if n == "the branch term" else
+             "division by a beta read as zero" if n == "a zero beta" else
+             "the rounding to the data format overflows" if n == RESULT else n + " overflows" for n in names]
+    return " and ".join(words) if words else "an infinite input (no overflow)"
 _KIND = {**{p: "inputs" for p in INPUT_PLACES}, **{p: "intermediates" for p in MID_PLACES + (LAST,)}, RESULT: "result"}
 
 
@@ -92,6 +129,7 @@ class ErrorModel:
     orders: dict = field(default_factory=lambda: {o: PRECISIONS for o in ORDERS})
     ulp: dict = field(default_factory=lambda: {op: 0 for op in OPS})
     flush: tuple = ()
+    overflow: tuple = ()
 
     @property
     def approximate(self) -> tuple:
@@ -100,7 +138,7 @@ class ErrorModel:
 
     def summary(self) -> dict:
         return {"orders": {o: list(p) for o, p in self.orders.items()}, "ulp": dict(self.ulp),
-                "flush": list(self.flush)}
+                "flush": list(self.flush), "overflow": list(self.overflow)}
 
 
 IEEE = ErrorModel(orders={"divmul": PRECISIONS, "recipmul": ("fp32", "fp64"), "muldiv": ("fp32", "fp64"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .error_model import LAST, ORDERS, RESULT, branched, place_modes
+from .error_model import LAST, ORDERS, OVERFLOW_CAUSES, RESULT, branched, place_modes
 from .formats import Format
 from .orders import parse as _grammar_order
 
@@ -26,18 +26,41 @@ __all__ = ["evaluate"]
 @dataclass
 class _Iv:
     """Per element: the hull [lo, hi] (``has``: not empty), a zero reached by a flush (``z``,
-    with the code of why: 1 x1 - x2, 2 an intermediate, 3 the result) and NaN reached (``nan``)."""
+    with the code of why: 1 x1 - x2, 2 an intermediate, 3 the result), NaN reached (``nan``) and the
+    overflows taken on the way (``ovf``: bits of error_model.OVERFLOW_CAUSES, an operation's
+    infinity from finite operands, carried on by every operation that uses it)."""
 
     lo: np.ndarray
     hi: np.ndarray
     has: np.ndarray
     z: np.ndarray
     nan: np.ndarray
+    ovf: np.ndarray = None
+
+    def __post_init__(self):
+        if self.ovf is None:
+            self.ovf = np.zeros(self.lo.shape, np.uint16)
 
     @classmethod
     def point(cls, v):
         n = v.shape
         return cls(v.copy(), v.copy(), np.ones(n, bool), np.zeros(n, np.int8), np.zeros(n, bool))
+
+
+def _bit(name: str) -> int:
+    return 1 << OVERFLOW_CAUSES.index(name)
+
+
+def _infinite(lo, hi, has):
+    return has & (np.isinf(lo) | np.isinf(hi))
+
+
+def _overflowed(out: "_Iv", carried, finite_in, place: str) -> "_Iv":
+    """``out`` with its overflows: those its operands carried, and ``place``'s own where its hull
+    is infinite (or NaN) from finite operands (``finite_in``)."""
+    fresh = (_infinite(out.lo, out.hi, out.has) | out.nan) & finite_in
+    out.ovf = (carried | np.where(fresh, _bit(place), 0)).astype(np.uint16)
+    return out
 
 
 def _in(P, v):
@@ -88,7 +111,8 @@ class _Arith:
     def sub(self, a, c) -> _Iv:
         P = self.P
         with np.errstate(all="ignore"):
-            return self._point((_in(P, a) - _in(P, c)).astype(np.float64), "sub", "x1 - x2", code=1)
+            out = self._point((_in(P, a) - _in(P, c)).astype(np.float64), "sub", "x1 - x2", code=1)
+        return _overflowed(out, 0, np.isfinite(a) & np.isfinite(c), "x1 - x2")
 
     def mul(self, A: _Iv, B: _Iv, place: str) -> _Iv:
         P = self.P
@@ -107,7 +131,9 @@ class _Arith:
         z = np.where(A.z > 0, A.z, 0)
         z = np.where((z == 0) & (B.z > 0), B.z, z).astype(np.int8)
         z[(z > 0) & ~(A.has | (A.z > 0)) | (z > 0) & ~(B.has | (B.z > 0))] = 0  # a zero times nothing is nothing
-        return self._done(lo, hi, ok, z, nan, "mul", place)
+        out = self._done(lo, hi, ok, z, nan, "mul", place)
+        finite_in = ~_infinite(A.lo, A.hi, A.has) & ~_infinite(B.lo, B.hi, B.has) & ~A.nan & ~B.nan
+        return _overflowed(out, A.ovf | B.ovf, finite_in, place)
 
     def div(self, A: _Iv, b, place: str) -> _Iv:
         """A / b for a point b >= 0 (b = 0: a flushed beta)."""
@@ -122,16 +148,24 @@ class _Arith:
         zero_b = b == 0
         nan = A.nan | bad | ((A.z > 0) & zero_b)
         z = np.where(zero_b, 0, A.z).astype(np.int8)
-        return self._done(np.where(ok, lo, 0.0), np.where(ok, hi, 0.0), ok, z, nan, "div", place)
+        out = self._done(np.where(ok, lo, 0.0), np.where(ok, hi, 0.0), ok, z, nan, "div", place)
+        finite_in = ~_infinite(A.lo, A.hi, A.has) & ~A.nan & np.isfinite(b)
+        out = _overflowed(out, A.ovf, finite_in & (b != 0), place)
+        out.ovf |= np.where(finite_in & (b == 0) & (_infinite(out.lo, out.hi, out.has) | out.nan), _bit("a zero beta"), 0).astype(np.uint16)
+        return out
 
     def recip(self, b) -> _Iv:
         P = self.P
         with np.errstate(all="ignore"):
-            return self._point((P(1) / _in(P, b)).astype(np.float64), "recip", "1 / beta")
+            out = self._point((P(1) / _in(P, b)).astype(np.float64), "recip", "1 / beta")
+        b = np.asarray(b, np.float64)
+        out = _overflowed(out, 0, np.isfinite(b) & (b != 0), "1 / beta")
+        out.ovf |= np.where(b == 0, _bit("a zero beta"), 0).astype(np.uint16)
+        return out
 
     @staticmethod
     def clip(A: _Iv, lo, hi) -> _Iv:
-        return _Iv(np.clip(A.lo, lo, hi), np.clip(A.hi, lo, hi), A.has.copy(), A.z.copy(), A.nan.copy())
+        return _Iv(np.clip(A.lo, lo, hi), np.clip(A.hi, lo, hi), A.has.copy(), A.z.copy(), A.nan.copy(), A.ovf.copy())
 
 
 def _flush_all(lo, hi, has, near, tiny: float) -> np.ndarray:
@@ -185,7 +219,9 @@ def evaluate(fmt: Format, order: str, P, ulp: dict, flush: tuple, y, a, c, b, *,
         # a flushed diff is 0, which the middle line takes (0 <= beta)
         out = _middle(ar, g.shape, mid, b, y)
         if g.term in ("plus0diff", "plus0abs"):  # + 0 * diff or 0 * |diff| on every line: NaN where diff is infinite
-            out.nan = out.nan | (d.has & (np.isinf(d.lo) | np.isinf(d.hi)))
+            term_nan = d.has & (np.isinf(d.lo) | np.isinf(d.hi))
+            out.nan = out.nan | term_nan
+            out.ovf = out.ovf | np.where(term_nan, _bit("the branch term") | d.ovf, 0).astype(np.uint16)
         # a zero term changes a zero's sign only, which the hull does not hold (reach: the outer lines' copy)
     else:
         up = down = np.zeros(d.lo.shape, bool)
@@ -194,10 +230,11 @@ def evaluate(fmt: Format, order: str, P, ulp: dict, flush: tuple, y, a, c, b, *,
         lo, hi = (_in(P, out.lo).astype(fmt.dtype).astype(np.float64),
                   _in(P, out.hi).astype(fmt.dtype).astype(np.float64))
     z, has = out.z.copy(), out.has
+    ovf = out.ovf | np.where(_infinite(lo, hi, has) & ~_infinite(out.lo, out.hi, out.has), _bit(RESULT), 0).astype(np.uint16)
     mode = modes[RESULT] if modes is not None else "may" if "result" in flush else "never"
     if mode != "never":
         near = _near_zero(out.lo, out.hi, out.has, float(fmt.min_normal))
         z[near & (z == 0)] = 3
         if mode == "always":
             has = _flush_all(lo, hi, has, near, float(fmt.min_normal))
-    return _Iv(lo, hi, has, z, out.nan), up, down
+    return _Iv(lo, hi, has, z, out.nan, ovf), up, down

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .error_model import (BRANCHED, FLUSH_PLACES, FLUSHING, IEEE, INPUT_PLACES, LAST, MID_PLACES, MODES, OPS,
-                          ORDERS, PLACES, PRECISIONS, RESULT, ErrorModel, evaluations, may_flush, near_zero_places,
-                          place_modes)
+                          ORDERS, OVERFLOWS, PLACES, PRECISIONS, RESULT, ErrorModel, evaluations, may_flush,
+                          near_zero_places, overflow_bits, overflow_words, place_modes)
 from .formats import Format, is_nan_bits
 from .intervals import evaluate
 from .orders import parse as _grammar_order
@@ -37,6 +37,7 @@ from .rounded_evaluations import plain_many, point
 
 __all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "ErrorModel", "IEEE", "FLUSHING", "may_flush",
            "INPUT_PLACES", "MID_PLACES", "LAST", "RESULT", "PLACES", "MODES", "place_modes", "near_zero_places",
+           "OVERFLOWS", "overflow_bits",
            "Reach", "reach", "Group", "reachable_sets",
            "evaluations", "point", "plain_many", "plainly_reached", "OPEN_FORMS", "open_points", "open_reach"]
 
@@ -44,10 +45,20 @@ __all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "ErrorMode
 class Reach:
     """Per judged element: ``stage`` 0 not reachable, 1 reachable with every operation correctly
     rounded and nothing flushed, 2 only with an approximate operation, 3 only with a flush;
-    ``how`` what it took (the evaluation, and the approximation or the flush), "" where 0."""
+    ``how`` what it took (the evaluation, and the approximation or the flush), "" where 0;
+    ``blocked`` where stage is 0 and an evaluation reaches the result only through an overflow the
+    model does not accept (an infinity or NaN where the exact result is finite: R03), which one, in
+    words (``muldiv-fp32: diff * dy overflows``), "" elsewhere (None: nothing blocked anywhere)."""
 
     stage: np.ndarray
     how: np.ndarray
+    blocked: "np.ndarray | None" = None
+
+    def blocked_at(self, at) -> np.ndarray:
+        """``blocked`` at ``at`` (a slice, a mask or indices), "" where nothing was."""
+        if self.blocked is None:
+            return np.full(np.shape(self.stage[at]), "", object)
+        return self.blocked[at]
 
 
 def _is_sub(v, tiny):
@@ -189,6 +200,10 @@ def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, stri
     with np.errstate(all="ignore"):
         g, o = v(got), v(oracle)
     g_zero, g_nan = g == 0, np.isnan(g)
+    # an infinity or NaN where the exact result is finite: reached only through overflows the model accepts
+    unbounded = ~np.isfinite(g) & np.isfinite(o)
+    accepted_ovf = np.uint16(overflow_bits(model.overflow))
+    blocked = np.full(n, "", object) if unbounded.any() else None
     sign_ok = ~g_zero | (np.signbit(g) == np.signbit(o)) if strict_zero_sign else np.ones(n, bool)
     per_element = lambda bits: np.broadcast_to(np.asarray(bits, fmt.uint), (n,))  # noqa: E731
     reached = np.zeros(n, bool)
@@ -199,10 +214,17 @@ def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, stri
         gi, zi, ni, si = g[idx], g_zero[idx], g_nan[idx], sign_ok[idx]
         hit = np.zeros(idx.size, bool)
         label = np.full(idx.size, "", object)
+        ui = unbounded[idx]
         for name, order, out, up, down in grp.evaluations():
             inside = out.has & (out.lo <= gi) & (gi <= out.hi) & si
             flushed = zi & (out.z > 0) & si
             nan = ni & out.nan
+            if ui.any():  # R03: only through overflows the model accepts (none, where it took none: an infinite input)
+                barred = ui & (((out.ovf & ~accepted_ovf) != 0) | (out.ovf == 0))
+                say = barred & (inside | nan) & ~hit & (blocked[idx] == "")
+                for bits in np.unique(out.ovf[say]).tolist():
+                    blocked[idx[say & (out.ovf == bits)]] = f"{name}: {overflow_words(bits)}"
+                inside, nan = inside & ~barred, nan & ~barred
             copy = np.zeros(idx.size, bool)
             for y0 in grp.copies:
                 copy |= (up & (gi == y0) & (np.signbit(gi) == np.signbit(y0))) | \
@@ -224,7 +246,9 @@ def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, stri
         stage[got_idx] = grp.stage
         how[got_idx] = label[hit]
         reached[got_idx] = True
-    return Reach(stage, how)
+    if blocked is not None:
+        blocked[stage > 0] = ""
+    return Reach(stage, how, blocked)
 
 
 def plainly_reached(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, read: tuple = ()) -> np.ndarray:
@@ -245,8 +269,8 @@ def plainly_reached(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracl
     bits = lambda a: np.ascontiguousarray(np.broadcast_to(np.asarray(a, fmt.uint), (n,)))  # noqa: E731
     g, ins, o = bits(got), [bits(a) for a in (dy, x1, x2, beta)], bits(oracle)
     f = lambda b: b.view(fmt.dtype)  # noqa: E731
-    with np.errstate(all="ignore"):
-        todo = ~np.isnan(f(g)) & ~np.isnan(f(o)) & (f(ins[3]) > 0)
+    with np.errstate(all="ignore"):  # an infinity where the exact result is finite: reach's (R03's overflows)
+        todo = ~np.isnan(f(g)) & ~np.isnan(f(o)) & (f(ins[3]) > 0) & ~(np.isinf(f(g)) & np.isfinite(f(o)))
         for a in ins[:3]:
             todo &= ~np.isnan(f(a))
     sign = np.array(fmt.sign_mask, fmt.uint)

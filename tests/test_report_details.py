@@ -33,6 +33,7 @@ from sl1conf.conformance.reports import junit
 from sl1conf.conformance.reports.junit import case_names
 from sl1conf.conformance.reports.view import view
 from sl1conf.conformance.requirements.results import Report
+from sl1conf.reference.reachable import Reach
 from sl1conf.conformance.reports.view import distance_text
 
 pytest_plugins = ["pytester"]
@@ -131,6 +132,7 @@ def test_a_written_result_equal_to_nothing_like_the_fill_is_not_marked():
         got = np.array([fill, fill + 1], np.uint16)
         dist = np.array([100, 99])
         row = {"id": "9.9"}
+        reach = Reach(np.zeros(2, np.int8), np.full(2, "", object))
 
         class expected:
             oracle = np.array([0x3C00, 0x3C00], np.uint16)

@@ -82,7 +82,8 @@ def failure_said(f: Failure, commands: "list | None" = None) -> list:
     if f.diagnosis:
         said.append(Said("diagnosis", "Diagnosis (patterns the failures share)", lines=tuple(f.diagnosis)))
     if f.worst:
-        said.append(Said("worst", f.shown_as, element_text(f.worst), element=f.worst))
+        said.append(Said("worst", f.shown_as, element_text(f.worst) + (f"; {f.worst.detail}" if f.worst.detail else ""),
+                         element=f.worst))
     elif f.detail:
         said.append(Said("first", "First failure", f.detail))
     said.append(Said("reproduce", "Reproduce" + (f" ({f.reproduction})" if f.reproduction else ""),

@@ -62,7 +62,8 @@ def _element(label: str, dtype: str, e) -> str:
             ["bits", *(f"<code>{escape(getattr(e, n))}</code>" + (" (the fill pattern)" if unwritten and n == "got" else "")
                        for n in names)]]
     return (f"<p>{escape(label)}: {escape(where_text(e))}: "
-            f"<b>{escape(distance)}</b></p>" + _table(["", *names], rows, raw_cols=range(1, 7)))
+            f"<b>{escape(distance)}</b></p>" + _table(["", *names], rows, raw_cols=range(1, 7))
+            + (f'<p class="detail">{escape(e.detail)}</p>' if e.detail else ""))
 
 
 def render_html(v: View) -> str:

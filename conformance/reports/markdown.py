@@ -34,7 +34,7 @@ def _element(dtype: str, e) -> list:
              f"- expected `{e.expected}` ({d['expected']}), "
              + (f"got nothing: not written (still the fill pattern `{e.got}`)" if e.not_written else
                 f"got `{e.got}` ({d['got']}): {distance_text(e)}")]
-    return lines
+    return lines + ([f"- {e.detail}"] if e.detail else [])
 
 
 def render_markdown(v: View) -> str:

@@ -15,7 +15,8 @@ ROWS = (
                 families=("boundary-exact",)),
     Requirement("R03", "overflow",
                 "No infinity or NaN where the exact result is finite: intermediate overflow (x1 - x2, "
-                "diff * dy, 1 / beta) must not reach the result, beyond what the error model reaches.",
+                "diff * dy, 1 / beta, ...) must not reach the result, in any order, except an overflow "
+                "of an intermediate the profile's error_model.overflow lists.",
                 families=("fp16-overflow", "range-overflow")),
     Requirement("R04", "nan-and-infinity",
                 "NaN in any input gives NaN (any NaN); infinities follow the branches as the oracle does.",

@@ -14,6 +14,7 @@ from sl1conf.conformance.requirements.records import (
 )
 from sl1conf.conformance.requirements.results import Counted
 from sl1conf.conformance.rules.diagnosis import diagnose, diagnose_many
+from sl1conf.conformance.rules.judge import OVERFLOW_NOT_ACCEPTED
 
 __all__ = ["EXAMPLES", "calls_to_look_at", "Tally", "diagnose_tallies"]
 
@@ -154,13 +155,16 @@ class Tally:
         named); ``got``: another result of it (a rearranged call's) in place of the judged one,
         its distance measured the same way."""
         c = j.case
+        blocked = ""
         if got is None:
             got, d = j.got[k], int(j.dist[k])
+            blocked = j.reach.blocked_at(k)
         else:
             d = None
         return element_record(self.fmt, c.dy[k], c.x1[k], c.x2[k], c.beta, j.expected.oracle[k], got,
                               distance=d, may_be_fill=c.out_alias is None, case=j.row["id"], element=k,
-                              length=int(c.call_length))
+                              length=int(c.call_length),
+                              detail=f"{OVERFLOW_NOT_ACCEPTED}: {blocked}" if blocked else None)
 
     def diagnosed(self, findings: "dict | None" = None) -> bool:
         """Whether its entry has a diagnosis: it failed, on elements or on calls a finding may explain."""

@@ -217,16 +217,23 @@ def _reachable(sets: _Sets, fmt, profile, dy, x1, x2, beta, oracle) -> None:
     against (reachable.reachable_sets), every one of them, as intervals and flags."""
     n = oracle.size
     zero_negative = np.signbit(_as_f64(fmt, oracle, n)) if profile.strict_zero_sign else None
+    # where the exact result is finite, an infinity or NaN only through the overflows the model accepts (R03:
+    # reachable.reach bars the others the same way)
+    finite = np.isfinite(_as_f64(fmt, oracle, n))
+    accepted_ovf, top = np.uint16(reachable.overflow_bits(profile.error_model.overflow)), fmt.exp_mask - 1
     for grp in reachable.reachable_sets(fmt, profile.error_model, dy, x1, x2, beta, oracle):
         idx = grp.idx
         neg = None if zero_negative is None else zero_negative[idx]
         pick = (lambda m: None) if neg is None else (lambda m: neg[m])  # noqa: E731
         for _, _, out, up, down in grp.evaluations():
+            barred = finite[idx] & (((out.ovf & ~accepted_ovf) != 0) | (out.ovf == 0))
             has = out.has & ~np.isnan(out.lo) & ~np.isnan(out.hi)
-            sets.span(idx[has], _keys(fmt, out.lo[has]), _keys(fmt, out.hi[has]))
+            klo, khi = _keys(fmt, out.lo), _keys(fmt, out.hi)
+            klo, khi = np.where(barred, np.maximum(klo, -top), klo), np.where(barred, np.minimum(khi, top), khi)
+            sets.span(idx[has], klo[has], khi[has])
             zero = (has & (out.lo <= 0) & (out.hi >= 0)) | (out.z > 0)
             sets.zeros(idx[zero], pick(zero))
-            sets.flag(idx[out.nan], NAN)
+            sets.flag(idx[out.nan & ~barred], NAN)
             with np.errstate(all="ignore"):
                 for y0 in grp.copies:
                     sets.points(idx[up], y0[up].astype(fmt.dtype).view(fmt.uint))

@@ -25,7 +25,7 @@ import numpy as np
 from sl1conf.reference import exact
 from sl1conf.reference import formats
 from sl1conf.reference import orders
-from sl1conf.reference.error_model import DTYPES
+from sl1conf.reference.error_model import DTYPES, order_text
 
 __all__ = ["INTERMEDIATES", "CLASSES", "GRAMMAR", "FACT_PREFIX", "fact_keys", "facts", "ZERO_SIGN", "DROPPED"]
 
@@ -50,6 +50,20 @@ def fact_keys() -> tuple:
     return (ZERO_SIGN, DROPPED, *(_key(i, c, p) for c in CLASSES[:2] for i in INTERMEDIATES for p in _PRECISIONS),
             *(_key("order", o, p) for o in GRAMMAR for p in _PRECISIONS),
             *(_key(i, c, p) for c in CLASSES[2:] for i in INTERMEDIATES for p in _PRECISIONS))
+
+
+def _reached_by(blocked) -> str:
+    """The evaluation that reaches most of these elements only through an overflow the profile does
+    not accept (reachable.Reach.blocked, ``muldiv-fp32: diff * dy overflows``), in words: R03 names
+    the intermediate and the order; "" where none does."""
+    said = [w for w in blocked.tolist() if w]
+    if not said:
+        return ""
+    words = max(set(said), key=lambda w: (said.count(w), w))
+    evaluation, _, what = words.partition(": ")
+    order, _, prec = evaluation.rpartition("-")
+    return (f" (the order {order_text(order)} in {orders.precision_words(prec)} ({evaluation}) reaches it: {what}, "
+            "an overflow the profile does not accept)")
 
 
 def _values(fmt, dy, x1, x2, beta):
@@ -98,6 +112,7 @@ def facts(fmt, j, at: np.ndarray):
         yield DROPPED, ("the unused branch's gradient is added: 0 * inf in a dropped branch (NaN where the result is "
                         "+-dy and diff / beta is infinite)"), take(np.isnan(g) & outer & dropped_inf)
         special = ~np.isfinite(g)
+        blocked = j.reach.blocked_at(slice(None))  # the evaluation that reaches it, through an overflow not accepted
         for cls in CLASSES[:2]:
             for im in INTERMEDIATES:
                 v, e = rounded[im], exact_[im]
@@ -107,7 +122,8 @@ def facts(fmt, j, at: np.ndarray):
                 else:
                     holds = np.isnan(v) & ~np.isnan(s) & np.isnan(g)
                     text = f"{im} is NaN in {name} (0 / 0, inf / inf, inf - inf or 0 * inf)"
-                yield _key(im, cls, fmt.name), text, take(holds)
+                hit = take(holds)
+                yield _key(im, cls, fmt.name), text + _reached_by(blocked[hit]), hit
         f = lambda b: np.asarray(b, fmt.uint).view(fmt.dtype)  # noqa: E731
         # the middle line of each shape of the grammar (reference.orders), branched as the manual's lines (C's
         # order on the rounded diff), in each precision at least the data's: one evaluation of them all on the

@@ -47,7 +47,7 @@ from sl1conf.reference.models import accepted_models
 
 __all__ = ["Reason", "REASONS", "BEYOND_BUDGET", "Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
            "SPECIALS", "special_class", "is_subnormal", "InputFacts", "input_facts", "ALONE_RULES",
-           "within_budget_alone", "model_match", "OPEN_INPUT"]
+           "within_budget_alone", "model_match", "OPEN_INPUT", "OVERFLOW_NOT_ACCEPTED"]
 
 
 class Reason(enum.IntEnum):
@@ -233,8 +233,8 @@ same for the rules that decide under the profile (a strict-only rule is recorded
         s = slice(lo, hi)
         cut = lambda d: {k: v[s] for k, v in d.items()}  # noqa: E731
         return Judgement(self.fmt, self.got[s], self.expected.at(s), self.exact[s], self.dist[s], self.within[s],
-                         self.ftz[s], reachable.Reach(self.reach.stage[s], self.reach.how[s]), cut(self.models), cut(self.alt),
-                         self.boundary[s],
+                         self.ftz[s], reachable.Reach(self.reach.stage[s], self.reach.how[s], self.reach.blocked_at(s)),
+                         cut(self.models), cut(self.alt), self.boundary[s],
                          self.subnormal_inputs[s], self.overflow_prone[s], self.open_q[s], self.bounded[s],
                          tuple(a if np.ndim(a) == 0 else a[s] for a in self.inputs), self.ok[s], cut(self.rejected),
                          cut(self.breaks), cut(self.checked), self.reason[s])
@@ -477,14 +477,17 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
     for mask in alt.values():
         taken |= mask[idx]
     idx = idx[~taken]
-    stage, how = np.zeros(got.shape, np.int8), np.full(got.shape, "", object)
+    stage, how, blocked = np.zeros(got.shape, np.int8), np.full(got.shape, "", object), None
     if idx.size:
         pick = lambda a: np.broadcast_to(np.asarray(a, fmt.uint), got.shape)[idx]  # noqa: E731
         r = reachable.reach(fmt, profile.error_model, got[idx], pick(dy), pick(x1), pick(x2), pick(beta), oracle[idx],
                      strict_zero_sign=profile.strict_zero_sign)
         stage[idx], how[idx] = r.stage, r.how
+        if r.blocked is not None:
+            blocked = np.full(got.shape, "", object)
+            blocked[idx] = r.blocked
         _open_reach(fmt, profile, got, dy, x1, x2, beta, idx[(r.stage == 0) & (open_q[idx] >= 0)], open_q, stage, how)
-    j = Judgement(fmt, got, expected, exact, dist, within, formats.same_result(fmt, got, expected.oracle_ftz), reachable.Reach(stage, how),
+    j = Judgement(fmt, got, expected, exact, dist, within, formats.same_result(fmt, got, expected.oracle_ftz), reachable.Reach(stage, how, blocked),
                   {name: formats.same_result(fmt, got, bits) for name, bits in expected.models.items()}, alt,
                   boundary, sub, prone, open_q, bounded,
                   tuple(np.asarray(a, fmt.uint) for a in (dy, x1, x2)) + (beta if np.ndim(beta) == 0 else np.asarray(beta, fmt.uint),))
@@ -504,6 +507,12 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
     j.ok = ok
     j.reason = _reasons(j, needs)
     return j
+
+
+OVERFLOW_NOT_ACCEPTED = "reached only through an overflow the profile does not accept (error_model.overflow)"
+"""What an element's record says where the error model reaches its infinity or NaN only through an
+overflow the profile does not list (reachable.Reach.blocked: the evaluation and the intermediate,
+``muldiv-fp32: diff * dy overflows``): R03 fails it, and its record names what overflowed."""
 
 
 OPEN_INPUT = "on an open input"

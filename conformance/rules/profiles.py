@@ -160,10 +160,11 @@ def load_profile(name_or_path: str) -> Profile:
 
 def _error_model(table: dict, flush_to_zero: str) -> ErrorModel:
     """The [error_model] table (validated by the schema), its defaults filled in: IEEE's orders,
-    every operation correctly rounded, flushing everywhere where flush_to_zero is accepted. An
+    every operation correctly rounded, flushing everywhere where flush_to_zero is accepted, no
+    overflow accepted where the exact result is finite (R03). An
     order may be any of the grammar's (reference.orders: one R17 found, accepted on purpose)."""
     default_flush = FLUSH_PLACES if flush_to_zero == "accepted" else ()
     orders = table.get("orders")
     return ErrorModel(orders={o: tuple(p) for o, p in orders.items()} if orders else dict(IEEE.orders),
                       ulp={op: table.get("ulp", {}).get(op, 0) for op in OPS},
-                      flush=tuple(table.get("flush", default_flush)))
+                      flush=tuple(table.get("flush", default_flush)), overflow=tuple(table.get("overflow", ())))
