@@ -11,17 +11,24 @@ An order (:class:`Order`) is
 * a **shape** (:data:`SHAPES`): diff, beta and dy combined with one division and one
   multiplication, or one reciprocal of beta and two multiplications; a product is
   commutative in IEEE arithmetic (``a * b`` and ``b * a`` are the same bits), so these six
-  are all there are;
+  are all there are; and the two **halved** forms of the dy-first shapes an automatic
+  differentiation makes of ``0.5 * d * d / beta`` (``(0.5 * diff) * q + 0.5 * (q * diff)``,
+  ``q = dy / beta`` or ``dy * (1 / beta)``: the product's gradient summed over its two factors);
 * a **branch test** (:data:`TESTS`): the outer lines (``dy``, ``-dy``) taken where ``diff > beta``
   (``diff < -beta``), as the manual's C chain does, or from ``diff >= beta`` on (``<= -beta``),
   as a ``where(|diff| < beta, ...)`` does; a NaN diff takes the middle line either way;
 * an optional **branch term** (:data:`TERMS`) that an automatic differentiation adds to every
   line: the gradient of the branch not taken, a zero (``+ 0``: a -0 result becomes +0),
-  ``0 * diff`` (a zero of diff's sign, NaN where diff is infinite), or ``0 * |diff|`` (+0, NaN
-  where diff is infinite);
+  ``0 * diff`` (a zero of diff's sign, NaN where diff is infinite), ``0 * |diff|`` (+0, NaN
+  where diff is infinite), or ``grad``: the unused branches' gradients summed as ``jax.vjp`` of a
+  ``where`` sums them (:func:`evaluate_many`), or ``gradfma``: the same with each product added
+  fused (a compiler's multiply-add contraction: one rounding, so an underflowing product keeps its
+  sign);
 
 computed at one **precision** (the data format, fp32 or fp64): every operation rounded to it,
-the result then rounded once to the data format. An order's name is ``<shape>[-ge][-<term>]``
+the result then rounded once to the data format, and either nothing flushed or, as an FPU in
+DAZ/FTZ mode, every subnormal input, intermediate and result flushed to zero (the evaluation's
+name ends ``-ftz``: ``dy-divmul-halved-ge-grad-fp32-ftz``). An order's name is ``<shape>[-ge][-<term>]``
 (``dy-divmul-ge-plus0``), an evaluation's ``<order>-<precision>`` as the error model's
 (``dy-divmul-fp16``); the four shapes the error model always knew keep their names
 (``divmul`` is ``(diff / beta) * dy``). :func:`evaluate_many` computes evaluations bit for bit
@@ -39,7 +46,7 @@ import numpy as np
 from .formats import Format
 
 __all__ = ["SHAPES", "TESTS", "TERMS", "Order", "parse", "grammar", "evaluate_many", "precision_words",
-           "add_term", "NAME_PATTERN"]
+           "add_term", "NAME_PATTERN", "FLUSH_WORDS", "flush_name"]
 
 SHAPES = {
     "divmul": "(diff / beta) * dy",
@@ -48,15 +55,29 @@ SHAPES = {
     "mulrecip": "(diff * dy) * (1 / beta)",
     "dy-divmul": "(dy / beta) * diff",
     "dy-recipmul": "(dy * (1 / beta)) * diff",
+    "dy-divmul-halved": "(0.5 * diff) * q + 0.5 * (q * diff) with q = dy / beta",
+    "dy-recipmul-halved": "(0.5 * diff) * q + 0.5 * (q * diff) with q = dy * (1 / beta)",
 }
-"""The middle line's shapes, in the grammar's order of preference (the manual's first)."""
+"""The middle line's shapes, in the grammar's order of preference (the manual's first). The two
+``-halved`` shapes are what an automatic differentiation makes of a loss written ``0.5 * d * d / beta``
+(or ``* (1 / beta)``): the gradient of a product summed over its two factors, each halved; halving is
+exact unless a product is subnormal, so they differ from ``dy-divmul`` (``dy-recipmul``) only there."""
 TESTS = {"": "", "ge": "the outer lines from |diff| >= beta"}
 TERMS = {"": "", "plus0": "plus a zero (+0)", "plus0diff": "plus 0 * diff",
-         "plus0abs": "plus 0 * |diff| (+0, NaN where diff is infinite)"}
-NAME_PATTERN = ("^(dy-)?(divmul|recipmul)(-ge)?(-plus0|-plus0diff|-plus0abs)?$|"
-                "^(muldiv|mulrecip)(-ge)?(-plus0|-plus0diff|-plus0abs)?$")
+         "plus0abs": "plus 0 * |diff| (+0, NaN where diff is infinite)",
+         "grad": ("plus the unused branches' gradients as an autodiff sums them (the outer lines' cotangent "
+                  "+0 - +0 on the middle line; on the outer lines the middle line with dy = 0 added to dy "
+                  "(to +0 - dy): NaN where diff is infinite or beta is zero)"),
+         "gradfma": ("plus the unused branches' gradients as an autodiff sums them, each product added "
+                     "fused (one rounding: a multiply-add contracted by the compiler)")}
+FLUSH_WORDS = "subnormals flushed (DAZ/FTZ: a subnormal input read as zero, every intermediate and the result flushed)"
+"""What a flushed evaluation (``evaluate_many``'s third item, the name's ``-ftz``) adds to its words."""
+NAME_PATTERN = ("^(dy-)?(divmul|recipmul)(-ge)?(-plus0|-plus0diff|-plus0abs|-grad|-gradfma)?$|"
+                "^dy-(divmul|recipmul)-halved(-ge)?(-plus0|-plus0diff|-plus0abs|-grad|-gradfma)?$|"
+                "^(muldiv|mulrecip)(-ge)?(-plus0|-plus0diff|-plus0abs|-grad|-gradfma)?$")
 """Every order's name (profile.schema.json holds the same pattern for ``[error_model.orders]``)."""
-_NAME = re.compile(r"^(?P<shape>(?:dy-)?(?:divmul|recipmul)|muldiv|mulrecip)(?P<ge>-ge)?(?:-(?P<term>plus0|plus0diff|plus0abs))?$")
+_NAME = re.compile(r"^(?P<shape>dy-(?:divmul|recipmul)-halved|(?:dy-)?(?:divmul|recipmul)|muldiv|mulrecip)(?P<ge>-ge)?"
+                   r"(?:-(?P<term>plus0|plus0diff|plus0abs|grad|gradfma))?$")
 _WORDS = {"fp16": "half", "fp32": "float", "fp64": "double"}
 
 
@@ -97,67 +118,141 @@ def parse(name: str) -> "Order | None":
 
 
 def grammar() -> tuple:
-    """Every order (48), simplest first: no term before a term, the C branch test before the
+    """Every order (96), simplest first: no term before a term, the C branch test before the
     inclusive one, the shapes in SHAPES' order."""
     return tuple(Order(s, ge, t) for t in TERMS for ge in (False, True) for s in SHAPES)
 
 
-def _middle(shape: str, d, b, y, get):
-    r = lambda: get("r", lambda: b.dtype.type(1) / b)  # noqa: E731
+def flush_name(name: str, flush: bool) -> str:
+    """An evaluation's name (``dy-divmul-fp32``) with ``-ftz`` where it flushes subnormals."""
+    return name + ("-ftz" if flush else "")
+
+
+def _middle(shape: str, d, b, y, get, F, yk="y"):
+    """The middle line of ``shape`` as the terms it sums (one, or the ``-halved`` shapes' two), each
+    ``(a, b)``: a last product not yet rounded (``a * b``; a fused add takes it whole), or ``(v, None)``:
+    a value (the division that ends ``muldiv``). Every rounded operation's result is passed through
+    ``F`` (the flush, or nothing). ``yk``: the cache key of ``y`` (the whole dy, or the middle line's
+    cotangent of a ``grad`` term)."""
+    r = lambda: get("r", lambda: F(b.dtype.type(1) / b))  # noqa: E731
     if shape == "divmul":
-        return get("q", lambda: d / b) * y
+        return [(get("q", lambda: F(d / b)), y)]
     if shape == "recipmul":
-        return (d * r()) * y
+        return [(get("dr", lambda: F(d * r())), y)]
     if shape == "muldiv":
-        return get("m", lambda: d * y) / b
+        return [(F(get(("m", yk), lambda: F(d * y)) / b), None)]
     if shape == "mulrecip":
-        return get("m", lambda: d * y) * r()
-    if shape == "dy-divmul":
-        return get("yq", lambda: y / b) * d
-    if shape == "dy-recipmul":
-        return (y * r()) * d
-    raise ValueError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
+        return [(get(("m", yk), lambda: F(d * y)), r())]
+    if shape in ("dy-divmul", "dy-divmul-halved"):
+        q = get(("yq", yk), lambda: F(y / b))
+    elif shape in ("dy-recipmul", "dy-recipmul-halved"):
+        q = get(("yr", yk), lambda: F(y * r()))
+    else:
+        raise ValueError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
+    if not shape.endswith("-halved"):
+        return [(q, d)]
+    half = b.dtype.type(0.5)
+    return [(get("hd", lambda: F(half * d)), q), (F(q * d), half)]
+
+
+def _round(F, t):
+    """A term's value: its product rounded (and flushed)."""
+    return t[0] if t[1] is None else F(t[0] * t[1])
+
+
+def _fused(F, P, acc, t):
+    """``acc + t`` with ``t``'s product unrounded (a fused multiply-add: one rounding, then the
+    flush). The exact sum is computed in float64, exact here for fp16 and fp32 operands: the
+    accumulator is zero or the product zero, or they are of one size (the halved shapes' halves);
+    in fp64 the add is a plain one."""
+    if t[1] is None or np.dtype(P) == np.float64:
+        return F(acc + _round(F, t))
+    w = np.float64
+    return F((np.asarray(t[0]).astype(w) * np.asarray(t[1]).astype(w) + np.asarray(acc).astype(w)).astype(P))
+
+
+def _flusher(P, flush: bool):
+    if not flush:
+        return lambda x: x
+    tiny = np.finfo(P).tiny
+
+    def F(x):
+        x = np.asarray(x)
+        return np.where((x != 0) & (np.abs(x) < tiny), np.copysign(P(0), x), x)
+    return F
 
 
 def evaluate_many(fmt: Format, evaluations: list, dy, x1, x2, beta) -> list:
-    """The values (arrays of the data format) of several ``(Order, numpy type)``
-    evaluations of the same elements (``dy``, ``x1``, ``x2`` arrays of the data format, ``beta``
-    one value or one per element), every operation rounded to the precision, then the result once
-    to the data format. A precision's intermediates (diff, 1 / beta, diff / beta, ...) are
-    computed once for all the evaluations that share them."""
+    """The values (arrays of the data format) of several ``(Order, numpy type)`` or ``(Order, numpy
+    type, flush)`` evaluations of the same elements (``dy``, ``x1``, ``x2`` arrays of the data format,
+    ``beta`` one value or one per element), every operation rounded to the precision, then the result
+    once to the data format; ``flush``: as an FPU in DAZ/FTZ mode, each input subnormal in the precision
+    read as a zero of its sign and each operation's subnormal result flushed to one (:data:`FLUSH_WORDS`).
+    A precision's intermediates (diff, 1 / beta, diff / beta, ...) are computed once for all the
+    evaluations that share them.
+
+    The ``grad`` term is what ``jax.vjp`` of ``where(|d| < beta, 0.5 * d * d / beta, |d| - 0.5 * beta)``
+    computes (its graph: tests/test_order_discovery.py): the cotangent of the middle line ``ym`` is dy
+    there and +0 elsewhere, the outer lines' ``A`` is ``dy + -(+0)`` on the upper line, ``+0 + -dy`` on
+    the lower and ``+0 + -(+0)`` in the middle, and the result ``A + u`` (``(A + h1) + h2`` for a halved
+    shape), ``u`` the middle line of ``ym``: on the outer lines the middle line with dy = 0, NaN where
+    diff is infinite (``inf * 0``) or beta is zero (``0 / 0``)."""
     dy = np.asarray(dy, fmt.dtype)
     out, cache = [], {}
     with np.errstate(all="ignore"):
-        for order, P in evaluations:
-            c = cache.setdefault(np.dtype(P), {})
+        for item in evaluations:
+            order, P = item[0], item[1]
+            flush = bool(item[2]) if len(item) > 2 else False
+            c = cache.setdefault((np.dtype(P), flush), {})
+            F = _flusher(P, flush)
 
             def get(name, make):
                 if name not in c:
                     c[name] = make()
                 return c[name]
-            y = get("y", lambda: dy.astype(P))
-            b = get("b", lambda: np.broadcast_to(np.asarray(beta, fmt.dtype).astype(P), y.shape))
-            d = get("d", lambda: np.asarray(x1, fmt.dtype).astype(P) - np.asarray(x2, fmt.dtype).astype(P))
-            mid = get(("mid", order.shape), lambda: _middle(order.shape, d, b, y, get))
+            y = get("y", lambda: F(dy.astype(P)))
+            b = get("b", lambda: F(np.broadcast_to(np.asarray(beta, fmt.dtype).astype(P), y.shape)))
+            d = get("d", lambda: F(F(np.asarray(x1, fmt.dtype).astype(P)) - F(np.asarray(x2, fmt.dtype).astype(P))))
             if order.inclusive:
                 up, down = get("ge", lambda: d >= b), get("le", lambda: d <= -b)
             else:
                 up, down = get("gt", lambda: d > b), get("lt", lambda: d < -b)
+            if order.term in ("grad", "gradfma"):
+                t = order.inclusive
+                ym = get(("ym", t), lambda: np.where(up | down, P(0), y))
+                zero = np.zeros_like(y)
+                line = get(("A", t), lambda: np.where(up, y + (-zero), np.where(down, zero + (-y), zero + (-zero))))
+                for term in get(("mid", order.shape, ("ym", t)),
+                                lambda: _middle(order.shape, d, b, ym, get, F, ("ym", t))):
+                    line = _fused(F, P, line, term) if order.term == "gradfma" else F(line + _round(F, term))
+                out.append(line.astype(fmt.dtype))
+                continue
+
+            def summed():
+                terms = _middle(order.shape, d, b, y, get, F)
+                v = _round(F, terms[0])
+                for term in terms[1:]:
+                    v = F(v + _round(F, term))
+                return v
+            mid = get(("mid", order.shape, "y"), summed)
             line = np.where(up, y, np.where(down, -y, mid))
             if order.term == "plus0":
-                line = line + P(0)
+                line = F(line + P(0))
             elif order.term == "plus0diff":
-                line = line + P(0) * d
+                line = F(line + F(P(0) * d))
             elif order.term == "plus0abs":
-                line = line + P(0) * np.abs(d)
+                line = F(line + F(P(0) * np.abs(d)))
             out.append(line.astype(fmt.dtype))
     return out
 
 
 def add_term(order: "Order | None", res, d):
     """``res`` (float64, the lines chosen) with the order's branch term added (``d``: the rounded
-    diff, float64): what :func:`reference.rounded_evaluations.point` gives for a grammar order."""
+    diff, float64): what :func:`reference.rounded_evaluations.point` gives for a grammar order. The
+    ``grad`` and ``gradfma`` terms are ``plus0abs``'s where beta > 0 (every zero +0, NaN where diff is infinite; the
+    gradient's NaN at beta = 0 is not a point's: the point judges a positive beta)."""
     if order is None or not order.term:
         return res
     with np.errstate(all="ignore"):
-        return res + {"plus0": 0.0, "plus0diff": 0.0 * d, "plus0abs": 0.0 * np.abs(d)}[order.term]
+        return res + {"plus0": 0.0, "plus0diff": 0.0 * d, "plus0abs": 0.0 * np.abs(d),
+                      "grad": 0.0 * np.abs(d), "gradfma": 0.0 * np.abs(d)}[order.term]
