@@ -149,6 +149,65 @@ def test_the_evaluator_is_the_order_step_by_step():
     assert (divmul.view(np.uint16) != half.view(np.uint16)).sum() > 100
 
 
+def _one(fmt, order, P, flush, dy, x1, x2, beta):
+    """One evaluation's bits on elements given as values exact in the data type."""
+    t = fmt.dtype.type
+    arr = lambda v: np.array(v, fmt.dtype)  # noqa: E731
+    return O.evaluate_many(fmt, [(O.parse(order), P, flush)], arr(dy), arr(x1), arr(x2), t(beta))[0].view(fmt.uint)
+
+
+def test_the_halved_sum_differs_from_the_plain_shape_where_a_half_is_inexact():
+    """The halved shape (what jax.vjp makes of 0.5 * d * d / beta) against (dy / beta) * diff in half, on
+    elements derived by hand, with dy = 1 and beta = 1 (so q = dy / beta = 1 exactly):
+
+    * diff = 2^-24 (half's smallest subnormal; x1 = 2^-24, x2 = 0): the plain shape gives q * diff =
+      2^-24 (the exact result). Halved: 0.5 * diff = 2^-25 is a tie between 0 and 2^-24, to even: 0;
+      h1 = 0 * q = 0; q * diff = 2^-24, 0.5 * 2^-24 ties to 0 again: h2 = 0; the sum is +0.
+    * diff = 3 * 2^-24: plain 3 * 2^-24. Halved: 0.5 * diff = 1.5 * 2^-24 ties to even, 2 * 2^-24; h1 =
+      2 * 2^-24; h2 = 0.5 * (3 * 2^-24) the same 2 * 2^-24; the sum 4 * 2^-24 = 2^-22.
+    * diff = 0.5 (normal): every half exact, both give 0.5.
+    """
+    H, s = F.FP16, 2.0 ** -24
+    x1, x2 = [s, 3 * s, 0.5], [0.0, 0.0, 0.0]
+    plain = _one(H, "dy-divmul", np.float16, False, [1.0] * 3, x1, x2, 1.0)
+    halved = _one(H, "dy-divmul-halved", np.float16, False, [1.0] * 3, x1, x2, 1.0)
+    bits = lambda *v: np.array(v, np.float16).view(np.uint16)  # noqa: E731
+    assert plain.tolist() == bits(s, 3 * s, 0.5).tolist()
+    assert halved.tolist() == bits(0.0, 4 * s, 0.5).tolist()
+    # the autodiff's branch term adds +0 on the middle line (+0 + h1 + h2) and, on the outer lines, the
+    # middle line with dy = 0: with beta = 1, x1 = inf gives (0.5 * inf) * (0 / 1) = NaN where the result is 1
+    grad = _one(H, "dy-divmul-halved-ge-grad", np.float16, False, [1.0, -1.0, 1.0], [s, 0.0, INF], [0.0, 0.0, 0.0], 1.0)
+    assert grad[:2].tolist() == bits(0.0, 0.0).tolist() and np.isnan(grad[2:].view(np.float16)).all()
+
+
+INF = float("inf")
+
+
+def test_the_flushed_and_fused_evaluation_by_hand():
+    """The flushed (DAZ/FTZ) evaluation and the fused term, fp32, on elements derived by hand:
+
+    * dy = -2^-100, diff = 2^-30 (x1 = 2^-30, x2 = 0), beta = 1: q = -2^-100; the exact result -2^-130 is
+      subnormal. Unflushed, (dy / beta) * diff gives -2^-130. Flushed it becomes -0, and the grad term adds
+      +0 - +0 = +0 first: h1 = (0.5 * diff) * q = -2^-131 is flushed to -0 and +0 + -0 = +0; h2 = 0.5 * (q * diff)
+      = 0.5 * (-0) = -0, +0 + -0 = +0: the rounded grad gives +0. Fused (gradfma), +0 + (0.5 * diff) * q is
+      rounded once: -2^-131, flushed to -0; then -0 + 0.5 * (-0) = -0: the fused one gives -0.
+    * beta = 2^-149 (subnormal), dy = 1, x1 = 1, x2 = 0: unflushed diff = 1 > beta, the result dy = 1 (the grad
+      term adds (0.5 * 1) * (0 / beta) = 0). Flushed, beta reads as 0: the outer line still (1 >= 0), but
+      q = 0 / 0 is NaN, so the term makes the result NaN.
+    """
+    S = F.FP32
+    f32 = lambda *v: np.array(v, np.float32).view(np.uint32).tolist()  # noqa: E731
+    args = ([-2.0 ** -100], [2.0 ** -30], [0.0], 1.0)
+    assert _one(S, "dy-divmul", np.float32, False, *args).tolist() == f32(-2.0 ** -130)
+    assert _one(S, "dy-divmul", np.float32, True, *args).tolist() == f32(-0.0)
+    assert _one(S, "dy-divmul-halved-ge-grad", np.float32, True, *args).tolist() == f32(0.0)
+    assert _one(S, "dy-divmul-halved-ge-gradfma", np.float32, True, *args).tolist() == f32(-0.0)
+    sub = float(np.array([1], np.uint32).view(np.float32)[0])
+    args = ([1.0], [1.0], [0.0], sub)
+    assert _one(S, "dy-divmul-halved-ge-gradfma", np.float32, False, *args).tolist() == f32(1.0)
+    assert np.isnan(np.array(_one(S, "dy-divmul-halved-ge-gradfma", np.float32, True, *args)).view(np.float32)).all()
+
+
 def test_a_zero_term_turns_a_negative_zero_copy_positive_and_reach_accepts_it():
     """dy = -0 on an outer line: the C order copies -0; plus a zero gives +0, which the error model
     reaches only where the profile names the order with the term."""
