@@ -128,58 +128,88 @@ def flush_name(name: str, flush: bool) -> str:
     return name + ("-ftz" if flush else "")
 
 
-def _middle(shape: str, d, b, y, get, F, yk="y"):
+def _middle(shape: str, d, b, y, get, A, yk="y"):
     """The middle line of ``shape`` as the terms it sums (one, or the ``-halved`` shapes' two), each
     ``(a, b)``: a last product not yet rounded (``a * b``; a fused add takes it whole), or ``(v, None)``:
-    a value (the division that ends ``muldiv``). Every rounded operation's result is passed through
-    ``F`` (the flush, or nothing). ``yk``: the cache key of ``y`` (the whole dy, or the middle line's
-    cotangent of a ``grad`` term)."""
-    r = lambda: get("r", lambda: F(b.dtype.type(1) / b))  # noqa: E731
+    a value (the division that ends ``muldiv``). ``A``: the arithmetic (:class:`_Arith`). ``yk``: the
+    cache key of ``y`` (the whole dy, or the middle line's cotangent of a ``grad`` term)."""
+    r = lambda: get("r", lambda: A.div(b.dtype.type(1), b))  # noqa: E731
     if shape == "divmul":
-        return [(get("q", lambda: F(d / b)), y)]
+        return [(get("q", lambda: A.div(d, b)), y)]
     if shape == "recipmul":
-        return [(get("dr", lambda: F(d * r())), y)]
+        return [(get("dr", lambda: A.mul(d, r())), y)]
     if shape == "muldiv":
-        return [(F(get(("m", yk), lambda: F(d * y)) / b), None)]
+        return [(A.div(get(("m", yk), lambda: A.mul(d, y)), b), None)]
     if shape == "mulrecip":
-        return [(get(("m", yk), lambda: F(d * y)), r())]
+        return [(get(("m", yk), lambda: A.mul(d, y)), r())]
     if shape in ("dy-divmul", "dy-divmul-halved"):
-        q = get(("yq", yk), lambda: F(y / b))
+        q = get(("yq", yk), lambda: A.div(y, b))
     elif shape in ("dy-recipmul", "dy-recipmul-halved"):
-        q = get(("yr", yk), lambda: F(y * r()))
+        q = get(("yr", yk), lambda: A.mul(y, r()))
     else:
         raise ValueError(f"unknown shape {shape!r}; known: {', '.join(SHAPES)}")
     if not shape.endswith("-halved"):
         return [(q, d)]
     half = b.dtype.type(0.5)
-    return [(get("hd", lambda: F(half * d)), q), (F(q * d), half)]
+    return [(get("hd", lambda: A.mul(half, d)), q), (A.mul(q, d), half)]
 
 
-def _round(F, t):
-    """A term's value: its product rounded (and flushed)."""
-    return t[0] if t[1] is None else F(t[0] * t[1])
+class _Arith:
+    """Each operation in the precision ``P``, correctly rounded; with ``flush``, as an x86 FPU in
+    DAZ/FTZ mode: an input subnormal in P reads as a zero of its sign (:meth:`daz`), and a result whose
+    exact value is below P's smallest normal is a zero of its sign, tininess judged before rounding
+    (a quotient that rounds up to the smallest normal is flushed too: XLA's CPU code does so). Flushed,
+    fp16 and fp32 operations are computed in float64 (exact for a product, a sum of these operands
+    near the subnormals and a fused multiply-add of the shapes', and rounded once more innocuously for
+    a quotient); fp64's tininess is judged after rounding."""
 
+    def __init__(self, P, flush: bool):
+        self.P, self.flush = P, flush
+        self.tiny = np.finfo(P).tiny
+        self.wide = np.dtype(P) != np.float64
 
-def _fused(F, P, acc, t):
-    """``acc + t`` with ``t``'s product unrounded (a fused multiply-add: one rounding, then the
-    flush). The exact sum is computed in float64, exact here for fp16 and fp32 operands: the
-    accumulator is zero or the product zero, or they are of one size (the halved shapes' halves);
-    in fp64 the add is a plain one."""
-    if t[1] is None or np.dtype(P) == np.float64:
-        return F(acc + _round(F, t))
-    w = np.float64
-    return F((np.asarray(t[0]).astype(w) * np.asarray(t[1]).astype(w) + np.asarray(acc).astype(w)).astype(P))
-
-
-def _flusher(P, flush: bool):
-    if not flush:
-        return lambda x: x
-    tiny = np.finfo(P).tiny
-
-    def F(x):
+    def daz(self, x):
+        if not self.flush:
+            return x
         x = np.asarray(x)
-        return np.where((x != 0) & (np.abs(x) < tiny), np.copysign(P(0), x), x)
-    return F
+        return np.where((x != 0) & (np.abs(x) < self.tiny), np.copysign(self.P(0), x), x)
+
+    def _op(self, fn, *args):
+        if not self.flush:
+            return fn(*args)
+        if not self.wide:
+            return self.daz(fn(*args))
+        w = fn(*(np.asarray(a).astype(np.float64) for a in args))
+        r = np.asarray(w).astype(self.P)
+        return np.where((w != 0) & (np.abs(w) < self.tiny), np.copysign(self.P(0), w), r)
+
+    def mul(self, a, b):
+        return self._op(np.multiply, a, b)
+
+    def div(self, a, b):
+        return self._op(np.divide, a, b)
+
+    def add(self, a, b):
+        return self._op(np.add, a, b)
+
+    def sub(self, a, b):
+        return self._op(np.subtract, a, b)
+
+    def term(self, t):
+        """A term's value: its product rounded."""
+        return t[0] if t[1] is None else self.mul(t[0], t[1])
+
+    def fused(self, acc, t):
+        """``acc + t`` with ``t``'s product unrounded (a fused multiply-add: one rounding). The exact
+        sum is computed in float64, exact here for fp16 and fp32 operands (the accumulator is zero or
+        the product zero, or they are of one size: the halved shapes' halves); in fp64 a plain add."""
+        if t[1] is None or not self.wide:
+            return self.add(acc, self.term(t))
+        w = np.asarray(t[0]).astype(np.float64) * np.asarray(t[1]).astype(np.float64) + np.asarray(acc).astype(np.float64)
+        r = np.asarray(w).astype(self.P)
+        if not self.flush:
+            return r
+        return np.where((w != 0) & (np.abs(w) < self.tiny), np.copysign(self.P(0), w), r)
 
 
 def evaluate_many(fmt: Format, evaluations: list, dy, x1, x2, beta) -> list:
@@ -204,15 +234,15 @@ def evaluate_many(fmt: Format, evaluations: list, dy, x1, x2, beta) -> list:
             order, P = item[0], item[1]
             flush = bool(item[2]) if len(item) > 2 else False
             c = cache.setdefault((np.dtype(P), flush), {})
-            F = _flusher(P, flush)
+            A = _Arith(P, flush)
 
             def get(name, make):
                 if name not in c:
                     c[name] = make()
                 return c[name]
-            y = get("y", lambda: F(dy.astype(P)))
-            b = get("b", lambda: F(np.broadcast_to(np.asarray(beta, fmt.dtype).astype(P), y.shape)))
-            d = get("d", lambda: F(F(np.asarray(x1, fmt.dtype).astype(P)) - F(np.asarray(x2, fmt.dtype).astype(P))))
+            y = get("y", lambda: A.daz(dy.astype(P)))
+            b = get("b", lambda: A.daz(np.broadcast_to(np.asarray(beta, fmt.dtype).astype(P), y.shape)))
+            d = get("d", lambda: A.sub(A.daz(np.asarray(x1, fmt.dtype).astype(P)), A.daz(np.asarray(x2, fmt.dtype).astype(P))))
             if order.inclusive:
                 up, down = get("ge", lambda: d >= b), get("le", lambda: d <= -b)
             else:
@@ -223,25 +253,25 @@ def evaluate_many(fmt: Format, evaluations: list, dy, x1, x2, beta) -> list:
                 zero = np.zeros_like(y)
                 line = get(("A", t), lambda: np.where(up, y + (-zero), np.where(down, zero + (-y), zero + (-zero))))
                 for term in get(("mid", order.shape, ("ym", t)),
-                                lambda: _middle(order.shape, d, b, ym, get, F, ("ym", t))):
-                    line = _fused(F, P, line, term) if order.term == "gradfma" else F(line + _round(F, term))
+                                lambda: _middle(order.shape, d, b, ym, get, A, ("ym", t))):
+                    line = A.fused(line, term) if order.term == "gradfma" else A.add(line, A.term(term))
                 out.append(line.astype(fmt.dtype))
                 continue
 
             def summed():
-                terms = _middle(order.shape, d, b, y, get, F)
-                v = _round(F, terms[0])
+                terms = _middle(order.shape, d, b, y, get, A)
+                v = A.term(terms[0])
                 for term in terms[1:]:
-                    v = F(v + _round(F, term))
+                    v = A.add(v, A.term(term))
                 return v
             mid = get(("mid", order.shape, "y"), summed)
             line = np.where(up, y, np.where(down, -y, mid))
             if order.term == "plus0":
-                line = F(line + P(0))
+                line = A.add(line, P(0))
             elif order.term == "plus0diff":
-                line = F(line + F(P(0) * d))
+                line = A.add(line, A.mul(P(0), d))
             elif order.term == "plus0abs":
-                line = F(line + F(P(0) * np.abs(d)))
+                line = A.add(line, A.mul(P(0), np.abs(d)))
             out.append(line.astype(fmt.dtype))
     return out
 

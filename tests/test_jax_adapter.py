@@ -234,6 +234,10 @@ def test_g_the_grammar_names_the_jax_order_bit_for_bit(adapter, characterized):
             assert np.isnan(np.asarray(out, np.uint32).view(np.float32)).all() and np.isnan(ours.view(np.float32)).all()
         else:
             assert int(out[0]) == want == int(ours[0])
+    # tininess before rounding: dy = 2, x1 = 0, x2 = (2 - 2^-23) * 2^-126, beta = 1: 0.5 * diff, exactly below
+    # the smallest normal though it rounds to it, is flushed, and the result is diff itself (0x80ffffff)
+    x2 = float(np.array([0x00FFFFFF], np.uint32).view(np.float32)[0])
+    assert [int(v) for v in _run(adapter, _case(F32, [2.0], [0.0], [x2], 1.0))] == [0x80FFFFFF]
 
 
 # ---------------------------------------------------------------- variants, lengths, identity

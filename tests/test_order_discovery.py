@@ -191,6 +191,11 @@ def test_the_flushed_and_fused_evaluation_by_hand():
       +0 - +0 = +0 first: h1 = (0.5 * diff) * q = -2^-131 is flushed to -0 and +0 + -0 = +0; h2 = 0.5 * (q * diff)
       = 0.5 * (-0) = -0, +0 + -0 = +0: the rounded grad gives +0. Fused (gradfma), +0 + (0.5 * diff) * q is
       rounded once: -2^-131, flushed to -0; then -0 + 0.5 * (-0) = -0: the fused one gives -0.
+    * dy = 2, x1 = 0, x2 = (2 - 2^-23) * 2^-126 (bits 0x00ffffff, normal), beta = 1: diff = -x2; 0.5 * diff is
+      exactly -(1 - 2^-24) * 2^-126, below the smallest normal, though it rounds (a tie, to even) to -2^-126:
+      tininess is judged before rounding (as x86 does; XLA's code shows it), so it is flushed to -0, and
+      h1 = -0 * 2 = -0, +0 + -0 = +0; q * diff = -(2 - 2^-23) * 2^-125 is normal, and + 0.5 * that = diff
+      exactly: the result is diff, bits 0x80ffffff. Judged after rounding it would be -2^-126 + diff.
     * beta = 2^-149 (subnormal), dy = 1, x1 = 1, x2 = 0: unflushed diff = 1 > beta, the result dy = 1 (the grad
       term adds (0.5 * 1) * (0 / beta) = 0). Flushed, beta reads as 0: the outer line still (1 >= 0), but
       q = 0 / 0 is NaN, so the term makes the result NaN.
@@ -202,6 +207,8 @@ def test_the_flushed_and_fused_evaluation_by_hand():
     assert _one(S, "dy-divmul", np.float32, True, *args).tolist() == f32(-0.0)
     assert _one(S, "dy-divmul-halved-ge-grad", np.float32, True, *args).tolist() == f32(0.0)
     assert _one(S, "dy-divmul-halved-ge-gradfma", np.float32, True, *args).tolist() == f32(-0.0)
+    x2 = float(np.array([0x00FFFFFF], np.uint32).view(np.float32)[0])
+    assert _one(S, "dy-divmul-halved-ge-gradfma", np.float32, True, [2.0], [0.0], [x2], 1.0).tolist() == [0x80FFFFFF]
     sub = float(np.array([1], np.uint32).view(np.float32)[0])
     args = ([1.0], [1.0], [0.0], sub)
     assert _one(S, "dy-divmul-halved-ge-gradfma", np.float32, False, *args).tolist() == f32(1.0)

@@ -78,22 +78,29 @@ def _values(fmt, dy, x1, x2, beta):
 
 
 def _flushed(fmt, j, todo, dy, x1, x2, beta, got) -> np.ndarray:
-    """The elements of ``todo`` whose bits flushing gives (:data:`FLUSHED_TEXT`)."""
+    """The elements of ``todo`` whose bits flushing gives (:data:`FLUSHED_TEXT`): a flushed evaluation of
+    the default error model's orders (Judgement.flush_explained) or of one of :data:`FLUSH_ORDERS` gives
+    them, and not without the flush: where they are a number, no unflushed evaluation of FLUSH_ORDERS
+    gives them (an autodiff's halved sum rounds a subnormal half to zero with nothing flushed: not a
+    flush); where they are NaN or infinite, not that order's own unflushed evaluation (some other order
+    reaches a NaN or an infinity unflushed by an overflow of its own, which says nothing of this one)."""
     out = todo & np.asarray(j.flush_explained, bool)
-    idx = np.flatnonzero(todo & ~out)
+    idx = np.flatnonzero(todo)
     if idx.size:
-        idx = idx[may_flush(fmt, dy[idx], x1[idx], x2[idx], beta[idx])]
+        idx = idx[out[idx] | may_flush(fmt, dy[idx], x1[idx], x2[idx], beta[idx])]
     if not idx.size:
         return out
     f = lambda b: np.asarray(b, fmt.uint).view(fmt.dtype)  # noqa: E731
     P = DTYPES[fmt.name]
-    vals = orders.evaluate_many(fmt, [(o, P, flush) for o in FLUSH_ORDERS for flush in (True, False)],
+    vals = orders.evaluate_many(fmt, [(o, P, flush) for flush in (True, False) for o in FLUSH_ORDERS],
                                 f(dy[idx]), f(x1[idx]), f(x2[idx]), f(beta[idx]))
-    hit = np.zeros(idx.size, bool)
-    for k in range(0, len(vals), 2):
-        hit |= (formats.same_result(fmt, vals[k].view(fmt.uint), got[idx])
-                & ~formats.same_result(fmt, vals[k + 1].view(fmt.uint), got[idx]))
-    out[idx[hit]] = True
+    g = got[idx]
+    same = [formats.same_result(fmt, v.view(fmt.uint), g) for v in vals]
+    k = len(FLUSH_ORDERS)
+    special = ~np.isfinite(g.view(fmt.dtype))
+    plain = np.logical_or.reduce(same[k:])
+    hit = np.logical_or.reduce([same[i] & ~same[k + i] for i in range(k)])  # flushed, and not the order unflushed
+    out[idx] = (out[idx] | hit) & (special | ~plain)
     return out
 
 
