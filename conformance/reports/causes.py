@@ -198,16 +198,17 @@ def report_causes(runs) -> tuple:
     """(lines, how many causes) of a report's runs: a cause is one line whatever runs it holds (the same
     fact in the fp16 and the fp32 runs: one line naming both, with each run's requirements and failures),
     the causes that explain the most failures (over the runs) first, ``unexplained`` last; at most ``MOST``
-    lines, the smaller causes beyond the first ``MOST - 1`` one line that names them and sums each run's
-    failures. The count is of the causes, not the lines (the header says both where they differ)."""
+    causes, the smaller ones beyond them one more line that names them and sums each run's failures (a
+    remainder, not a cause). The count is of the causes, not the lines (the header says both where they
+    differ)."""
     merged: dict = {}  # cause -> [(run, requirements, failures)]
     for run in runs:
         for c in causes(run, most=None):
             merged.setdefault(c.cause, []).append((f"{run.dtype} {run.variant}", c.requirements, c.failed))
     entries = sorted(merged.items(), key=lambda e: (e[0].startswith(UNEXPLAINED), -sum(n for _, _, n in e[1])))
-    if len(entries) <= MOST:
+    if len(entries) <= MOST + 1:  # a remainder of one cause is that cause
         return [f"{cause}: {_where(parts)}" for cause, parts in entries], len(entries)
-    keep, rest = entries[:MOST - 1], entries[MOST - 1:]
+    keep, rest = entries[:MOST], entries[MOST:]
     summed: dict = {}  # run -> (requirements, failures) of the smaller causes together
     for _, parts in rest:
         for where, reqs, n in parts:
@@ -220,10 +221,10 @@ def report_causes(runs) -> tuple:
 
 def causes_heading(lines: int, total: int) -> str:
     """What the report's causes header says in its parenthesis: ``3; requirements ...`` or, where the smaller
-    causes are one line, ``12 causes, the 4 that explain the most failures and the 8 smaller in one line; ...``."""
+    causes are one line, ``12 causes: the 5 that explain the most failures, and the 7 smaller ones in one line; ...``."""
     tail = "requirements whose failures share one pattern are one cause"
     if total <= lines:
         return f"{total}; {tail}"
-    return (f"{total} causes, in {lines} lines: the {lines - 1} that explain the most failures and the "
-            f"{total - lines + 1} smaller ones in one; {tail}")
+    return (f"{total} causes: the {lines - 1} that explain the most failures, and the {total - lines + 1} smaller "
+            f"ones in one line; {tail}")
 
