@@ -58,6 +58,22 @@ def autodiff_half(dy, x1, x2, beta):
         return line + dy.dtype.type(0) * diff
 
 
+def halved_half(dy, x1, x2, beta):
+    """jax.vjp of where(|d| < beta, 0.5 * d * d / beta, |d| - 0.5 * beta), as its graph computes it, each
+    step rounded to half: q = (mid ? dy : 0) / beta, A = (d >= 0 ? o : 0) + -(d >= 0 ? 0 : o) with o = (mid ?
+    0 : dy), the result (A + (0.5 * d) * q) + 0.5 * (q * d)."""
+    with np.errstate(all="ignore"):
+        t = dy.dtype.type
+        d = x1 - x2
+        mid = np.abs(d) < beta
+        zero = np.zeros_like(dy)
+        o = np.where(mid, zero, dy)
+        up = d >= t(0)
+        a = np.where(up, o, zero) + -np.where(up, zero, o)
+        q = np.where(mid, dy, zero) / t(beta)
+        return (a + (t(0.5) * d) * q) + t(0.5) * (q * d)
+
+
 def muldiv_float(dy, x1, x2, beta):
     """(diff * dy) / beta in float32: the enumerated model muldiv-fp32."""
     with np.errstate(all="ignore"):
@@ -240,6 +256,14 @@ def test_r17_names_the_autodiff_order_with_its_branch_term(capsys, tmp_path, ker
     said = _r17(_certify(capsys, tmp_path, f"python:{kernels}:autodiff_half", "ieee", "fp16", "ad"))
     assert "dy-divmul-ge-plus0diff-fp16" in said, said
     assert "(dy / beta) * diff in half, the outer lines from |diff| >= beta, plus 0 * diff" in said
+
+
+def test_r17_names_the_halved_sum_an_autodiff_makes(capsys, tmp_path, kernels):
+    """The JAX graph in half (halved_half): the halved shape, the where's branch test and its branch term
+    (on a positive beta the grad term's bits are plus0abs's, the simpler, named first)."""
+    said = _r17(_certify(capsys, tmp_path, f"python:{kernels}:halved_half", "ieee", "fp16", "halved"))
+    assert said.startswith("dy-divmul-halved-ge-plus0abs-fp16: (0.5 * diff) * q + 0.5 * (q * diff) with q = dy / beta "
+                           "in half, the outer lines from |diff| >= beta"), said
 
 
 def test_r17_names_the_float_orders(capsys, tmp_path, kernels):
