@@ -65,7 +65,8 @@ So:
     ``+0`` (the exact result is ``-0``), and so does every ``-0`` result, middle or outer.
 (e) **Subnormals are flushed** in fp32: XLA's CPU executable runs with FTZ and DAZ on (its
     calling thread and its pool's), so a subnormal input reads as zero and a subnormal result
-    becomes zero (an exact result below the smallest normal, even one that rounds up to it); even a subnormal ``dy`` in the outer lines, where the result is ``dy``
+    becomes zero (an exact result below the smallest normal, even one that rounds up to it);
+    even a subnormal ``dy`` in the outer lines, where the result is ``dy``
     itself, is read through an addition and flushed. The suite's own thread is left as it
     was. fp16 keeps its subnormals (inputs, beta and results: half's conversions to and from
     float ignore FTZ and DAZ, and half data never makes a subnormal float).

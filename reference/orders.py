@@ -205,7 +205,8 @@ class _Arith:
         the product zero, or they are of one size: the halved shapes' halves); in fp64 a plain add."""
         if t[1] is None or not self.wide:
             return self.add(acc, self.term(t))
-        w = np.asarray(t[0]).astype(np.float64) * np.asarray(t[1]).astype(np.float64) + np.asarray(acc).astype(np.float64)
+        f64 = lambda v: np.asarray(v).astype(np.float64)  # noqa: E731
+        w = f64(t[0]) * f64(t[1]) + f64(acc)
         r = np.asarray(w).astype(self.P)
         if not self.flush:
             return r
@@ -242,7 +243,8 @@ def evaluate_many(fmt: Format, evaluations: list, dy, x1, x2, beta) -> list:
                 return c[name]
             y = get("y", lambda: A.daz(dy.astype(P)))
             b = get("b", lambda: A.daz(np.broadcast_to(np.asarray(beta, fmt.dtype).astype(P), y.shape)))
-            d = get("d", lambda: A.sub(A.daz(np.asarray(x1, fmt.dtype).astype(P)), A.daz(np.asarray(x2, fmt.dtype).astype(P))))
+            d = get("d", lambda: A.sub(A.daz(np.asarray(x1, fmt.dtype).astype(P)),
+                                       A.daz(np.asarray(x2, fmt.dtype).astype(P))))
             if order.inclusive:
                 up, down = get("ge", lambda: d >= b), get("le", lambda: d <= -b)
             else:

@@ -221,7 +221,8 @@ def report_causes(runs) -> tuple:
 
 def causes_heading(lines: int, total: int) -> str:
     """What the report's causes header says in its parenthesis: ``3; requirements ...`` or, where the smaller
-    causes are one line, ``12 causes: the 5 that explain the most failures, and the 7 smaller ones in one line; ...``."""
+    causes are one line, ``12 causes: the 5 that explain the most failures, and the 7 smaller ones in one
+    line; ...``."""
     tail = "requirements whose failures share one pattern are one cause"
     if total <= lines:
         return f"{total}; {tail}"

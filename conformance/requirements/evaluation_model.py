@@ -266,8 +266,8 @@ def _search_text(search: dict, lead: bool = False) -> str:
                 f"alone; closest: " + ", ".join(f"{name} {share:.1%}" for name, _, share in search["closest"]) + ")")
     head = (f"no order of the grammar ({tried} evaluations: every way to combine diff, beta and dy with one division "
             f"or reciprocal and one multiplication or the halved sum an autodiff makes, in the data precision, fp32 or "
-            f"fp64, with the branch terms an autodiff adds, and each in the data precision with subnormals flushed) matches bit for bit the {n:,} elements where the models disagree or differ from the "
-            f"implementation")
+            f"fp64, with the branch terms an autodiff adds, and each in the data precision with subnormals flushed) "
+            f"matches bit for bit the {n:,} elements where the models disagree or differ from the implementation")
     combo = search["combination"]
     if combo:
         parts = ", ".join(f"{p['model']} on {p['where']} ({p['share']:.1%})" for p in combo["parts"])

@@ -46,8 +46,9 @@ FLUSHED_TEXT = ("a subnormal input, intermediate or result is flushed to zero (D
                 "arithmetic gives with it flushed, and not without")
 FLUSH_ORDERS = tuple(o for shape in orders.SHAPES for o in (orders.Order(shape), orders.Order(shape, True, "grad"),
                                                              orders.Order(shape, True, "gradfma")))
-"""The orders the flush fact evaluates flushed and not (in the data precision): each shape of the grammar with the
-manual's branches, and with an autodiff's (``where``'s branch test, its branches' gradients summed, rounded or fused)."""
+"""The orders the flush fact evaluates flushed and not (in the data precision): each shape of the grammar with
+the manual's branches, and with an autodiff's (``where``'s branch test, its branches' gradients summed,
+rounded or fused)."""
 _PRECISIONS = ("fp16", "fp32")
 
 
@@ -57,7 +58,8 @@ def _key(*parts: str) -> str:
 
 def fact_keys() -> tuple:
     """Every key :func:`facts` can give."""
-    return (ZERO_SIGN, FLUSHED, DROPPED, *(_key(i, c, p) for c in CLASSES[:2] for i in INTERMEDIATES for p in _PRECISIONS),
+    return (ZERO_SIGN, FLUSHED, DROPPED,
+            *(_key(i, c, p) for c in CLASSES[:2] for i in INTERMEDIATES for p in _PRECISIONS),
             *(_key("order", o, p) for o in GRAMMAR for p in _PRECISIONS),
             *(_key(i, c, p) for c in CLASSES[2:] for i in INTERMEDIATES for p in _PRECISIONS))
 
