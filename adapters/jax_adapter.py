@@ -33,12 +33,18 @@ elements derived by hand)
 The vjp of ``jnp.where`` sends the cotangent ``dy`` to the branch that was taken and ``+0`` to
 the other, and differentiates **both** branches. The compiled graph (one XLA loop fusion after
 ``x1 - x2``, every operation in the data type: fp16 is rounded to half after each operation)
-is, with ``diff = x1 - x2``, ``mid = |diff| < beta``::
+is, with ``diff = x1 - x2``, ``mid = |diff| < beta`` (``jax.jit(f).lower(...).as_text()``; the
+compiled loop fusion keeps the order)::
 
     q     = (mid ? dy : +0) / beta
-    u     = (0.5 * diff) * q + 0.5 * (q * diff)        # the middle line's gradient
     o     = mid ? +0 : dy                              # the outer lines' cotangent
-    dx1   = (u + (diff >= 0 ? o : +0)) + -(diff >= 0 ? +0 : o)
+    A     = (diff >= 0 ? o : +0) + -(diff >= 0 ? +0 : o)
+    dx1   = (A + (0.5 * diff) * q) + 0.5 * (q * diff)  # the middle line's gradient, summed over its factors
+
+R17's grammar of orders (reference.orders) names it: ``dy-divmul-halved-ge-grad`` (equal to
+``dy-divmul-halved-ge-plus0abs`` where beta > 0) in half, and in float
+``dy-divmul-halved-ge-gradfma-fp32-ftz``: there the multiplies feed the adds unrounded (fused
+multiply-adds) and subnormals are flushed, tininess judged before rounding.
 
 So:
 
@@ -59,7 +65,8 @@ So:
     ``+0`` (the exact result is ``-0``), and so does every ``-0`` result, middle or outer.
 (e) **Subnormals are flushed** in fp32: XLA's CPU executable runs with FTZ and DAZ on (its
     calling thread and its pool's), so a subnormal input reads as zero and a subnormal result
-    becomes zero; even a subnormal ``dy`` in the outer lines, where the result is ``dy``
+    becomes zero (an exact result below the smallest normal, even one that rounds up to it);
+    even a subnormal ``dy`` in the outer lines, where the result is ``dy``
     itself, is read through an addition and flushed. The suite's own thread is left as it
     was. fp16 keeps its subnormals (inputs, beta and results: half's conversions to and from
     float ignore FTZ and DAZ, and half data never makes a subnormal float).

@@ -176,6 +176,21 @@ def _flush_all(lo, hi, has, near, tiny: float) -> np.ndarray:
     return has & ~(near & (lo > -tiny) & (hi < tiny))
 
 
+def _halved(ar: _Arith, order: str, out: _Iv) -> _Iv:
+    """A ``-halved`` shape's middle line, ``(0.5 * diff) * q + 0.5 * (q * diff)``, from its plain shape's
+    ``q * diff`` (``out``): halving is exact and the two halves sum back to ``fl(q * diff)`` exactly
+    unless a product is subnormal, where each half may lose its last subnormal step; the hull widened
+    by the precision's smallest subnormal on each side holds that (a normal endpoint, rounded to the
+    precision, does not move)."""
+    if not order.endswith("-halved"):
+        return out
+    step = float(np.finfo(ar.P).smallest_subnormal)
+    finite = np.isfinite(out.lo) & np.isfinite(out.hi)
+    out.lo = np.where(finite, out.lo - step, out.lo)
+    out.hi = np.where(finite, out.hi + step, out.hi)
+    return out
+
+
 def _middle(ar: _Arith, order: str, d: _Iv, b, y) -> _Iv:
     Y = _Iv.point(np.asarray(y, np.float64))
     if order == "divmul":
@@ -191,10 +206,10 @@ def _middle(ar: _Arith, order: str, d: _Iv, b, y) -> _Iv:
     if order == "clamp-divmul":
         return ar.mul(ar.clip(ar.div(d, b, "diff / beta"), -1.0, 1.0), Y, LAST)
     # the grammar's dy-first shapes (reference.orders); their first intermediate is no place of R06's
-    if order == "dy-divmul":
-        return ar.mul(ar.div(Y, b, "dy / beta"), d, LAST)
-    if order == "dy-recipmul":
-        return ar.mul(ar.mul(Y, ar.recip(b), "dy * (1 / beta)"), d, LAST)
+    if order in ("dy-divmul", "dy-divmul-halved"):
+        return _halved(ar, order, ar.mul(ar.div(Y, b, "dy / beta"), d, LAST))
+    if order in ("dy-recipmul", "dy-recipmul-halved"):
+        return _halved(ar, order, ar.mul(ar.mul(Y, ar.recip(b), "dy * (1 / beta)"), d, LAST))
     raise ValueError(f"unknown evaluation order {order!r}; known: {', '.join(ORDERS)}")
 
 
@@ -218,7 +233,7 @@ def evaluate(fmt: Format, order: str, P, ulp: dict, flush: tuple, y, a, c, b, *,
             mid.has = d.has & (d.lo <= b) & (d.hi >= -b)
         # a flushed diff is 0, which the middle line takes (0 <= beta)
         out = _middle(ar, g.shape, mid, b, y)
-        if g.term in ("plus0diff", "plus0abs"):  # + 0 * diff or 0 * |diff| on every line: NaN where diff is infinite
+        if g.term in ("plus0diff", "plus0abs", "grad", "gradfma"):  # a term NaN where diff is infinite, on every line
             term_nan = d.has & (np.isinf(d.lo) | np.isinf(d.hi))
             out.nan = out.nan | term_nan
             out.ovf = out.ovf | np.where(term_nan, _bit("the branch term") | d.ovf, 0).astype(np.uint16)

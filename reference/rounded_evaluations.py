@@ -26,6 +26,9 @@ def point(fmt: Format, order: str, precision, dy, x1, x2, beta) -> np.ndarray:
     reference.models (NaN falls to the middle line). ``precision``: a name of PRECISIONS or
     fp16, or the numpy type :func:`evaluations` gives."""
     P = DTYPES[fmt.name if precision == "data" else precision] if isinstance(precision, str) else precision
+    g = _grammar_order(order)
+    if g is not None and g.shape.endswith("-halved"):  # its interval is widened at the subnormals: no point of it
+        return evaluate_many(fmt, [(g, P)], dy, x1, x2, beta)[0]
     f = lambda v: np.asarray(v, fmt.dtype).astype(np.float64)  # noqa: E731
     y, a, c = f(dy), f(x1), f(x2)
     b = np.broadcast_to(f(beta), y.shape).astype(np.float64)
@@ -34,7 +37,6 @@ def point(fmt: Format, order: str, precision, dy, x1, x2, beta) -> np.ndarray:
     with np.errstate(all="ignore"):
         mid = np.where(out.nan | ~out.has, np.nan, out.lo)
         res = np.where(up, y, np.where(down, -y, mid)) if branched(order) else mid
-        g = _grammar_order(order)
         if g is not None and g.term:  # the branch term, on the diff rounded to the precision
             res = add_term(g, res, (a.astype(P) - c.astype(P)).astype(np.float64))
     return np.asarray(res).astype(fmt.dtype)

@@ -141,3 +141,61 @@ def test_flushing_in_some_calls_only_is_the_cause_of_the_history_and_position_fa
     assert {"R01", "R14"} <= set(found[0].requirements)
     r14 = next(r for r in report["runs"][0]["requirements"] if r["id"] == "R14")
     assert r14["diagnosis"][0]["key"] == FLUSH_VARIES
+
+
+def test_a_report_has_at_most_five_causes_the_same_fact_of_two_dtypes_one_line():  # noqa: PLR0915
+    """Two dtypes, two variants each (the variants alike), seven facts (issue 39: at most five causes per
+    report). Per run the failures (R01, R03), by hand:
+
+    - fp16 (s and p): "+0 is added" 50, "dropped" 40, "middle line in half" 30, "overflows half" 20,
+      "a" 3, "b" 2;
+    - fp32 (s and p): "+0 is added" 60, "dropped" 5, "flushed" 500, "c" 1 (flushed 88% of them, less than
+      causes.SHARE: the failures split among the facts).
+
+    Summed over the four runs: flushed 1000, +0 220, dropped 90, middle 60, overflow 40, a 6, b 4, c 2: eight
+    causes; the five that explain most are lines of their own ("+0" and "dropped" name both dtypes), the
+    other three one line naming them, its failures per run summed: fp16 3 + 2 = 5, fp32 1."""
+    from sl1conf.conformance.reports.causes import MOST, causes_heading, report_causes
+
+    def fact_req(rid, parts):
+        return RequirementResult.from_json({"id": rid, "title": rid, "kind": "required", "statement": "",
+                                            "status": "fail", "checked": 10_000,
+                                            "failed": sum(n for _, n in parts),
+                                            "diagnosis": [{"pattern": p, "key": "fact:" + p, "failed": n, "of": 1,
+                                                           "checked_share": 0.001, "example": {}} for p, n in parts],
+                                            "examples": []})
+    half = [("+0 is added", 50), ("dropped", 40), ("middle line in half", 30), ("overflows half", 20), ("a", 3),
+            ("b", 2)]
+    flt = [("+0 is added", 60), ("dropped", 5), ("flushed", 500), ("c", 1)]
+    runs = [RunResult(d, v, 1, 1, [fact_req("R01", parts)]) for d, parts in (("fp16", half), ("fp32", flt))
+            for v in ("s", "p")]
+    lines, total = report_causes(runs)
+    assert total == 8 and len(lines) == MOST + 1 == 6
+    assert lines[0] == "flushed: fp32 s and fp32 p: R01 (500 failures each)"
+    assert lines[1] == "+0 is added: fp16 s and fp16 p: R01 (50 failures each); fp32 s and fp32 p: R01 (60 failures each)"
+    assert lines[2] == "dropped: fp16 s and fp16 p: R01 (40 failures each); fp32 s and fp32 p: R01 (5 failures each)"
+    assert lines[3] == "middle line in half: fp16 s and fp16 p: R01 (30 failures each)"
+    assert lines[4] == "overflows half: fp16 s and fp16 p: R01 (20 failures each)"
+    assert lines[5] == ("smaller causes (3): a; b; c: fp16 s and fp16 p: R01 (5 failures each); "
+                        "fp32 s and fp32 p: R01 (1 failure each)")
+    assert causes_heading(len(lines), total).startswith("8 causes: the 5 that explain the most failures, and the 3 "
+                                                        "smaller ones in one line")
+    # a report with few causes: every one a line, the count the lines'
+    few, n = report_causes(runs[2:])
+    assert n == len(few) == 4 and causes_heading(len(few), n).startswith("4; ")
+    # both renderers say it (Markdown and HTML)
+    from sl1conf.conformance.reports.html import render_html
+    from sl1conf.conformance.reports.markdown import render_markdown
+    from sl1conf.conformance.reports.view import View
+    report = types_report(runs)
+    v = View(report, "t", "fail", [], [], [], [], [], "FAIL", "", causes=lines, causes_total=total)
+    assert "**Causes** (8 causes: the 5 that" in render_markdown(v)
+    assert "<b>Causes</b> (8 causes: the 5 that" in render_html(v)
+
+
+def types_report(runs):
+    """A minimal typed Report holding ``runs`` (what a renderer reads of it)."""
+    from sl1conf.conformance.requirements.results import Report
+    return Report.from_json({"suite_version": "0", "created": "2026-01-01T00:00:00+00:00", "verdict": "fail",
+                             "implementation": {"name": "t"}, "profile": {"name": "ieee"},
+                             "runs": [r.to_json() for r in runs]})

@@ -112,3 +112,38 @@ def test_a_failure_in_several_causes_shows_every_one_of_them():
     import xml.etree.ElementTree as ET
     messages = [e.get("message") for e in ET.fromstring(render_junit(v)).iter("failure")]
     assert messages and all(f"cause: {lines[0]}; cause: {lines[1]}; " in m for m in messages), messages
+
+
+def test_an_ftz_daz_float_kernels_failures_are_named_by_the_flush_fact():
+    """A float kernel in DAZ/FTZ mode (XLA's on the CPU), four elements derived by hand, beta's bits given:
+
+    - dy = 1, x1 = 2^-130 (subnormal), x2 = 0, beta = 1: DAZ reads x1 as 0, so diff = 0 and the middle
+      line gives (1 / 1) * 0 = +0; the exact result is 2^-130. Flushing gives it in the manual's order
+      (the default error model's: reachable.FLUSHING).
+    - dy = 1, x1 = 1, x2 = 0, beta = 2^-149 (subnormal): DAZ reads beta as 0; jax.vjp's graph takes the outer
+      line (|1| < 0 is false) and adds the middle line's gradient with dy = 0: q = 0 / 0 = NaN, so NaN;
+      the exact result is dy = 1. Unflushed, q = 0 / 2^-149 = 0 and the result 1: only flushing gives NaN
+      (the dropped branch's diff / beta = 2^149 is infinite in float too: the flush comes first).
+    - dy = -2^-100, x1 = 2^-30, x2 = 0, beta = 1: the exact result -2^-130 is subnormal; flushed, -0.
+    - dy = 3e38, x1 = 0.25, x2 = 0, beta = 0.5 (no subnormal anywhere): dy / beta = 6e38 overflows float to
+      inf, times 0.25 is inf (exact 1.5e38): not a flush, the overflow fact.
+    """
+    fmt, profile = F.FP32, load_profile("ieee")
+    f32 = lambda v: np.array([v], np.float32).view(np.uint32)  # noqa: E731
+    sub = int(f32(2.0 ** -149)[0])
+    elements = [(1.0, 2.0 ** -130, 0.0, int(f32(1.0)[0]), 0.0),
+                (1.0, 1.0, 0.0, sub, float("nan")),
+                (-2.0 ** -100, 2.0 ** -30, 0.0, int(f32(1.0)[0]), -0.0),
+                (3e38, 0.25, 0.0, int(f32(0.5)[0]), float("inf"))]
+    named = []
+    for dy, x1, x2, bb, got in elements:
+        e = expected_for(fmt, f32(dy), f32(x1), f32(x2), bb)
+        j = judge(fmt, profile, f32(got), e, f32(dy), f32(x1), f32(x2), bb)
+        rejected = np.logical_or.reduce(list(j.rejected.values()))
+        assert rejected[0], (dy, x1, x2, bb)
+        held = [key for key, text, m in intermediates.facts(fmt, j, rejected) if m[0]]
+        assert len(held) == 1, held
+        named.append(held[0])
+    assert named == [intermediates.FLUSHED] * 3 + ["fact:dy/beta:overflows:fp32"]
+    assert intermediates.FLUSHED_TEXT.startswith("a subnormal input, intermediate or result is flushed to zero")
+    assert intermediates.FLUSHED in intermediates.fact_keys()

@@ -191,6 +191,55 @@ def test_f_the_suites_own_thread_keeps_gradual_underflow(adapter, characterized)
     assert np.float32(2.0 ** -75) * np.float32(2.0 ** -60) == np.float32(2.0 ** -135)
 
 
+def test_g_the_grammar_names_the_jax_order_bit_for_bit(adapter, characterized):
+    """R17's grammar (reference.orders) holds the JAX order: dy-divmul-halved-ge-grad in half, and in
+    float dy-divmul-halved-ge-gradfma flushed (-ftz). The graph ``jax.jit(smooth_l1_grad).lower(...)
+    .as_text()`` (jax 0.10.2, fp16; fp32 the same with f32), with d = %0, mid = %3, ge = %7::
+
+        %0 = stablehlo.subtract %arg1, %arg2          d = x1 - x2
+        %3 = stablehlo.compare LT, |d|, beta          mid = |d| < beta
+        %5 = stablehlo.multiply 0.5, %0               0.5 * d
+        %7 = stablehlo.compare GE, %0, 0              d >= 0
+        %8:2 = call @_where(%3, dy)                   (mid ? dy : 0, mid ? 0 : dy)
+        %10 = select %7, 0, %8#1;  %11 = select %7, %8#1, 0
+        %13 = add %11, negate(%10)                    A: dy, +0 - dy or +0 - +0
+        %15 = divide %8#0, beta                       q = ym / beta
+        %16 = multiply %5, %15;  %17 = add %13, %16   A + (0.5 * d) * q
+        %18 = multiply %15, %0;  %20 = multiply 0.5, %18
+        %21 = add %17, %20                            + 0.5 * (q * d)
+
+    and ``.compile().as_text()`` keeps that order in one loop fusion; on the CPU in float the
+    multiplies feed the adds unrounded (a fused multiply-add: a product that underflows keeps its sign)
+    and subnormals are flushed (DAZ/FTZ). Elements by hand (tests/test_order_discovery.py derives each):
+    half diff = 2^-24 and 3 * 2^-24 with dy = beta = 1 (the halved sum gives +0 and 2^-22 where the plain
+    shape gives 2^-24 and 3 * 2^-24); float dy = -2^-100, diff = 2^-30, beta = 1 (fused and flushed: -0;
+    rounded and flushed: +0; unflushed: -2^-130) and beta = 2^-149 with dy = 1, diff = 1 (flushed: 0 / 0,
+    NaN; unflushed: 1)."""
+    from sl1conf.reference import formats as F
+    from sl1conf.reference import orders as O
+    s = 2.0 ** -24
+    half = _run(adapter, _case(F16, [1.0, 1.0, 1.0], [s, 3 * s, 0.5], [0.0, 0.0, 0.0], 1.0))
+    assert [int(v) for v in half] == [0x0000, int(np.array(4 * s, np.float16).view(np.uint16)), 0x3800], half
+    arr = lambda v: np.array(v, np.float16)  # noqa: E731
+    ours = O.evaluate_many(F.FP16, [(O.parse("dy-divmul-halved-ge-grad"), np.float16)], arr([1.0] * 3),
+                           arr([s, 3 * s, 0.5]), arr([0.0] * 3), np.float16(1))[0].view(np.uint16)
+    assert ours.tolist() == [int(v) for v in half]
+    sub = float(np.array([1], np.uint32).view(np.float32)[0])
+    for dy, x1, beta, want in ((-2.0 ** -100, 2.0 ** -30, 1.0, 0x80000000), (1.0, 1.0, sub, None)):
+        out = _run(adapter, _case(F32, [dy], [x1], [0.0], beta))
+        a = lambda v: np.array([v], np.float32)  # noqa: E731
+        ours = O.evaluate_many(F.FP32, [(O.parse("dy-divmul-halved-ge-gradfma"), np.float32, True)], a(dy), a(x1),
+                               a(0.0), np.float32(beta))[0].view(np.uint32)
+        if want is None:
+            assert np.isnan(np.asarray(out, np.uint32).view(np.float32)).all() and np.isnan(ours.view(np.float32)).all()
+        else:
+            assert int(out[0]) == want == int(ours[0])
+    # tininess before rounding: dy = 2, x1 = 0, x2 = (2 - 2^-23) * 2^-126, beta = 1: 0.5 * diff, exactly below
+    # the smallest normal though it rounds to it, is flushed, and the result is diff itself (0x80ffffff)
+    x2 = float(np.array([0x00FFFFFF], np.uint32).view(np.float32)[0])
+    assert [int(v) for v in _run(adapter, _case(F32, [2.0], [0.0], [x2], 1.0))] == [0x80FFFFFF]
+
+
 # ---------------------------------------------------------------- variants, lengths, identity
 
 

@@ -122,4 +122,5 @@ def test_the_default_runs_guard_page_calls_add_no_cause_of_their_own(late_lib, t
     section = md.split("**Causes**", 1)[1].split("\n|", 1)[0]  # up to the table of requirements
     lines = [line for line in section.splitlines() if line.startswith("- ")]
     assert len(lines) == 1 and "**Causes** (1;" in md, lines
-    assert lines[0].startswith("- fp32 s: in calls that wrote dx1 after they returned") and ": R13 (" in lines[0], lines
+    # the report's causes say the cause first, then each run's requirements (reports.causes.report_causes)
+    assert lines[0].startswith("- in calls that wrote dx1 after they returned") and ": fp32 s: R13 (" in lines[0], lines

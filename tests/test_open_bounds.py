@@ -74,7 +74,7 @@ def test_twice_dy_at_negative_betas_fails_and_the_diagnosis_names_the_beta_class
     assert len(failing) > 1 and causes(RunResult.from_json(report["runs"][0])) == [
         Cause(NEGATIVE, failing, sum(reqs[i]["failed"] for i in failing))]
     md = render_markdown(view(Report.from_json(report)))
-    assert md.index("**Causes** (1;") < md.index("| id | requirement |") and "- fp32 p: beta < 0: " in md
+    assert md.index("**Causes** (1;") < md.index("| id | requirement |") and "- beta < 0: " in md and ": fp32 p: R01" in md
     first = reqs["R01"]["diagnosis"][0]
     assert first["pattern"] == NEGATIVE and first["failed"] == first["of"] == reqs["R01"]["failed"]
     assert reqs["R16"]["observed"]["beta < 0"]["answers"]["other"] > 0

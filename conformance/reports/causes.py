@@ -29,7 +29,8 @@ from sl1conf.conformance.rules.diagnosis import CALL_FINDINGS, EXPLANATIONS, NOT
 from sl1conf.conformance.rules.intermediates import FACT_PREFIX
 from sl1conf.reference.formats import format_by_name
 
-__all__ = ["SHARE", "SPECIFIC", "NOT_WRITTEN", "UNEXPLAINED", "MOST", "Cause", "causes", "cause_line"]
+__all__ = ["SHARE", "SPECIFIC", "NOT_WRITTEN", "UNEXPLAINED", "MOST", "Cause", "causes", "cause_line", "report_causes",
+           "causes_heading"]
 
 SHARE = 0.9  # a pattern is a requirement's cause when it holds this share of its failures ...
 SPECIFIC = 0.5  # ... and, to come before the unwritten elements, at most this share of the elements checked
@@ -152,11 +153,11 @@ class Cause:
     failed: int = 0
 
 
-def causes(run) -> list:
+def causes(run, most: "int | None" = MOST) -> list:
     """The Causes of a run's (``requirements.results.RunResult``) failing required requirements,
     the causes shared by the most requirements first (``unexplained`` last); a requirement whose
     failures split among several facts is in each of their causes, with the failures each holds. At
-    most ``MOST`` per run: the smaller ones beyond are one line that names them."""
+    most ``most`` per run (None: every one): the smaller ones beyond are one line that names them."""
     groups: dict = {}  # pattern -> (the cause, what the evidence adds)
     for req in run.requirements:
         if req.status != "fail" or req.kind != "required":
@@ -170,10 +171,10 @@ def causes(run) -> list:
                 added.append(adds)
     out = [Cause(", ".join([c.cause, *added]), c.requirements, c.failed) for c, added in groups.values()]
     out.sort(key=lambda c: (c.cause.startswith(UNEXPLAINED), -len(c.requirements), -c.failed))
-    if len(out) > MOST:
-        rest = out[MOST - 1:]
+    if most is not None and len(out) > most:
+        rest = out[most - 1:]
         ids = [r.id for r in run.requirements if any(r.id in c.requirements for c in rest)]
-        out = out[:MOST - 1] + [Cause("smaller causes: " + "; ".join(c.cause for c in rest), ids,
+        out = out[:most - 1] + [Cause("smaller causes: " + "; ".join(c.cause for c in rest), ids,
                                       sum(c.failed for c in rest))]
     return out
 
@@ -181,3 +182,50 @@ def causes(run) -> list:
 def cause_line(c: Cause) -> str:
     """``not written (...): R01, R02, R14 (9,900 failures)``."""
     return f"{c.cause}: {', '.join(c.requirements)} ({c.failed:,} failure{'s' if c.failed != 1 else ''})"
+
+
+def _where(parts) -> str:
+    """``fp16 s and fp16 p: R01, R03 (9,900 failures each); fp32 s: R01 (12 failures)``: each run's requirements
+    and failures, runs failing alike (the same requirements, as many failures) once."""
+    segs: dict = {}
+    for where, reqs, n in parts:
+        segs.setdefault((tuple(reqs), n), []).append(where)
+    return "; ".join(f"{' and '.join(w)}: {', '.join(reqs)} ({n:,} failure{'s' if n != 1 else ''}"
+                     f"{' each' if len(w) > 1 else ''})" for (reqs, n), w in segs.items())
+
+
+def report_causes(runs) -> tuple:
+    """(lines, how many causes) of a report's runs: a cause is one line whatever runs it holds (the same
+    fact in the fp16 and the fp32 runs: one line naming both, with each run's requirements and failures),
+    the causes that explain the most failures (over the runs) first, ``unexplained`` last; at most ``MOST``
+    causes, the smaller ones beyond them one more line that names them and sums each run's failures (a
+    remainder, not a cause). The count is of the causes, not the lines (the header says both where they
+    differ)."""
+    merged: dict = {}  # cause -> [(run, requirements, failures)]
+    for run in runs:
+        for c in causes(run, most=None):
+            merged.setdefault(c.cause, []).append((f"{run.dtype} {run.variant}", c.requirements, c.failed))
+    entries = sorted(merged.items(), key=lambda e: (e[0].startswith(UNEXPLAINED), -sum(n for _, _, n in e[1])))
+    if len(entries) <= MOST + 1:  # a remainder of one cause is that cause
+        return [f"{cause}: {_where(parts)}" for cause, parts in entries], len(entries)
+    keep, rest = entries[:MOST], entries[MOST:]
+    summed: dict = {}  # run -> (requirements, failures) of the smaller causes together
+    for _, parts in rest:
+        for where, reqs, n in parts:
+            ids, k = summed.get(where, ((), 0))
+            summed[where] = (tuple(sorted(set(ids) | set(reqs))), k + n)
+    smaller = (f"smaller causes ({len(rest)}): " + "; ".join(cause for cause, _ in rest) + ": "
+               + _where([(w, list(ids), n) for w, (ids, n) in summed.items()]))
+    return [f"{cause}: {_where(parts)}" for cause, parts in keep] + [smaller], len(entries)
+
+
+def causes_heading(lines: int, total: int) -> str:
+    """What the report's causes header says in its parenthesis: ``3; requirements ...`` or, where the smaller
+    causes are one line, ``12 causes: the 5 that explain the most failures, and the 7 smaller ones in one
+    line; ...``."""
+    tail = "requirements whose failures share one pattern are one cause"
+    if total <= lines:
+        return f"{total}; {tail}"
+    return (f"{total} causes: the {lines - 1} that explain the most failures, and the {total - lines + 1} smaller "
+            f"ones in one line; {tail}")
+

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from html import escape
 
+from sl1conf.conformance.reports.causes import causes_heading
 from sl1conf.conformance.reports.plots import all_plots
 from sl1conf.conformance.reports.view import (
     ACCEPTED_BEYOND, View, all_held, decimal, distance_text, failure_said, sections, where_text,
@@ -80,8 +81,8 @@ def render_html(v: View) -> str:
                for caption, svg in plots[:1] if caption.startswith("Pass/fail matrix")],
              *(["<p><b>Incomplete:</b></p><ul>" + "".join(f"<li>{escape(line)}</li>" for line in missing)
                 + "</ul>"] if missing else []),
-             *([f"<p><b>Causes</b> ({len(v.causes)}; requirements whose failures share one pattern are one "
-                "cause):</p><ul class=\"causes\">" + "".join(f"<li>{escape(line)}</li>" for line in v.causes) + "</ul>"]
+             *([f"<p><b>Causes</b> ({escape(causes_heading(len(v.causes), v.causes_total or len(v.causes)))}):</p>"
+                "<ul class=\"causes\">" + "".join(f"<li>{escape(line)}</li>" for line in v.causes) + "</ul>"]
                if v.causes else []),
              *(["<p><b>Accuracy:</b></p><ul class=\"accuracy\">" + "".join(f"<li>{escape(line)}</li>"
                                                                              for line in v.accuracy) + "</ul>"]

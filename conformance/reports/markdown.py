@@ -8,6 +8,7 @@ the identity of what was tested.
 
 from __future__ import annotations
 
+from sl1conf.conformance.reports.causes import causes_heading
 from sl1conf.conformance.reports.view import (
     View, all_held, decimal, distance_text, failure_said, matrix, sections, where_text,
 )
@@ -45,7 +46,7 @@ def render_markdown(v: View) -> str:
     if v.provenance:
         out += [f"Files: {v.provenance}.", ""]
     if v.causes:
-        out += [f"**Causes** ({len(v.causes)}; requirements whose failures share one pattern are one cause):", ""] + [
+        out += [f"**Causes** ({causes_heading(len(v.causes), v.causes_total or len(v.causes))}):", ""] + [
             f"- {line}" for line in v.causes] + [""]
     if report.runs:
         header, rows = matrix(report)

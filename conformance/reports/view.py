@@ -101,6 +101,7 @@ class View:
     causes: list = field(default_factory=list)  # "fp32 s: <cause line>" per cause of each run's failures (reports.causes)
     provenance: str = ""  # the files the command named, by SHA-256, and the dtypes answered (sim:, --results)
     incomplete: list = field(default_factory=list)  # incompleteness: why the report is incomplete, a line each
+    causes_total: int = 0  # how many causes ``causes`` holds (the smaller ones may be one line: reports.causes)
 
     @property
     def runs_line(self) -> str:
@@ -279,10 +280,12 @@ def view(report: Report) -> View:
     for run in report.runs:
         _run_parts(report, run, out)
     rows = sorted(out["rows"], key=lambda r: STATUS_ORDER.index(r.status) if r.status in STATUS_ORDER else 0)
+    from sl1conf.conformance.reports.causes import report_causes
+    lines, total = report_causes(report.runs)
     return View(report, f"{name} on {report.profile['name']}", report.verdict, out["failures"], rows, out["observed"],
                 _identity(report, name), out["errors"], _headline(report), _scope(report),
                 [line for line in map(accuracy_line, report.runs) if line], out["beyond_budget"], out["unobserved"],
-                run_causes(report), provenance(report.implementation), incompleteness(report))
+                lines, provenance(report.implementation), incompleteness(report), total)
 
 
 def provenance(impl: dict) -> str:

@@ -163,22 +163,26 @@ SEARCH_SPLIT = 4
 
 
 def grammar_evaluations(fmt) -> list:
-    """(name, Order, numpy type, words) of every evaluation of the grammar (reference.orders) for data
-    ``fmt``: each order in the data precision, fp32 and fp64 (one of them where the data is fp32),
-    simplest first; the names are the error model's (``dy-divmul-fp16``)."""
+    """(name, Order, numpy type, words, flush) of every evaluation of the grammar (reference.orders) for
+    data ``fmt``: each order in the data precision, fp32 and fp64 (one of them where the data is fp32),
+    then each in the data precision with subnormals flushed (DAZ/FTZ; an FPU's flush mode is the data
+    precision's), simplest first; the names are the error model's (``dy-divmul-fp16``), a flushed one's
+    with ``-ftz`` (``dy-divmul-halved-ge-gradfma-fp32-ftz``)."""
     precs = list(dict.fromkeys(p for p in (fmt.name, "fp32", "fp64")
                                if np.dtype(DTYPES[p]).itemsize >= fmt.dtype.itemsize))
-    return [(f"{o.name}-{p}", o, DTYPES[p], o.words(p)) for o in grammar_orders.grammar() for p in precs]
+    plain = [(f"{o.name}-{p}", o, DTYPES[p], o.words(p), False) for o in grammar_orders.grammar() for p in precs]
+    return plain + [(grammar_orders.flush_name(f"{o.name}-{fmt.name}", True), o, DTYPES[fmt.name],
+                     f"{o.words(fmt.name)}, {grammar_orders.FLUSH_WORDS}", True) for o in grammar_orders.grammar()]
 
 
 def _grammar_bits(fmt, evals: list, ins: list) -> list:
     """Each evaluation's bits on the elements ``ins`` (dy, x1, x2, beta as bits of one length): one
-    grammar_orders.evaluate_many per precision, which shares that precision's intermediates."""
+    grammar_orders.evaluate_many per precision and flush, which shares their intermediates."""
     vals = [formats.from_bits(fmt, a) for a in ins]
     out = [None] * len(evals)
-    for P in dict.fromkeys(e[2] for e in evals):
-        at = [i for i, e in enumerate(evals) if e[2] is P]
-        for i, v in zip(at, grammar_orders.evaluate_many(fmt, [(evals[i][1], P) for i in at], *vals)):
+    for P, flush in dict.fromkeys((e[2], e[4]) for e in evals):
+        at = [i for i, e in enumerate(evals) if e[2] is P and e[4] == flush]
+        for i, v in zip(at, grammar_orders.evaluate_many(fmt, [(evals[i][1], P, flush) for i in at], *vals)):
             out[i] = formats.to_bits(fmt, v)
     return out
 
@@ -223,7 +227,7 @@ def order_search(judged: list, fmt) -> dict:
         all_got = np.concatenate([w[1] for w in whole])
         for i in full[:SEARCH_CONFIRM]:
             if formats.same_result(fmt, all_got, _grammar_bits(fmt, [evals[i]], all_ins)[0]).all():
-                out["order"] = (evals[i][0], evals[i][3])
+                out["order"] = (evals[i][0], evals[i][3], evals[i][1].name, evals[i][4])
                 out["same_bits"] = len(full) - 1
                 return out
     ranked = sorted(range(len(evals)), key=lambda i: -int(hits[i].sum()))  # stable: the simplest first on ties
@@ -261,9 +265,9 @@ def _search_text(search: dict, lead: bool = False) -> str:
                 f"differ from the implementation (the grammar of orders searched: {tried} evaluations, no one matches "
                 f"alone; closest: " + ", ".join(f"{name} {share:.1%}" for name, _, share in search["closest"]) + ")")
     head = (f"no order of the grammar ({tried} evaluations: every way to combine diff, beta and dy with one division "
-            f"or reciprocal and one multiplication, in the data precision, fp32 or fp64, with the branch terms an "
-            f"autodiff adds) matches bit for bit the {n:,} elements where the models disagree or differ from the "
-            f"implementation")
+            f"or reciprocal and one multiplication or the halved sum an autodiff makes, in the data precision, fp32 or "
+            f"fp64, with the branch terms an autodiff adds, and each in the data precision with subnormals flushed) "
+            f"matches bit for bit the {n:,} elements where the models disagree or differ from the implementation")
     combo = search["combination"]
     if combo:
         parts = ", ".join(f"{p['model']} on {p['where']} ({p['share']:.1%})" for p in combo["parts"])
@@ -315,10 +319,10 @@ def _model(ctx: RunContext, req: "Requirement") -> Check:
     if not found["matched"]:  # the grammar of orders, on the disagreeing elements only
         search = order_search(judged, ctx.fmt)
         if search["order"]:
-            name, words = search["order"]
+            name, words, order, flush = search["order"]
             found["matched"] = [f"{name}: {words} (an order of the grammar, bit for bit on every element with a "
-                                f"positive beta and no NaN input; a profile accepts it by naming "
-                                f"{name.rsplit('-', 1)[0]} in [error_model.orders])"]
+                                f"positive beta and no NaN input; a profile accepts it by naming {order} in "
+                                f"[error_model.orders]" + (" and allowing flushing" if flush else "") + ")"]
         elif search["combination"] and search["combination"]["explained"] > found.get("combination", {}).get(
                 "explained", 0.0):  # the grammar's split, of the elements searched, where it explains more
             found["combination"] = search["combination"]

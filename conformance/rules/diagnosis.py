@@ -111,9 +111,10 @@ def _masks(j):
     k = np.arange(m)
     yield "not-written", NOT_WRITTEN, j.unwritten
     yield FLUSHED, FLUSHED_TEXT, j.flush_explained
-    if j.rejected:  # the facts of the arithmetic (rules.intermediates), on the rejected elements flushing does not give
+    if j.rejected:  # the facts of the arithmetic (rules.intermediates), on the rejected elements written (the
+        # elements flushing gives among them: its fact, so a requirement whose failures split among facts counts them)
         rejected = np.logical_or.reduce([np.asarray(r, bool) for r in j.rejected.values()])
-        yield from intermediates.facts(fmt, j, rejected & ~j.unwritten & ~j.flush_explained)
+        yield from intermediates.facts(fmt, j, rejected & ~j.unwritten)
     for width in WIDTHS:
         yield f"tail-{width}", f"in the last n mod {width} elements (the tail after a vector body of {width})", \
             k >= m - m % width

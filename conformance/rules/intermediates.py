@@ -8,6 +8,8 @@ written in, in the data format: ``x1 - x2``, ``1 / beta``, ``diff / beta``, ``dy
 it is not), a subnormal and NaN (``0 / 0``, ``inf / inf``, ``inf - inf``, ``0 * inf``); the unused
 branch's ``0 * inf`` (a result that adds the dropped branch's gradient, times zero, is NaN where
 that branch's ``diff / beta`` is infinite); a ``+0`` added to the result (a zero loses its sign);
+a subnormal input, intermediate or result flushed to zero (DAZ/FTZ: the bits are a flushed
+evaluation's, of the default error model's orders or an autodiff's, and not the unflushed one's);
 and the middle line written in an order the profile does not list (``(dy / beta) * diff``, or a
 listed order in a precision it does not list). An underflow or a subnormal is a fact only where the
 intermediate enters a finite result (the middle line's intermediates where the middle line is the
@@ -25,9 +27,10 @@ import numpy as np
 from sl1conf.reference import exact
 from sl1conf.reference import formats
 from sl1conf.reference import orders
-from sl1conf.reference.error_model import DTYPES, order_text
+from sl1conf.reference.error_model import DTYPES, may_flush, order_text
 
-__all__ = ["INTERMEDIATES", "CLASSES", "GRAMMAR", "FACT_PREFIX", "fact_keys", "facts", "ZERO_SIGN", "DROPPED"]
+__all__ = ["INTERMEDIATES", "CLASSES", "GRAMMAR", "FACT_PREFIX", "fact_keys", "facts", "ZERO_SIGN", "DROPPED", "FLUSHED",
+           "FLUSHED_TEXT", "FLUSH_ORDERS"]
 
 FACT_PREFIX = "fact:"  # the keys of the facts (a waiver's pattern may name one)
 INTERMEDIATES = ("x1 - x2", "1 / beta", "diff / beta", "dy / beta", "diff * dy")
@@ -38,6 +41,14 @@ GRAMMAR = orders.SHAPES
 the first four are the error model's branched orders (reference.error_model.ORDERS)."""
 ZERO_SIGN = FACT_PREFIX + "plus-zero"
 DROPPED = FACT_PREFIX + "dropped-branch"
+FLUSHED = FACT_PREFIX + "flushed"
+FLUSHED_TEXT = ("a subnormal input, intermediate or result is flushed to zero (DAZ/FTZ): the result is what the "
+                "arithmetic gives with it flushed, and not without")
+FLUSH_ORDERS = tuple(o for shape in orders.SHAPES for o in (orders.Order(shape), orders.Order(shape, True, "grad"),
+                                                             orders.Order(shape, True, "gradfma")))
+"""The orders the flush fact evaluates flushed and not (in the data precision): each shape of the grammar with
+the manual's branches, and with an autodiff's (``where``'s branch test, its branches' gradients summed,
+rounded or fused)."""
 _PRECISIONS = ("fp16", "fp32")
 
 
@@ -47,7 +58,8 @@ def _key(*parts: str) -> str:
 
 def fact_keys() -> tuple:
     """Every key :func:`facts` can give."""
-    return (ZERO_SIGN, DROPPED, *(_key(i, c, p) for c in CLASSES[:2] for i in INTERMEDIATES for p in _PRECISIONS),
+    return (ZERO_SIGN, FLUSHED, DROPPED,
+            *(_key(i, c, p) for c in CLASSES[:2] for i in INTERMEDIATES for p in _PRECISIONS),
             *(_key("order", o, p) for o in GRAMMAR for p in _PRECISIONS),
             *(_key(i, c, p) for c in CLASSES[2:] for i in INTERMEDIATES for p in _PRECISIONS))
 
@@ -62,8 +74,8 @@ def _reached_by(blocked) -> str:
     words = max(set(said), key=lambda w: (said.count(w), w))
     evaluation, _, what = words.partition(": ")
     order, _, prec = evaluation.rpartition("-")
-    return (f" (the order {order_text(order)} in {orders.precision_words(prec)} ({evaluation}) reaches it: {what}, "
-            "an overflow the profile does not accept)")
+    said = f"{order_text(order)} in {orders.precision_words(prec)} ({evaluation})" if prec in DTYPES else evaluation
+    return f" (the order {said} reaches it: {what}, an overflow the profile does not accept)"
 
 
 def _values(fmt, dy, x1, x2, beta):
@@ -79,6 +91,33 @@ def _values(fmt, dy, x1, x2, beta):
     rounded = {"x1 - x2": d, "1 / beta": one / b, "diff / beta": d / b, "dy / beta": y / b, "diff * dy": d * y}
     exact_ = {"x1 - x2": s, "1 / beta": 1.0 / B, "diff / beta": s / B, "dy / beta": Y / B, "diff * dy": s * Y}
     return rounded, exact_, s
+
+
+def _flushed(fmt, j, todo, dy, x1, x2, beta, got) -> np.ndarray:
+    """The elements of ``todo`` whose bits flushing gives (:data:`FLUSHED_TEXT`): a flushed evaluation of
+    the default error model's orders (Judgement.flush_explained) or of one of :data:`FLUSH_ORDERS` gives
+    them, and not without the flush: where they are a number, no unflushed evaluation of FLUSH_ORDERS
+    gives them (an autodiff's halved sum rounds a subnormal half to zero with nothing flushed: not a
+    flush); where they are NaN or infinite, not that order's own unflushed evaluation (some other order
+    reaches a NaN or an infinity unflushed by an overflow of its own, which says nothing of this one)."""
+    out = todo & np.asarray(j.flush_explained, bool)
+    idx = np.flatnonzero(todo)
+    if idx.size:
+        idx = idx[out[idx] | may_flush(fmt, dy[idx], x1[idx], x2[idx], beta[idx])]
+    if not idx.size:
+        return out
+    f = lambda b: np.asarray(b, fmt.uint).view(fmt.dtype)  # noqa: E731
+    P = DTYPES[fmt.name]
+    vals = orders.evaluate_many(fmt, [(o, P, flush) for flush in (True, False) for o in FLUSH_ORDERS],
+                                f(dy[idx]), f(x1[idx]), f(x2[idx]), f(beta[idx]))
+    g = got[idx]
+    same = [formats.same_result(fmt, v.view(fmt.uint), g) for v in vals]
+    k = len(FLUSH_ORDERS)
+    special = ~np.isfinite(g.view(fmt.dtype))
+    plain = np.logical_or.reduce(same[k:])
+    hit = np.logical_or.reduce([same[i] & ~same[k + i] for i in range(k)])  # flushed, and not the order unflushed
+    out[idx] = (out[idx] | hit) & (special | ~plain)
+    return out
 
 
 def facts(fmt, j, at: np.ndarray):
@@ -106,6 +145,12 @@ def facts(fmt, j, at: np.ndarray):
         # a +0 added to the result: -0 becomes +0, nothing else changes
         yield ZERO_SIGN, "+0 is added to the result, so a zero loses its sign (+0 where the result is -0)", \
             take((got == 0) & (oracle == sign))
+        # a subnormal flushed (DAZ/FTZ): the bits are what the arithmetic gives with it flushed and not without,
+        # in an order the default error model lists (Judgement.flush_explained: reachable.FLUSHING's reach, stages
+        # 1 and 3) or in one of FLUSH_ORDERS (an autodiff's); tried only where a subnormal can arise. Before the
+        # facts of the unflushed arithmetic: a subnormal beta read as zero makes 0 / 0, an infinite diff / beta
+        # of the unflushed beta is then incidental
+        yield FLUSHED, FLUSHED_TEXT, take(_flushed(fmt, j, todo, dy, x1, x2, beta, got))
         # the dropped branch's gradient, times zero: NaN where the result is +-dy and diff / beta is infinite
         outer = (np.abs(s) > np.abs(B)) & (B > 0) & np.isfinite(oracle.view(fmt.dtype).astype(np.float64))
         dropped_inf = np.isinf(rounded["diff / beta"]) | np.isinf(rounded["x1 - x2"])

@@ -109,7 +109,7 @@ def _parse(path: Path) -> Profile:
     for order in orders if isinstance(orders, dict) else ():  # said before the schema's pattern is
         if not known_order(order):
             raise bad(["error_model", "orders", order], "unknown evaluation order: clamp-recipmul, clamp-divmul, or "
-                      f"one of the grammar's, <shape>[-ge][-plus0|-plus0diff|-plus0abs] with the shape {', '.join(SHAPES)} "
+                      f"one of the grammar's, <shape>[-ge][-plus0|-plus0diff|-plus0abs|-grad|-gradfma] with the shape {', '.join(SHAPES)} "
                       "(docs/evaluation-models.md)")
     problem = schema_problem(data, SCHEMA)
     if problem:
