@@ -52,6 +52,7 @@ p_only.variants = ("p",)
 '''
 
 VECTORS = "VECTORS"  # stands for the folder of an fp16 vector set (made once), given as --vectors
+VECTORS32 = "VECTORS32"  # and of an fp32 one
 
 # name: (implementation, narrowing (certify's options), verdict, missing_runs, not_asked)
 CASES = {
@@ -59,6 +60,9 @@ CASES = {
     "p-only-variant-p": ("p_only", ("--variant", "p"), "pass", [], ["fp16 s", "fp32 s"]),
     "p-only-dtype-fp16": ("p_only", ("--dtype", "fp16"), "incomplete", ["fp16 s"], ["fp32 s", "fp32 p"]),
     "p-only-vectors-fp16": ("p_only", ("--vectors", VECTORS), "incomplete", ["fp16 s"], ["fp32 s", "fp32 p"]),
+    # a set for each dtype the profile lists narrows nothing (before, the plugin took any --sl1-vectors for narrowing)
+    "p-only-vectors-both": ("p_only", ("--vectors", VECTORS, "--vectors", VECTORS32), "incomplete",
+                            ["fp16 s", "fp32 s"], []),
     "fp16-only-default": ("builtin:model:divmul-fp16", (), "incomplete", ["fp32 s", "fp32 p"], []),
     "fp16-only-variant-p": ("builtin:model:divmul-fp16", ("--variant", "p"), "incomplete", ["fp32 p"],
                             ["fp16 s", "fp32 s"]),
@@ -71,12 +75,13 @@ def where(tmp_path_factory) -> dict:
     root = tmp_path_factory.mktemp("missing-runs")
     (root / "kernel.py").write_text(textwrap.dedent(KERNEL))
     vs = V.write(root / "set-fp16", "fp16", generate("fp16", 2026, ["nan-inf"]), seed=2026)
-    return {"root": root, "vectors": str(vs), "certified": {}, "plugged": {}, "impl": lambda name: (
+    vs32 = V.write(root / "set-fp32", "fp32", generate("fp32", 2026, ["nan-inf"]), seed=2026)
+    return {"root": root, "vectors": str(vs), "vectors32": str(vs32), "certified": {}, "plugged": {}, "impl": lambda name: (
         f"python:{root / 'kernel.py'}:{name}" if name in ("p_only", "both") else name)}
 
 
 def _options(where, narrowing) -> list:
-    out = [where["vectors"] if a == VECTORS else a for a in narrowing]
+    out = [{VECTORS: where["vectors"], VECTORS32: where["vectors32"]}.get(a, a) for a in narrowing]
     return out if "--vectors" in narrowing else [*out, "--quick"]
 
 
@@ -116,7 +121,7 @@ def test_certify_and_the_plugin_give_the_verdict_the_docs_define(case, where, ca
     capsys.readouterr()
     assert (code, report["verdict"]) == ({"pass": 0, "incomplete": 1}[verdict], verdict)
     assert report.get("missing_runs", []) == missing and report.get("not_asked", []) == not_asked
-    assert bool(report.get("narrowed")) == bool(narrowing)
+    assert bool(report.get("narrowed")) == bool(not_asked)  # narrowed exactly when runs were left out
     pcode, text, folder = _plugin(where, name, narrowing)
     plugin = json.loads((folder / "report.json").read_text())
     assert plugin["verdict"] == verdict, text
