@@ -721,7 +721,7 @@ TYPED_CONSUMERS = ("sl1conf.conformance.reports", "sl1conf.conformance.pytest_pl
 the pytest plugin, the command line's summary. They read the typed results
 (``requirements.results``: Report, RunResult, RequirementResult, FamilyResult), never the
 report's JSON rebuilt as dicts (issue 37: one data type from ``sl1conf certify`` to report.html)."""
-RESULT_KEYS = ("runs", "requirements", "verdict", "status", "incomplete", "missing_runs")
+RESULT_KEYS = ("runs", "requirements", "verdict", "status", "incomplete", "missing_runs", "not_asked")
 """Keys of the report's JSON that only a dict-typed result is read by: a typed one has attributes."""
 JSON_READERS = {"sl1conf.conformance.reports.write": ("upgraded_from_1", "upgraded_from_2")}
 """Functions that work on the JSON itself, at a file's boundary: reading an older schema's report."""

@@ -127,8 +127,10 @@ def test_xdist_loadgroup_runs_each_certification_on_one_worker(pytester):
 def test_runs_the_profile_lists_and_the_implementation_lacks_fail_as_incomplete(pytester):
     """divmul-fp16's emulation offers fp16 only; ieee lists fp32 too. Not narrowed, the suite
     has a failing missing-runs item naming them; each run's completeness item passes (its calls
-    were all judged). Narrowed with --sl1-dtype fp16 there is no such item."""
-    args = ("--sl1-impl", "builtin:model:divmul-fp16", "--sl1-platform", "ieee", "--sl1-quick", "--sl1-variant", "p")
+    were all judged). Narrowed with --sl1-dtype fp16 there is no such item; narrowed with
+    --sl1-variant p alone, fp32 p was still asked for and is lacking: the item names it."""
+    args = ("--sl1-impl", "builtin:model:divmul-fp16", "--sl1-platform", "ieee", "--sl1-quick", "--sl1-variant", "p",
+            "--sl1-dtype", "fp16")
     result = _run(pytester, *args[:4], "--sl1-quick", "-k", "missing or completeness", "-v")
     assert result.ret == 1
     result.stdout.fnmatch_lines(["*sl1conf::missing-runs FAILED*",
@@ -139,6 +141,11 @@ def test_runs_the_profile_lists_and_the_implementation_lacks_fail_as_incomplete(
     narrowed = _run(pytester, *args, "-k", "missing or completeness", "-v")
     narrowed.assert_outcomes(passed=1)
     assert "missing-runs" not in narrowed.stdout.str()
+    variant_only = _run(pytester, *args[:7], "-k", "missing or completeness", "-v")
+    assert variant_only.ret == 1
+    variant_only.stdout.fnmatch_lines(["*sl1conf::missing-runs FAILED*",
+                                       "*not offered by builtin:model:divmul-fp16, though profile ieee lists them: "
+                                       "fp32 p (narrow*"])
 
 
 def test_without_sl1_impl_the_plugin_does_nothing(pytester):

@@ -14,6 +14,7 @@ import functools
 import threading
 from dataclasses import dataclass, replace
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,7 +38,7 @@ from sl1conf.conformance.rules.profiles import Profile
 from sl1conf.conformance.vectors import store
 
 __all__ = ["quick_families", "default_families", "SelectionError", "vectors_for", "dtypes_to_run", "judge_run", "certify",
-           "narrowed_by", "report_of"]
+           "narrowed_by", "missing_runs", "LeftOut", "report_of"]
 
 
 def quick_families() -> tuple:
@@ -460,7 +461,8 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     only, only_reqs, only_cases = _selection(only)
     dtypes_asked, variants_asked = dtypes is not None, variants is not None
     by_vectors = isinstance(vectors, dict) and not dtypes_asked  # the sets given decide the dtypes
-    dtypes, variants = profile.select(adapter, dtypes_to_run(profile, dtypes, vectors), variants)
+    asked = dtypes_to_run(profile, dtypes, vectors), variants  # None: the profile's
+    dtypes, variants = profile.select(adapter, *asked)
     started = datetime.now(timezone.utc)
     c = _Certification(adapter, profile, quick, only_cases)
     try:
@@ -473,13 +475,38 @@ def certify(adapter: Adapter, profile: Profile, *, dtypes=None, variants=None, v
     if only_cases and only_cases - c.seen_cases:
         raise SelectionError(f"--only: no case {', '.join(sorted(only_cases - c.seen_cases))} in the vectors"
                              + (" (--quick generates the edge families only)" if quick and not vectors else ""))
-    listed = [f"{d} {v}" for d in profile.dtypes for v in profile.variants]
     narrowed = narrowed_by(profile, dtypes_asked, variants_asked, set(vectors) if by_vectors else None)
-    missing = [] if narrowed else [r for r in listed if r not in {f"{run.dtype} {run.variant}" for run in runs}]
+    left_out = missing_runs(profile, adapter, *asked)
     runs, used = waive(runs, waivers) if waivers is not None else (runs, None)  # after the comparison
     return report_of(runs, started=started, implementation=adapter.describe(), profile=profile,
                      invocation=invocation, only=only, host=describe_host(), vectors=c.sets, quick=quick,
-                     missing=missing, narrowed=narrowed, waivers=used)
+                     missing=left_out.missing, narrowed=narrowed, not_asked=left_out.not_asked, waivers=used)
+
+
+class LeftOut(NamedTuple):
+    """The profile's runs ('dtype variant') a certification has no result for, by why."""
+
+    missing: list  # asked for (or not narrowed away) and not offered by the implementation: incompleteness
+    not_asked: list  # left out by --dtype, --variant or the vector sets given: scope, not incompleteness
+
+
+def missing_runs(profile: Profile, adapter, asked_dtypes=None, asked_variants=None) -> LeftOut:
+    """The runs the profile lists that a certification of ``adapter`` asked for ``asked_dtypes``
+    and ``asked_variants`` (None: the profile's; ``dtypes_to_run`` gives the dtypes the vector
+    sets chose) does not run, by why: those it asked for that the implementation does not offer
+    (``missing``: the report is at best incomplete, narrowed or not) and those narrowing left
+    out (``not_asked``, offered or not: another scope). One rule for certify and the pytest
+    plugin, so both report the same verdict for the same implementation, profile and narrowing."""
+    dtypes = profile.dtypes if asked_dtypes is None else list(asked_dtypes)
+    variants = profile.variants if asked_variants is None else list(asked_variants)
+    missing, not_asked = [], []
+    for d in profile.dtypes:
+        for v in profile.variants:
+            if d not in dtypes or v not in variants:
+                not_asked.append(f"{d} {v}")
+            elif d not in adapter.dtypes or v not in adapter.variants:
+                missing.append(f"{d} {v}")
+    return LeftOut(missing, not_asked)
 
 
 def narrowed_by(profile: Profile, dtypes_asked, variants_asked, vector_dtypes=None) -> list:
@@ -493,10 +520,10 @@ def narrowed_by(profile: Profile, dtypes_asked, variants_asked, vector_dtypes=No
 
 
 def report_of(runs: list, *, started, implementation: dict, profile: Profile, invocation, only, host: dict,
-              vectors: dict, quick: bool, missing=(), narrowed=(), waivers=None, **extra) -> Report:
+              vectors: dict, quick: bool, missing=(), narrowed=(), not_asked=(), waivers=None, **extra) -> Report:
     """The report of ``runs`` (RunResult): its envelope around them (certify's, and the pytest
     plugin's --sl1-report, which assembles the runs of a session); ``extra``: more top-level
-    fields, ``waivers``: each waiver given with its use."""
+    fields, ``waivers``: each waiver given with its use; ``missing`` and ``not_asked``: ``missing_runs``'s."""
     from datetime import datetime, timezone
 
     envelope = {"schema": "sl1conf-report", "schema_version": REPORT_SCHEMA_VERSION, "suite_version": __version__,
@@ -505,4 +532,4 @@ def report_of(runs: list, *, started, implementation: dict, profile: Profile, in
                 "implementation": implementation, "profile": profile.summary(),
                 "invocation": dict(invocation or {}), "only": sorted(only or ()),
                 "host": host, "vectors": vectors, "quick": quick}
-    return Report(envelope, list(runs), list(missing), list(narrowed), extra, waivers)
+    return Report(envelope, list(runs), list(missing), list(narrowed), extra, waivers, list(not_asked))

@@ -15,7 +15,7 @@ reports the result as test items, one per (dtype, variant, requirement) and, for
     sl1conf::fp16-s::R02
     sl1conf::fp16-s::R01::boundary-exact
     sl1conf::fp16-s::completeness     (fails when the run is incomplete: nothing checked, unsupported calls)
-    sl1conf::missing-runs             (only when the profile lists runs the implementation lacks, not narrowed)
+    sl1conf::missing-runs             (only when runs asked for (all the profile lists, unless narrowed) are ones the implementation lacks)
 
 so CI systems get JUnit XML from ``--junitxml`` and parallel runs from pytest-xdist.
 

@@ -87,8 +87,9 @@ class CompletenessItem(ReadsLikeAReport, pytest.Item):
 
 
 class MissingRunsItem(ReadsLikeAReport, pytest.Item):
-    """The dtypes and variants the profile lists and the implementation does not offer (unless
-    --sl1-dtype or --sl1-variant narrowed the runs): an incomplete certification."""
+    """The runs the profile lists, that were asked for (not left out by --sl1-dtype, --sl1-variant
+    or --sl1-vectors) and that the implementation does not offer: an incomplete certification,
+    as certify's report says (engine.missing_runs)."""
 
     def __init__(self, **kw):
         super().__init__(**kw)

@@ -87,9 +87,10 @@ class Conformance:
         return writable_folder(Path(self.config.invocation_params.dir, opt.sl1_report), pytest.UsageError)
 
     def _runs(self, session, opt) -> None:
-        """The (dtype, variant) runs, the runs the profile lists that the implementation lacks
-        (the suite is incomplete unless narrowed), the catalog and each dtype's families."""
-        from sl1conf.conformance.certify.engine import default_families, quick_families
+        """The (dtype, variant) runs, the runs the profile lists that were asked for and the
+        implementation lacks (the suite is incomplete) and those narrowing left out (another
+        scope): certify's ``missing_runs``, the catalog and each dtype's families."""
+        from sl1conf.conformance.certify.engine import default_families, dtypes_to_run, missing_runs, quick_families
         from sl1conf.conformance.certify.session import InputError, selected_runs
         from sl1conf.conformance.requirements import CATALOG
         from sl1conf.conformance.vectors.families import family_by_name
@@ -99,8 +100,8 @@ class Conformance:
         except InputError as exc:
             raise pytest.UsageError(str(exc)) from None
         self.runs = [(d, v) for d in dtypes for v in variants]
-        self.missing = [] if (opt.sl1_dtype or opt.sl1_variant or self.vectors is not None) else [
-            f"{d} {v}" for d in self.profile.dtypes for v in self.profile.variants if (d, v) not in self.runs]
+        self.missing, self.not_asked = missing_runs(
+            self.profile, self.adapter, dtypes_to_run(self.profile, session.dtypes, session.vectors), opt.sl1_variant)
         self.catalog = CATALOG
         names = quick_families() if self.quick else default_families()
         self.families = {d: list(self.vectors[d][1]) if self.vectors is not None
@@ -389,7 +390,7 @@ class Conformance:
         waivers = [{**w, **u} for w, u in zip(self.waivers, used)] if self.waivers is not None else None
         return report_of(runs, started=self.started, implementation=implementation, profile=self.profile,
                          invocation=invocation, only=(), host=host, vectors=vectors, quick=self.quick,
-                         missing=self.missing, narrowed=narrowed, waivers=waivers)
+                         missing=self.missing, narrowed=narrowed, not_asked=self.not_asked, waivers=waivers)
 
 
 def junit_name(nodeid: str):

@@ -62,8 +62,11 @@ judged)."""
 
 
 def _asked(report: Report) -> set:
-    """The (dtype, variant) runs a report was asked for: those it has and those the profile lists
-    that the implementation lacked (a run lost that way is a regression, not another scope)."""
+    """The (dtype, variant) runs a report was asked for: those it has and those it asked for that
+    the implementation lacked (``missing_runs``: a run lost that way is a regression, not another
+    scope). The runs narrowing left out (``not_asked``) are not: another scope. (A report written
+    before ``not_asked`` existed left ``missing_runs`` out when narrowed: its lost runs read as
+    not asked for.)"""
     return {(r.dtype, r.variant) for r in report.runs} | {tuple(m.split()) for m in report.missing}
 
 
@@ -158,7 +161,8 @@ def gate(new: Report, old: Report, allow=()) -> GateResult:
             if key in asked_new:  # asked for and lacking: the implementation lost it
                 out.regressions.append(f"{where}: the run is missing from the new report")
             else:  # another scope (allowed): not asked for in the new report
-                out.notes.append(f"{where}: not in the new report's scope, not compared")
+                why = f" (not asked for: {' '.join(new.narrowed)})" if where in new.not_asked and new.narrowed else ""
+                out.notes.append(f"{where}: not in the new report's scope{why}, not compared")
             continue
         if orun.verdict == "pass" and nrun.verdict == "incomplete":
             out.regressions.append(f"{where}: pass -> INCOMPLETE ({'; '.join(nrun.incomplete)})")

@@ -140,7 +140,8 @@ def _scope(report: Report) -> str:
     """What part of the suite ran, when not all of it."""
     return "; ".join((["--quick: edge families only"] if report.quick else []) + (
         ["--only " + ",".join(report.only) + ": only these requirements and cases"] if report.only else [])
-        + ([" and ".join(report.narrowed) + ": only the runs asked for"] if report.narrowed else [])
+        + ([" and ".join(report.narrowed) + ": only the runs asked for"
+            + (f" (not asked: {', '.join(report.not_asked)})" if report.not_asked else "")] if report.narrowed else [])
         + [f"{run.dtype} {run.variant}: {run.recorded}" for run in report.runs if run.recorded])
 
 

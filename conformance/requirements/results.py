@@ -288,15 +288,17 @@ class Report:
 
     envelope: dict  # schema .. duration_s, then implementation .. quick (the verdict goes between)
     runs: list  # RunResult
-    missing: list = field(default_factory=list)  # runs the profile lists that the implementation lacks
+    missing: list = field(default_factory=list)  # runs asked for (not narrowed away) that the implementation lacks
     narrowed: list = field(default_factory=list)  # the options that narrowed the runs below the profile's
     extra: dict = field(default_factory=dict)
     waivers: "list | None" = None
+    not_asked: list = field(default_factory=list)  # runs the profile lists that narrowing left out: scope
 
     @property
     def verdict(self) -> str:
-        """fail when a run fails or nothing ran; incomplete when a run is, or the profile lists
-        runs the implementation lacks; else pass."""
+        """fail when a run fails or nothing ran; incomplete when a run is, or runs the profile
+        lists and the run asked for are ones the implementation lacks (``missing``; runs
+        ``not_asked`` are another scope, not incompleteness); else pass."""
         verdicts = [r.verdict for r in self.runs]
         if not verdicts or "fail" in verdicts:
             return "fail"
@@ -352,17 +354,18 @@ class Report:
         return {**head, "verdict": self.verdict, **rest, "runs": [r.to_json() for r in self.runs], **self.extra,
                 **({"missing_runs": list(self.missing)} if self.missing else {}),
                 **({"narrowed": list(self.narrowed)} if self.narrowed else {}),
+                **({"not_asked": list(self.not_asked)} if self.not_asked else {}),
                 **({"waivers": self.waivers} if self.waivers is not None else {})}
 
     @classmethod
     def from_json(cls, d: dict) -> "Report":
-        tail = ("verdict", "runs", "missing_runs", "narrowed", "waivers")
+        tail = ("verdict", "runs", "missing_runs", "narrowed", "not_asked", "waivers")
         keys = list(d)
         runs_at = keys.index("runs")
         envelope = {k: d[k] for k in keys[:runs_at] if k not in tail}
         extra = {k: d[k] for k in keys[runs_at + 1:] if k not in tail}
         return cls(envelope, [RunResult.from_json(r) for r in d["runs"]], list(d.get("missing_runs", ())),
-                   list(d.get("narrowed", ())), extra, d.get("waivers"))
+                   list(d.get("narrowed", ())), extra, d.get("waivers"), list(d.get("not_asked", ())))
 
 
 def incomplete_reasons(requirements: list, calls: int, unsupported: int, not_made: int = 0, first: str = "", *,
