@@ -48,6 +48,8 @@ cdef extern from "csrc/loops.h" nogil:
     Py_ssize_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
                                    uint16_t beta, const uint16_t *got, Py_ssize_t n,
                                    int64_t *idx, uint16_t *want)
+    void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
+                     uint16_t *out, Py_ssize_t n)
     ctypedef struct sl1k_alone_tally:
         int64_t hist[4][10]
         int64_t zsign[4][10]
@@ -278,3 +280,18 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
              "first_zsign": np.array(t.first_zsign, np.int64), "worst_want": np.array(t.worst_want, np.uint16),
              "zsign_want": np.array(t.zsign_want, np.uint16), "count": int(t.alone)}
     return idx[:count].copy(), want[:count].copy(), alone
+
+
+def f16_correctly_rounded(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta):
+    """The correctly rounded fp16 bits of every element, as the sweep's check computes them
+    (loops.c's sl1k_f16_cr: binary32 with a proven error bound, binary64 where that cannot
+    tell): the muldiv-fp64 model's bits. One thread."""
+    cdef Py_ssize_t n = dy.shape[0]
+    if not (x1.shape[0] == x2.shape[0] == n):
+        raise ValueError("f16_correctly_rounded: dy, x1 and x2 must have one length")
+    out = np.empty(n, np.uint16)
+    cdef uint16_t[::1] o = out
+    if n:
+        with nogil:
+            sl1k_f16_cr(&dy[0], &x1[0], &x2[0], beta, &o[0], n)
+    return out

@@ -269,9 +269,25 @@ typedef struct {
     ptrdiff_t n;
 } alone_buf;
 
-static void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
-                        uint16_t beta, uint16_t *out, ptrdiff_t n) {
-    sl1k_f16(SL1_MULDIV * 3 + SL1_C64, dy, x1, x2, beta, out, n);
+void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
+                 uint16_t *out, ptrdiff_t n) {
+    ptrdiff_t done = 0;
+#ifdef SL1_HAVE_V3
+    const float b = (float)h_value(beta);
+    if (b > 0 && b < INFINITY) { /* f16_simd.inc's cr_f32: binary32, proven, binary64 where it cannot tell */
+        switch (pick()) {
+        case 2:
+            done = cr_f32_z(dy, x1, x2, b, out, n);
+            done += cr_f32_x(dy + done, x1 + done, x2 + done, b, out + done, n - done);
+            break;
+        case 1:
+            done = cr_f32_x(dy, x1, x2, b, out, n);
+            break;
+        }
+    }
+#endif
+    if (n > done) /* the binary64 model (correctly rounded: fast_oracle's proof) */
+        sl1k_f16(SL1_MULDIV * 3 + SL1_C64, dy + done, x1 + done, x2 + done, beta, out + done, n - done);
 }
 
 static void alone_flush(alone_buf *a, uint16_t beta, const int *models, int nmodels, sl1k_alone_tally *t) {

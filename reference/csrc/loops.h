@@ -38,6 +38,12 @@ ptrdiff_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint
                               uint16_t beta, const uint16_t *got, ptrdiff_t n,
                               int64_t *idx, uint16_t *want);
 
+/* The correctly rounded fp16 result of every element (NaN payloads aside: the binary64
+ * model's bits): from binary32 with a proven error bound where that decides it, in binary64
+ * elsewhere (loops.c, f16_simd.inc's cr_f32). One thread. */
+void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
+                 uint16_t *out, ptrdiff_t n);
+
 /* The sweep's check with judge.within_budget_alone's shortcut (loops.c says how): the
  * elements of got that differ from the correctly rounded result and that the shortcut does
  * not accept (budget: the profile's fp16 ULP budget; strict_zero_sign: the profile's; models:
