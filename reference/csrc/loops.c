@@ -232,6 +232,33 @@ ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2
  * idx and the correctly rounded bits in want (a NaN as the canonical quiet NaN 0x7e00).
  * tests/test_sweep_shortcut.py checks both against the Python definitions. */
 
+/* Bit k set where a[k] != b[k], k < 64: the check's scan of a run (the few elements that differ
+ * are then visited by their bits, with no branch per element to mispredict). */
+static uint64_t diff64_base(const uint16_t *a, const uint16_t *b) {
+    uint64_t mask = 0;
+    for (int k = 0; k < 64; k++)
+        mask |= (uint64_t)(a[k] != b[k]) << k;
+    return mask;
+}
+#ifdef SL1_HAVE_V3
+V3 static uint64_t diff64_x(const uint16_t *a, const uint16_t *b) {
+    uint64_t mask = 0;
+    for (int q = 0; q < 64; q += 32) {
+        const __m256i c0 = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *)(a + q)),
+                                              _mm256_loadu_si256((const __m256i *)(b + q)));
+        const __m256i c1 = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *)(a + q + 16)),
+                                              _mm256_loadu_si256((const __m256i *)(b + q + 16)));
+        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi16(c0, c1), 0xD8);
+        mask |= (uint64_t)(uint32_t)~_mm256_movemask_epi8(p) << q;
+    }
+    return mask;
+}
+V4 static uint64_t diff64_z(const uint16_t *a, const uint16_t *b) {
+    return (uint64_t)_mm512_cmpneq_epi16_mask(_mm512_loadu_si512(a), _mm512_loadu_si512(b))
+           | (uint64_t)_mm512_cmpneq_epi16_mask(_mm512_loadu_si512(a + 32), _mm512_loadu_si512(b + 32)) << 32;
+}
+#endif
+
 static inline int h_special(uint16_t b) { return (b & 0x7c00) == 0x7c00; }
 static inline int h_nan(uint16_t b) { return (b & 0x7fff) > 0x7c00; }
 static inline int h_zero(uint16_t b) { return (b & 0x7fff) == 0; }
@@ -320,7 +347,7 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
                               uint16_t beta, const uint16_t *got, ptrdiff_t n, int budget,
                               int strict_zero_sign, const int *models, int nmodels,
                               int64_t *idx, uint16_t *want, sl1k_alone_tally *t) {
-    enum { CHUNK = 2048, RUN = 64 };
+    enum { CHUNK = 2048, RUN = 64 }; /* RUN: the bits of diff64's mask */
     uint16_t buf[CHUNK];
     alone_buf *a = NULL;
     const double bv = h_value(beta);
@@ -334,22 +361,26 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
         if (a)
             a->n = 0;
     }
+    uint64_t (*diff64)(const uint16_t *, const uint16_t *) = diff64_base;
+#ifdef SL1_HAVE_V3
+    diff64 = pick() == 2 ? diff64_z : pick() == 1 ? diff64_x : diff64_base;
+#endif
     ptrdiff_t count = 0;
     for (ptrdiff_t s = 0; s < n; s += CHUNK) {
         const ptrdiff_t m = n - s < CHUNK ? n - s : CHUNK;
         const uint16_t *g = got + s;
         sl1k_f16_cr(dy + s, x1 + s, x2 + s, beta, buf, m);
         for (ptrdiff_t i = 0; i < m; i += RUN) {
-            const ptrdiff_t e = i + RUN < m ? i + RUN : m;
-            uint16_t any = 0;
-            for (ptrdiff_t k = i; k < e; k++) /* vectorized: the common case, nothing differs */
-                any |= (uint16_t)(buf[k] ^ g[k]);
-            if (!any)
-                continue;
-            for (ptrdiff_t k = i; k < e; k++) {
+            uint64_t mask = 0;
+            if (m - i >= RUN)
+                mask = diff64(buf + i, g + i);
+            else
+                for (ptrdiff_t k = i; k < m; k++)
+                    mask |= (uint64_t)(buf[k] != g[k]) << (k - i);
+            while (mask) {
+                const ptrdiff_t k = i + __builtin_ctzll(mask);
+                mask &= mask - 1;
                 const uint16_t w = buf[k], r = g[k];
-                if (w == r)
-                    continue;
                 const int w_nan = h_nan(w), r_nan = h_nan(r);
                 if (w_nan && r_nan)
                     continue;
