@@ -228,9 +228,10 @@ def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
                    const uint16_t[::1] got):
     """(indices, correctly rounded bits there): the elements of ``got`` (fp16 bits) that are
     not the correctly rounded result for (dy, x1, x2, beta), NaN compared as a class (a NaN
-    there as the canonical quiet NaN). The correctly rounded result is the muldiv-fp64 model
-    (``fast_oracle``'s proof), computed and compared in the cache, one thread: the sweep's
-    check of a block at the cost of the arithmetic (loops.c)."""
+    there as the canonical quiet NaN). The correctly rounded result is the muldiv-fp64 model's
+    bits (``fast_oracle``'s proof), computed as :func:`f16_correctly_rounded` computes them
+    and compared in the cache, one thread: the sweep's check of a block at the cost of the
+    arithmetic (loops.c; the sweep itself calls :func:`f16_judge_pass`)."""
     cdef Py_ssize_t n = dy.shape[0], count
     if not (x1.shape[0] == x2.shape[0] == got.shape[0] == n):
         raise ValueError("f16_mismatches: dy, x1, x2 and got must have one length")

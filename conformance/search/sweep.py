@@ -89,7 +89,8 @@ class _Block:
     oracle's bits): a block allocates and faults in no 2 MiB array of its own but the adapter's
     output. ``threads``: the oracle's threads where a probe's finding needs its bits (1 in a pool
     of worker processes, which fill the CPUs already; None: the kernel's default). The check of
-    every block (``kernel.f16_mismatches``) runs on one thread: a sweep is parallel by blocks."""
+    every block (``kernel.f16_judge_pass``: the correctly rounded result, the comparison and
+    the judge's shortcut in C) runs on one thread: a sweep is parallel by blocks."""
 
     def __init__(self, config: SweepConfig, adapter=None, threads: "int | None" = None):
         keep_freed_memory()

@@ -148,8 +148,8 @@ class PlaneTally:
         """One block's results: :meth:`add` and :meth:`judge` together, on the elements that can
         count: those that are not the correctly rounded result (every rule accepts those; NaN as a
         class). ``bad``: those elements' indices where the caller found them already
-        (``kernel.f16_mismatches``), and then ``want`` holds the correctly rounded bits of those
-        only. The judge decides every element; those a rounding away it decides from the few facts
+        (``kernel.f16_mismatches`` or ``kernel.f16_judge_pass``), and then ``want`` holds the
+        correctly rounded bits of those only. The judge decides every element; those a rounding away it decides from the few facts
         that settle them (``judge.within_budget_alone``), the others in full, once. ``alone``:
         what ``kernel.f16_judge_pass`` accepted by that shortcut in C (then ``bad`` are the
         others only; :meth:`_add_alone` counts it)."""
