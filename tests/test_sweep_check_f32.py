@@ -79,14 +79,20 @@ def _digest() -> str:
     return d.hexdigest()
 
 
+def digest_on(forced: str, module: str, function: str) -> tuple:
+    """(the variant's name, ``module.function()``) in a subprocess with SL1CONF_KERNEL_ISA=``forced``
+    (the kernel picks its variant once a process)."""
+    code = (f"import sys; sys.path.insert(0, sys.argv[1]); import {module} as t; "
+            f"from sl1conf.reference import kernel; print(kernel.ISA); print(t.{function}())")
+    env = dict(os.environ, SL1CONF_KERNEL_ISA=forced)
+    run = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], env=env,
+                         capture_output=True, text=True, check=True)
+    return tuple(run.stdout.strip().rsplit("\n", 1))
+
+
 @pytest.mark.parametrize("forced", ["baseline", "avx2"])
 def test_every_instruction_set_variant_gives_the_same_bits(forced):
     """The AVX-512 loop (this machine's, where it has AVX-512), the AVX2 one and the binary64
     baseline give the same bits for the dense planes."""
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import test_sweep_check_f32 as t; "
-            "from sl1conf.reference import kernel; print(kernel.ISA); print(t._digest())")
-    env = dict(os.environ, SL1CONF_KERNEL_ISA=forced)
-    run = subprocess.run([sys.executable, "-c", code, os.path.dirname(__file__)], env=env,
-                         capture_output=True, text=True, check=True)
-    isa, theirs = run.stdout.strip().rsplit("\n", 1)
+    isa, theirs = digest_on(forced, "test_sweep_check_f32", "_digest")
     assert theirs == _digest(), f"{isa} differs from {kernel.ISA}"

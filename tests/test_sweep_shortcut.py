@@ -8,8 +8,10 @@ definitions, never from the C code under test."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -179,3 +181,34 @@ def test_a_tally_through_the_c_shortcut_is_the_numpy_tally():
         idx, w, alone = kernel.f16_judge_pass(dy, x1, x2, beta, got, *shortcut_of(profile))
         b.block(0, dy, x1, x2, beta, got, w, profile, bad=idx, alone=alone)
         assert a.to_json() == b.to_json()
+
+
+def _pass_digest() -> str:
+    """The C pass's whole answer (indices, bits, counts) on blocks of every x1 against edge x2,
+    the built-in kernel's results and results near the oracle's, both zero-sign rules."""
+    d = hashlib.sha256()
+    rng = np.random.default_rng(4)
+    x1 = np.tile(np.arange(1 << 16, dtype=np.uint16), 2)
+    for x2v in (0x3C00, 0x0001, 0x3555):
+        x2 = np.full(x1.size, x2v, np.uint16)
+        dy = np.full(x1.size, 0x3555, np.uint16)
+        want = _oracle(dy, x1, x2, 0x3C00)
+        for got in (np.ascontiguousarray(kernel.smoothl1lossgrad(*(a.view(np.float16) for a in (dy, x1, x2)),
+                                                                 np.float16(1), threads=1)).view(np.uint16),
+                    _got_near(want, rng, dy)):
+            for strict in (False, True):
+                idx, w, alone = kernel.f16_judge_pass(dy, x1, x2, 0x3C00, got, *shortcut_of(_profile(strict, 2)))
+                d.update(idx.tobytes() + w.tobytes())
+                for k in sorted(alone):
+                    d.update(np.asarray(alone[k]).tobytes())
+    return d.hexdigest()
+
+
+@pytest.mark.parametrize("forced", ["baseline", "avx2"])
+def test_the_c_pass_is_the_same_on_every_instruction_set_variant(forced):
+    """Its scan (a 64-bit mask of the elements that differ: AVX-512 BW, AVX2 or portable) and its
+    correctly rounded result give the same answer on every variant."""
+    from test_sweep_check_f32 import digest_on
+
+    isa, theirs = digest_on(forced, "test_sweep_shortcut", "_pass_digest")
+    assert theirs == _pass_digest(), f"{isa} differs from {kernel.ISA}"
