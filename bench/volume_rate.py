@@ -9,11 +9,16 @@ time). For each, BLOCKS blocks of the volume ``--dy all --subset all`` for beta 
 random (seeded; the sampled blocks, every 64th, come in at their share), each timed whole
 (``sweep._Block.run``: the call, the oracle, the comparison, the judge on the wrong elements,
 the tally) and the implementation alone on the same inputs (``adapter.run``). The judge's own
-cost is the difference; of it, the check (``kernel.f16_mismatches``: the correctly rounded
-result and the comparison, paid by every element) is timed alone, and the rest is put per wrong
-element (the judge and the tally work on those only). Timings are written, never asserted; docs/sweeps.md quotes them.
+cost is the difference; of it, the check (``kernel.f16_judge_pass``, the sweep's: the correctly
+rounded result, the comparison and the judge's shortcut with its histogram in C, paid by every
+element) is timed alone, and of that the correctly rounded result alone
+(``kernel.f16_correctly_rounded``); the rest is put per element the check hands back to Python
+(those the whole judge decides: ``judge.within_budget_alone`` does not settle them). Every
+block is timed all four ways one after another, so the ratios come from one run on a noisy
+machine; ``REPEATS`` runs, medians shown. Timings are written, never asserted; docs/sweeps.md
+quotes them.
 
-    python bench/volume_rate.py [BLOCKS]
+    python bench/volume_rate.py [BLOCKS [REPEATS]]
 """
 
 from __future__ import annotations
@@ -32,57 +37,71 @@ BETA = 0x3C00  # 1.0, the DSP team's beta
 IMPLS = ("builtin:kernel", "builtin:sample")
 ELEMENTS = 1 << 48
 CLUSTER_CORES = 100 * 16  # the issue's 100 16-core Dask workers
+REPEATS = 5
 
 
 def _measure(impl: str, blocks: list) -> dict:
-    """Seconds of whole blocks and of the implementation's calls alone, over ``blocks``."""
+    """Seconds of whole blocks, of the implementation's calls alone, of the check and of the
+    correctly rounded result, over ``blocks``; elements, and those the check hands back."""
     config = S.SweepConfig(impl, BETA, "all", "all")
     worker = S._Block(config, threads=1)  # noqa: SLF001 (the worker a pool process or Dask thread keeps)
     try:
         worker.run(blocks[0])  # warm: the adapter's worker, the arrays
-        whole = own = check = 0.0
-        elements = wrong = 0
+        m = dict.fromkeys(("whole", "own", "check", "cr"), 0.0) | {"impl": impl, "elements": 0, "back": 0}
         for k in blocks:
             t = time.perf_counter()
             tally = worker.run(k)
-            whole += time.perf_counter() - t
-            elements += tally.elements
+            m["whole"] += time.perf_counter() - t
+            m["elements"] += tally.elements
             lo, hi, dy, x1, x2 = worker.inputs(k)
             call = Case("fp16", dy, x1, x2, BETA, variant="p")
             t = time.perf_counter()
             got = worker.adapter.run([call])[0].out[:hi - lo]
-            own += time.perf_counter() - t
+            m["own"] += time.perf_counter() - t
             t = time.perf_counter()
-            wrong += kernel.f16_mismatches(dy, x1, x2, BETA, got)[0].size
-            check += time.perf_counter() - t
+            m["back"] += kernel.f16_judge_pass(dy, x1, x2, BETA, got, *worker.shortcut)[0].size
+            m["check"] += time.perf_counter() - t
+            t = time.perf_counter()
+            kernel.f16_correctly_rounded(dy, x1, x2, BETA)
+            m["cr"] += time.perf_counter() - t
     finally:
         worker.adapter.close()
-    return {"impl": impl, "elements": elements, "whole": whole, "own": own, "check": check, "wrong": wrong}
+    return m
+
+
+def _median(runs: list) -> dict:
+    """Each figure's median over the runs (per element, as the row shows them)."""
+    per = lambda m, k: m[k] / m["elements"]  # noqa: E731
+    med = lambda f: float(np.median([f(m) for m in runs]))  # noqa: E731
+    return {"impl": runs[0]["impl"], "rate": med(lambda m: m["elements"] / m["whole"]), "own": med(lambda m: per(m, "own")),
+            "judge": med(lambda m: (m["whole"] - m["own"]) / m["elements"]), "ratio": med(lambda m: (m["whole"] - m["own"]) / m["own"]),
+            "check": med(lambda m: per(m, "check")), "cr": med(lambda m: per(m, "cr")), "back": med(lambda m: per(m, "back")),
+            "rest": med(lambda m: (m["whole"] - m["own"] - m["check"]) / max(m["back"], 1))}
 
 
 def _row(m: dict) -> str:
-    rate = m["elements"] / m["whole"]
-    judge = (m["whole"] - m["own"]) / m["elements"] * 1e9
-    hours = ELEMENTS / (rate * CLUSTER_CORES) / 3600
-    rest = (m["whole"] - m["own"] - m["check"]) / max(m["wrong"], 1) * 1e9
-    return (f"| {m['impl']} | {rate / 1e6:.1f} M/s | {m['own'] / m['elements'] * 1e9:.2f} ns | {judge:.2f} ns | "
-            f"{(m['whole'] - m['own']) / m['own']:.1f} x | {hours:.1f} h | {m['check'] / m['elements'] * 1e9:.2f} ns | "
-            f"{m['wrong'] / m['elements']:.2%}, {rest:.0f} ns each |")
+    hours = ELEMENTS / (m["rate"] * CLUSTER_CORES) / 3600
+    return (f"| {m['impl']} | {m['rate'] / 1e6:.0f} M/s | {m['own'] * 1e9:.2f} ns | {m['judge'] * 1e9:.2f} ns | "
+            f"{m['ratio']:.1f} x | {hours * 60:.0f} min | {m['check'] * 1e9:.2f} ns | {m['cr'] * 1e9:.2f} ns | "
+            f"{m['back']:.2%}, {m['rest'] * 1e9:.0f} ns each |")
 
 
 def main(argv) -> None:
     n = int(argv[0]) if argv else 32
+    repeats = int(argv[1]) if len(argv) > 1 else REPEATS
     if hasattr(os, "sched_setaffinity"):  # one core: the kernel's own threads too (it uses the CPUs it may run on)
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     rng = np.random.default_rng(38)
     blocks = sorted(int(k) for k in rng.integers(0, 1 << 28, n))
-    print(f"{n} blocks of 2^20 of --dy all --subset all, beta 0x3c00, one process on one core")
+    print(f"{n} blocks of 2^20 of --dy all --subset all, beta 0x3c00, one process on one core "
+          f"({kernel.ISA}), medians of {repeats} runs")
     print("| implementation | elements/s per core | its own time per element | the judge's per element | "
-          "judge / implementation | projected 2^48 on 1,600 cores | of the judge's: the check (oracle and comparison, "
-          "every element) | wrong elements, the rest of the judge's cost per wrong one |")
-    print("|---|---|---|---|---|---|---|---|")
+          "judge / implementation | projected 2^48 on 1,600 cores | of the judge's: the check (C: correctly rounded "
+          "result, comparison, shortcut and its histogram; every element) | of the check's: the correctly rounded "
+          "result | elements back to Python (the whole judge), the rest of the judge's cost per such element |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for impl in IMPLS:
-        print(_row(_measure(impl, blocks)), flush=True)
+        print(_row(_median([_measure(impl, blocks) for _ in range(repeats)])), flush=True)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,21 @@ cdef extern from "csrc/loops.h" nogil:
     Py_ssize_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
                                    uint16_t beta, const uint16_t *got, Py_ssize_t n,
                                    int64_t *idx, uint16_t *want)
+    void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
+                     uint16_t *out, Py_ssize_t n)
+    ctypedef struct sl1k_alone_tally:
+        int64_t hist[4][10]
+        int64_t zsign[4][10]
+        int64_t worst[4]
+        int64_t worst_dist[4]
+        int64_t first_zsign[4]
+        int64_t worst_want[4]
+        int64_t zsign_want[4]
+        int64_t alone
+    Py_ssize_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                                   uint16_t beta, const uint16_t *got, Py_ssize_t n, int budget,
+                                   int strict_zero_sign, const int *models, int nmodels,
+                                   int64_t *idx, uint16_t *want, sl1k_alone_tally *t)
 
 _ORDERS = {"divmul": 0, "recipmul": 1, "muldiv": 2}
 _COMPUTES = {"fp16": 0, "fp32": 1, "fp64": 2}
@@ -213,9 +228,10 @@ def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
                    const uint16_t[::1] got):
     """(indices, correctly rounded bits there): the elements of ``got`` (fp16 bits) that are
     not the correctly rounded result for (dy, x1, x2, beta), NaN compared as a class (a NaN
-    there as the canonical quiet NaN). The correctly rounded result is the muldiv-fp64 model
-    (``fast_oracle``'s proof), computed and compared in the cache, one thread: the sweep's
-    check of a block at the cost of the arithmetic (loops.c)."""
+    there as the canonical quiet NaN). The correctly rounded result is the muldiv-fp64 model's
+    bits (``fast_oracle``'s proof), computed as :func:`f16_correctly_rounded` computes them
+    and compared in the cache, one thread: the sweep's check of a block at the cost of the
+    arithmetic (loops.c; the sweep itself calls :func:`f16_judge_pass`)."""
     cdef Py_ssize_t n = dy.shape[0], count
     if not (x1.shape[0] == x2.shape[0] == got.shape[0] == n):
         raise ValueError("f16_mismatches: dy, x1, x2 and got must have one length")
@@ -229,3 +245,54 @@ def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     else:
         count = 0
     return idx[:count].copy(), want[:count].copy()
+
+
+def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
+                   const uint16_t[::1] got, int budget, bint strict_zero_sign, models):
+    """:func:`f16_mismatches` with ``judge.within_budget_alone``'s shortcut taken in C:
+    (indices, correctly rounded bits there, alone) where the indices are the elements that
+    differ and that the shortcut does not accept (under a profile of fp16 budget ``budget`` ULP
+    and ``strict_zero_sign``; ``models``: the accepted models' names), and ``alone`` what it
+    accepted, as sweep_tally counts it: a dict of ``hist`` and ``zsign`` (ROWS x BUCKETS),
+    ``worst`` and ``worst_dist`` (per row: the index of the first element of the largest
+    distance, -1 for none, and that distance), ``first_zsign`` (per row, -1 for none),
+    ``worst_want`` and ``zsign_want`` (the correctly rounded bits of those) and ``count``. One thread (loops.c)."""
+    cdef Py_ssize_t n = dy.shape[0], count
+    if not (x1.shape[0] == x2.shape[0] == got.shape[0] == n):
+        raise ValueError("f16_judge_pass: dy, x1, x2 and got must have one length")
+    ids = [_MODEL_IDS["fp16", m] for m in models]
+    if len(ids) > 16:
+        raise ValueError("f16_judge_pass: at most 16 models")
+    cdef int mids[16]
+    cdef int nm = len(ids), k
+    for k in range(nm):
+        mids[k] = ids[k]
+    idx = np.empty(n, np.int64)
+    want = np.empty(n, np.uint16)
+    cdef int64_t[::1] i = idx
+    cdef uint16_t[::1] w = want
+    cdef sl1k_alone_tally t
+    with nogil:
+        count = sl1k_f16_judge_pass(&dy[0] if n else NULL, &x1[0] if n else NULL, &x2[0] if n else NULL, beta,
+                                    &got[0] if n else NULL, n, budget, strict_zero_sign, mids, nm,
+                                    &i[0] if n else NULL, &w[0] if n else NULL, &t)
+    alone = {"hist": np.array(t.hist, np.int64).reshape(4, 10), "zsign": np.array(t.zsign, np.int64).reshape(4, 10),
+             "worst": np.array(t.worst, np.int64), "worst_dist": np.array(t.worst_dist, np.int64),
+             "first_zsign": np.array(t.first_zsign, np.int64), "worst_want": np.array(t.worst_want, np.uint16),
+             "zsign_want": np.array(t.zsign_want, np.uint16), "count": int(t.alone)}
+    return idx[:count].copy(), want[:count].copy(), alone
+
+
+def f16_correctly_rounded(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta):
+    """The correctly rounded fp16 bits of every element, as the sweep's check computes them
+    (loops.c's sl1k_f16_cr: binary32 with a proven error bound, binary64 where that cannot
+    tell): the muldiv-fp64 model's bits. One thread."""
+    cdef Py_ssize_t n = dy.shape[0]
+    if not (x1.shape[0] == x2.shape[0] == n):
+        raise ValueError("f16_correctly_rounded: dy, x1 and x2 must have one length")
+    out = np.empty(n, np.uint16)
+    cdef uint16_t[::1] o = out
+    if n:
+        with nogil:
+            sl1k_f16_cr(&dy[0], &x1[0], &x2[0], beta, &o[0], n)
+    return out

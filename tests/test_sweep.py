@@ -273,13 +273,16 @@ def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):
     seen = set()
     for k in (0, 1, 3 * 16 + 2, 0x3555 * 16 + 3, 0x3C00 * 16 + 12, 0x7C00 * 16 + 5, 0x7E01 * 16 + 2, 0xBC00 * 16 + 1):
         lo, dy, x1, x2, got, want = _block_inputs(w, k)
-        one, whole, fused = S.PlaneTally(), S.PlaneTally(), S.PlaneTally()
+        one, whole, fused, shortcut = S.PlaneTally(), S.PlaneTally(), S.PlaneTally(), S.PlaneTally()
         one.block(lo, dy, x1, x2, BETA, got, want, profile)
         whole.add(lo, dy, x1, x2, BETA, got, want)
         whole.judge(lo, dy, x1, x2, BETA, got, want, profile)
-        bad, at_bad = kernel.f16_mismatches(dy, x1, x2, BETA, got)  # the sweep's way: the wrong elements only
+        bad, at_bad = kernel.f16_mismatches(dy, x1, x2, BETA, got)  # the wrong elements only
         fused.block(lo, dy, x1, x2, BETA, got, at_bad, profile, bad=bad)
-        assert one.to_json() == whole.to_json() == fused.to_json(), (impl, k)
+        # the sweep's way: the shortcut's elements counted in C, the others back
+        bad, at_bad, alone = kernel.f16_judge_pass(dy, x1, x2, BETA, got, *S.shortcut_of(profile))
+        shortcut.block(lo, dy, x1, x2, BETA, got, at_bad, profile, bad=bad, alone=alone)
+        assert one.to_json() == whole.to_json() == fused.to_json() == shortcut.to_json(), (impl, k)
         counts = call_bias_counts(F.FP16, profile, got, dy, x1, x2, BETA)
         assert lean_bias_counts(F.FP16, profile, got, dy, x1, x2, BETA) == counts, (impl, k)
         deviations = sum(c["differ"] + c.get("explained", 0) for c in counts.values())  # an honest one's: explained

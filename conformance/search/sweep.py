@@ -48,6 +48,7 @@ import numpy as np
 from sl1conf.adapters import load
 from sl1conf.adapters.base import Case
 from sl1conf.reference import formats, kernel
+from sl1conf.reference.models import accepted_models
 
 from sl1conf.conformance.common.memory import keep_freed_memory
 from sl1conf.conformance.common.pool import process_pool
@@ -88,7 +89,8 @@ class _Block:
     oracle's bits): a block allocates and faults in no 2 MiB array of its own but the adapter's
     output. ``threads``: the oracle's threads where a probe's finding needs its bits (1 in a pool
     of worker processes, which fill the CPUs already; None: the kernel's default). The check of
-    every block (``kernel.f16_mismatches``) runs on one thread: a sweep is parallel by blocks."""
+    every block (``kernel.f16_judge_pass``: the correctly rounded result, the comparison and
+    the judge's shortcut in C) runs on one thread: a sweep is parallel by blocks."""
 
     def __init__(self, config: SweepConfig, adapter=None, threads: "int | None" = None):
         keep_freed_memory()
@@ -101,6 +103,7 @@ class _Block:
         from sl1conf.conformance.rules.profiles import load_profile
 
         self.profile = load_profile(config.platform)
+        self.shortcut = shortcut_of(self.profile)
         self.threads = threads
         self.want = np.empty(config.block, np.uint16)
         self.scratch = (np.empty(config.block, np.uint16), np.empty(config.block, bool))
@@ -166,14 +169,21 @@ class _Block:
             tally.fail(k, hi - lo, outcome.status, outcome.detail)
             return tally
         got = outcome.out[:hi - lo]
-        bad, want = kernel.f16_mismatches(dy, x1, x2, c.beta, got)  # the oracle's bits where they differ
-        tally.block(lo, dy, x1, x2, c.beta, got, want, self.profile, bad=bad)
+        # the oracle's bits where they differ, but for those within_budget_alone accepts: counted in C
+        bad, want, alone = kernel.f16_judge_pass(dy, x1, x2, c.beta, got, *self.shortcut)
+        tally.block(lo, dy, x1, x2, c.beta, got, want, self.profile, bad=bad, alone=alone)
         if probed.seen:  # a probe's few changed elements: the oracle's bits for those
             want = self.oracle(dy, x1, x2)
         for s in probed.seen:
             tally.seen(k, lo, dy, x1, x2, c.beta, want, s)
         add_statistics(tally.statistics, probed.counts)
         return tally
+
+
+def shortcut_of(profile) -> tuple:
+    """``kernel.f16_judge_pass``'s profile arguments: what ``judge.within_budget_alone`` reads of
+    the profile (the fp16 budget, the zero-sign rule) and the accepted models (``judge.model_match``)."""
+    return (profile.max_ulp[FP16.name], profile.strict_zero_sign, tuple(m.name for m in accepted_models(FP16)))
 
 
 def volume(config: SweepConfig, subset: Subset) -> Planes:

@@ -144,16 +144,21 @@ class PlaneTally:
         d = formats.ulp_distance(FP16, np.array([bits], np.uint16), want[i:i + 1])[0]
         evidence.add_elements(len(at), element_example(lo + i, dy[i], x1[i], x2[i], beta, want[i], bits, d))
 
-    def block(self, lo, dy, x1, x2, beta, got, want, profile, bad=None) -> None:
+    def block(self, lo, dy, x1, x2, beta, got, want, profile, bad=None, alone=None) -> None:
         """One block's results: :meth:`add` and :meth:`judge` together, on the elements that can
         count: those that are not the correctly rounded result (every rule accepts those; NaN as a
         class). ``bad``: those elements' indices where the caller found them already
-        (``kernel.f16_mismatches``), and then ``want`` holds the correctly rounded bits of those
-        only. The judge decides every element; those a rounding away it decides from the few facts
-        that settle them (``judge.within_budget_alone``), the others in full, once."""
+        (``kernel.f16_mismatches`` or ``kernel.f16_judge_pass``), and then ``want`` holds the
+        correctly rounded bits of those only. The judge decides every element; those a rounding away it decides from the few facts
+        that settle them (``judge.within_budget_alone``), the others in full, once. ``alone``:
+        what ``kernel.f16_judge_pass`` accepted by that shortcut in C (then ``bad`` are the
+        others only; :meth:`_add_alone` counts it)."""
+        if alone is not None:
+            self._add_alone(lo, dy, x1, x2, beta, got, alone)
         bad, w = (_wrong(got, want), None) if bad is None else (bad, want)
         w = want[bad] if w is None else w
-        self.accepted.take(Reason.EXACT, got.size - bad.size)
+        n_alone = 0 if alone is None else alone["count"]
+        self.accepted.take(Reason.EXACT, got.size - bad.size - n_alone)
         if not bad.size:
             return self._add(lo, dy, x1, x2, beta, got, bad, w, None)
         g, d, a, b = got[bad], dy[bad], x1[bad], x2[bad]
@@ -171,6 +176,24 @@ class PlaneTally:
             model[rest], ftz[rest] = np.logical_or.reduce(list(j.models.values())), j.ftz
             self._judge(lo, dy, x1, x2, beta, got, idx, w[rest], j)
         self._add(lo, dy, x1, x2, beta, got, bad, w, (dist, model, ftz))
+
+    def _add_alone(self, lo, dy, x1, x2, beta, got, alone: dict) -> None:
+        """What ``kernel.f16_judge_pass`` counted of the elements ``judge.within_budget_alone``
+        accepts (WITHIN_BUDGET: no flush-to-zero row, no NaN): as :meth:`_add` counts them,
+        those elements taken out of the exact ones it counts (it counts every element)."""
+        n = alone["count"]
+        self.accepted.take(Reason.WITHIN_BUDGET, n)
+        self.hist += alone["hist"]
+        self.hist[0, 0] -= n
+        self.zsign += alone["zsign"]
+        ex = lambda i, w: element_example(lo + i, dy[i], x1[i], x2[i], beta, w, got[i],  # noqa: E731
+                                          formats.ulp_distance(FP16, got[i], w))
+        for r in range(len(ROWS)):
+            if alone["worst"][r] >= 0:
+                self.worst[r] = pick(self.worst[r], ex(int(alone["worst"][r]), alone["worst_want"][r]), worst_order)
+            if alone["first_zsign"][r] >= 0:
+                self.first_zsign[r] = pick(self.first_zsign[r], ex(int(alone["first_zsign"][r]), alone["zsign_want"][r]),
+                                           _first)
 
     def judge(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
         """One block's verdicts, by the one judge in full, on the elements that are not the

@@ -38,6 +38,29 @@ ptrdiff_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint
                               uint16_t beta, const uint16_t *got, ptrdiff_t n,
                               int64_t *idx, uint16_t *want);
 
+/* The correctly rounded fp16 result of every element (NaN payloads aside: the binary64
+ * model's bits): from binary32 with a proven error bound where that decides it, in binary64
+ * elsewhere (loops.c, f16_simd.inc's cr_f32). One thread. */
+void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
+                 uint16_t *out, ptrdiff_t n);
+
+/* The sweep's check with judge.within_budget_alone's shortcut (loops.c says how): the
+ * elements of got that differ from the correctly rounded result and that the shortcut does
+ * not accept (budget: the profile's fp16 ULP budget; strict_zero_sign: the profile's; models:
+ * the accepted models' kernel ids) in idx and want, their number returned; those it accepts
+ * counted in t (NULL: none accepted, every element that differs returned). */
+typedef struct {
+    int64_t hist[4][10], zsign[4][10]; /* sweep_tally's ROWS x BUCKETS */
+    int64_t worst[4], worst_dist[4];   /* per row: the first element of the largest distance (-1: none) */
+    int64_t first_zsign[4];            /* per row: the first zero-sign element (-1: none) */
+    int64_t worst_want[4], zsign_want[4]; /* the correctly rounded bits of those two */
+    int64_t alone;                     /* elements accepted */
+} sl1k_alone_tally;
+ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                              uint16_t beta, const uint16_t *got, ptrdiff_t n, int budget,
+                              int strict_zero_sign, const int *models, int nmodels,
+                              int64_t *idx, uint16_t *want, sl1k_alone_tally *t);
+
 /* One call of the kernel over n elements, for sl1k_run. */
 typedef struct {
     int is_f32;          /* float32 data (else float16) */

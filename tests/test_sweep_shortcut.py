@@ -1,0 +1,214 @@
+"""The judge's shortcut in C (issue 38, item 2): ``kernel.f16_judge_pass`` accepts exactly the
+elements the Python definition ``judge.within_budget_alone`` accepts, and counts them as
+``sweep_tally`` counts them in numpy (the histogram's row and bucket, the zero-sign count, the
+worst and first zero-sign element of each row). Expected results come from the oracle
+(``fast_oracle``, itself checked against mpmath in tests/test_fast_oracle*.py) and the Python
+definitions, never from the C code under test."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sl1conf.conformance.rules import distances
+from sl1conf.conformance.rules import judge as J
+from sl1conf.conformance.rules.profiles import load_profile
+from sl1conf.conformance.search import sweep_tally as T
+from sl1conf.conformance.search.sweep import shortcut_of
+from sl1conf.reference import fast_oracle, kernel
+from sl1conf.reference import formats as F
+
+FP16 = F.FP16
+EDGES = (0x0000, 0x8000, 0x0001, 0x8001, 0x0002, 0x03FF, 0x83FF, 0x0400, 0x8400, 0x0401, 0x3800, 0xB800,
+         0x3BFF, 0x3C00, 0xBC00, 0x3C01, 0x4000, 0xC000, 0x2E66, 0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00,
+         0x7C01, 0xFE00)
+BETAS = (0x3C00, 0x3800, 0x4000, 0x2E66, 0x0400, 0x0001, 0x03FF, 0x0000, 0x8000, 0xBC00, 0x7BFF, 0x7C00, 0x7E00)
+
+
+def _profile(strict: bool, budget: int):
+    p = load_profile("ieee")
+    return dataclasses.replace(p, strict_zero_sign=strict, max_ulp={**p.max_ulp, "fp16": budget})
+
+
+def _oracle(dy, x1, x2, beta):
+    """The correctly rounded bits, every NaN as the canonical quiet NaN."""
+    h = lambda a: np.ascontiguousarray(a, np.uint16).view(np.float16)  # noqa: E731
+    w = np.ascontiguousarray(fast_oracle.smoothl1lossgrad(h(dy), h(x1), h(x2), np.uint16(beta).view(np.float16)))
+    w = w.view(np.uint16).copy()
+    w[F.is_nan_bits(FP16, w)] = FP16.qnan_bits
+    return w
+
+
+def _python_side(dy, x1, x2, beta, got, profile):
+    """What sweep_tally does in numpy: the wrong elements, the shortcut's choice, and its count
+    of those it accepts (row by the accepted models, bucket, zero sign, worst and first zero-sign
+    element per row)."""
+    want = _oracle(dy, x1, x2, beta)
+    bad = T._wrong(got, want)  # noqa: SLF001
+    g, w = got[bad], want[bad]
+    dist = F.ulp_distance(FP16, g, w)
+    alone = J.within_budget_alone(FP16, profile, g, w, dist, dy[bad], x1[bad], x2[bad], beta)
+    at = np.flatnonzero(alone)
+    hist, zsign = np.zeros((4, T.NB), np.int64), np.zeros((4, T.NB), np.int64)
+    worst, first_z = [-1] * 4, [-1] * 4
+    if at.size:
+        model = J.model_match(FP16, g[at], dy[bad][at], x1[bad][at], x2[bad][at], beta)
+        row = 2 * model.astype(np.int64)
+        bucket = distances.bucket_of(dist[at])
+        bucket[dist[at] == 0] = T.B_ZERO
+        np.add.at(hist, (row, bucket), 1)
+        mag = np.uint16(0x7FFF)
+        zs = (((g[at] & mag) == 0) | ((w[at] & mag) == 0)) & (((g[at] ^ w[at]) & 0x8000) != 0)
+        np.add.at(zsign, (row[zs], bucket[zs]), 1)
+        for r in range(4):
+            in_row = np.flatnonzero(row == r)
+            if in_row.size and dist[at][in_row].max() > 0:
+                worst[r] = int(bad[at][in_row[np.argmax(dist[at][in_row])]])
+            zr = np.flatnonzero((row == r) & zs)
+            if zr.size:
+                first_z[r] = int(bad[at][zr[0]])
+    return bad[~alone], want[bad][~alone], {"hist": hist, "zsign": zsign, "worst": worst, "first_zsign": first_z,
+                                            "count": int(at.size)}, want
+
+
+def _check(dy, x1, x2, beta, got, profile):
+    rest, w_rest, py, want = _python_side(dy, x1, x2, beta, got, profile)
+    idx, w, alone = kernel.f16_judge_pass(dy, x1, x2, beta, got, *shortcut_of(profile))
+    np.testing.assert_array_equal(idx, rest)
+    np.testing.assert_array_equal(w, w_rest)
+    assert alone["count"] == py["count"]
+    np.testing.assert_array_equal(alone["hist"], py["hist"])
+    np.testing.assert_array_equal(alone["zsign"], py["zsign"])
+    assert alone["worst"].tolist() == py["worst"]
+    assert alone["first_zsign"].tolist() == py["first_zsign"]
+    for r in range(4):
+        if py["worst"][r] >= 0:
+            i = py["worst"][r]
+            assert alone["worst_want"][r] == want[i]
+            assert alone["worst_dist"][r] == F.ulp_distance(FP16, got[i], want[i])
+        if py["first_zsign"][r] >= 0:
+            assert alone["zsign_want"][r] == want[py["first_zsign"][r]]
+    return py["count"]
+
+
+def _got_near(want, rng, dy):
+    """Results near the correctly rounded ones: a few ULPs either way (across zero, into the
+    subnormals and past the largest finite value), the other sign, a zero of either sign, an
+    infinity, a NaN, dy itself (an accepted model's answer at the boundary, say)."""
+    n = want.size
+    how = rng.integers(0, 10, n)
+    step = rng.integers(-9, 10, n)
+    o = F.ordered(FP16, want) + step
+    o = np.clip(o, -0x7C00, 0x7C00)
+    near = np.where(o < 0, (-o) | 0x8000, o).astype(np.uint16)
+    got = np.where(how < 6, near, want)
+    got = np.where(how == 6, want ^ 0x8000, got)
+    got = np.where(how == 7, rng.choice(np.array([0, 0x8000, 0x7C00, 0xFC00, 0x7E00], np.uint16), n), got)
+    got = np.where(how == 8, dy, got)
+    return got.astype(np.uint16)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), beta=st.sampled_from(BETAS), strict=st.booleans(),
+       budget=st.sampled_from([0, 1, 2, 3, 8, 100]), edges=st.floats(0, 1))
+def test_the_c_shortcut_accepts_what_within_budget_alone_accepts_and_counts_it_as_numpy_does(
+        seed, beta, strict, budget, edges):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5000))
+
+    def draw():
+        a = rng.integers(0, 1 << 16, n).astype(np.uint16)
+        pick = rng.random(n)
+        e = pick < edges * 0.6
+        a[e] = rng.choice(np.array(EDGES, np.uint16), int(e.sum()))
+        mid = (pick >= 0.6) & (pick < 0.85)  # near the middle line, both signs
+        a[mid] = rng.integers(0x3400, 0x4200, int(mid.sum())) | (rng.integers(0, 2, int(mid.sum())) << 15)
+        return a
+    dy, x1, x2 = draw(), draw(), draw()
+    if rng.random() < 0.3:  # the boundary: x1 - x2 = +-beta exactly
+        k = rng.random(n) < 0.3
+        bv = float(np.uint16(beta).view(np.float16))
+        with np.errstate(all="ignore"):
+            x1b = (x2.view(np.float16).astype(np.float64) + np.where(rng.random(n) < 0.5, bv, -bv)).astype(np.float16)
+            exact = x1b.astype(np.float64) - x2.view(np.float16).astype(np.float64)
+        k &= np.abs(exact) == abs(bv)
+        x1[k] = x1b.view(np.uint16)[k]
+    got = _got_near(_oracle(dy, x1, x2, beta), rng, dy)
+    _check(dy, x1, x2, beta, got, _profile(strict, budget))
+
+
+def test_the_shortcut_on_a_kernels_block_and_every_edge_pair():
+    """Every pair of EDGES (and the middle line) at several dy, with the built-in kernel's results
+    and results near the oracle's: the shortcut accepts some, and agrees throughout."""
+    e = np.array(EDGES + tuple(range(0x3B00, 0x3D00, 7)), np.uint16)
+    x1, x2 = (a.ravel() for a in np.meshgrid(e, e))
+    rng = np.random.default_rng(38)
+    accepted = 0
+    for dy0 in (0x3C00, 0xBC00, 0x0001, 0x7BFF, 0x3555):
+        dy = np.full(x1.size, dy0, np.uint16)
+        for beta in (0x3C00, 0x2E66, 0x0001):
+            h = lambda a: a.view(np.float16)  # noqa: E731
+            builtin = np.ascontiguousarray(kernel.smoothl1lossgrad(h(dy), h(x1), h(x2), np.uint16(beta).view(np.float16),
+                                                                   threads=1)).view(np.uint16)
+            for got in (builtin, _got_near(_oracle(dy, x1, x2, beta), rng, dy)):
+                for strict in (False, True):
+                    accepted += _check(dy, x1, x2, beta, got, _profile(strict, 2))
+    assert accepted > 0
+
+
+def test_a_tally_through_the_c_shortcut_is_the_numpy_tally():
+    """PlaneTally.block given the C pass's result (the sweep's way) and given nothing (every wrong
+    element through numpy and the Python shortcut) write the same tally."""
+    rng = np.random.default_rng(5)
+    n = 1 << 14
+    for beta, strict in ((0x3C00, False), (0x3C00, True), (0x2E66, True), (0x0001, False)):
+        dy = rng.integers(0, 1 << 16, n).astype(np.uint16)
+        x1 = rng.integers(0x3400, 0x4200, n).astype(np.uint16) | (rng.integers(0, 2, n) << 15).astype(np.uint16)
+        x2 = rng.integers(0, 1 << 16, n).astype(np.uint16)
+        x2[: n // 2] = rng.integers(0x3400, 0x4200, n // 2)
+        want = _oracle(dy, x1, x2, beta)
+        got = want.copy()
+        at = rng.random(n) < 0.05
+        got[at] = _got_near(want, rng, dy)[at]
+        profile = _profile(strict, 2)
+        a, b = T.PlaneTally(), T.PlaneTally()
+        a.block(0, dy, x1, x2, beta, got, want, profile)
+        idx, w, alone = kernel.f16_judge_pass(dy, x1, x2, beta, got, *shortcut_of(profile))
+        b.block(0, dy, x1, x2, beta, got, w, profile, bad=idx, alone=alone)
+        assert a.to_json() == b.to_json()
+
+
+def _pass_digest() -> str:
+    """The C pass's whole answer (indices, bits, counts) on blocks of every x1 against edge x2,
+    the built-in kernel's results and results near the oracle's, both zero-sign rules."""
+    d = hashlib.sha256()
+    rng = np.random.default_rng(4)
+    x1 = np.tile(np.arange(1 << 16, dtype=np.uint16), 2)
+    for x2v in (0x3C00, 0x0001, 0x3555):
+        x2 = np.full(x1.size, x2v, np.uint16)
+        dy = np.full(x1.size, 0x3555, np.uint16)
+        want = _oracle(dy, x1, x2, 0x3C00)
+        for got in (np.ascontiguousarray(kernel.smoothl1lossgrad(*(a.view(np.float16) for a in (dy, x1, x2)),
+                                                                 np.float16(1), threads=1)).view(np.uint16),
+                    _got_near(want, rng, dy)):
+            for strict in (False, True):
+                idx, w, alone = kernel.f16_judge_pass(dy, x1, x2, 0x3C00, got, *shortcut_of(_profile(strict, 2)))
+                d.update(idx.tobytes() + w.tobytes())
+                for k in sorted(alone):
+                    d.update(np.asarray(alone[k]).tobytes())
+    return d.hexdigest()
+
+
+@pytest.mark.parametrize("forced", ["baseline", "avx2"])
+def test_the_c_pass_is_the_same_on_every_instruction_set_variant(forced):
+    """Its scan (a 64-bit mask of the elements that differ: AVX-512 BW, AVX2 or portable) and its
+    correctly rounded result give the same answer on every variant."""
+    from test_sweep_check_f32 import digest_on
+
+    isa, theirs = digest_on(forced, "test_sweep_shortcut", "_pass_digest")
+    assert theirs == _pass_digest(), f"{isa} differs from {kernel.ISA}"
