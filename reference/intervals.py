@@ -163,9 +163,27 @@ class _Arith:
         out.ovf |= np.where(b == 0, _bit("a zero beta"), 0).astype(np.uint16)
         return out
 
+    def add(self, A: _Iv, B: _Iv, place: str) -> _Iv:
+        """A + B (the halved shapes' two halves): the hull of the corner sums, NaN where +inf meets
+        -inf; an accuracy of ``sub``'s steps; overflows carried from both."""
+        P = self.P
+        with np.errstate(all="ignore"):
+            lo = (_in(P, A.lo) + _in(P, B.lo)).astype(np.float64)
+            hi = (_in(P, A.hi) + _in(P, B.hi)).astype(np.float64)
+        both = A.has & B.has
+        bad = both & ((np.isposinf(A.hi) & np.isneginf(B.lo)) | (np.isneginf(A.lo) & np.isposinf(B.hi)))
+        lo, hi = np.where(bad | np.isnan(lo), -np.inf, lo), np.where(bad | np.isnan(hi), np.inf, hi)
+        z = np.where((A.z > 0) & (B.z > 0), A.z, 0).astype(np.int8)  # a flushed zero plus a flushed zero
+        out = self._done(np.where(both, lo, 0.0), np.where(both, hi, 0.0), both, z, A.nan | B.nan | bad, "sub", place)
+        finite_in = ~_infinite(A.lo, A.hi, A.has) & ~_infinite(B.lo, B.hi, B.has) & ~A.nan & ~B.nan
+        return _overflowed(out, A.ovf | B.ovf, finite_in, place)
+
     @staticmethod
     def clip(A: _Iv, lo, hi) -> _Iv:
-        return _Iv(np.clip(A.lo, lo, hi), np.clip(A.hi, lo, hi), A.has.copy(), A.z.copy(), A.nan.copy(), A.ovf.copy())
+        """A clamped to [lo, hi]: an overflow the clamp brings back into range is gone (its bits with it)."""
+        clo, chi = np.clip(A.lo, lo, hi), np.clip(A.hi, lo, hi)
+        ovf = np.where(_infinite(clo, chi, A.has) | A.nan, A.ovf, 0).astype(np.uint16)
+        return _Iv(clo, chi, A.has.copy(), A.z.copy(), A.nan.copy(), ovf)
 
 
 def _flush_all(lo, hi, has, near, tiny: float) -> np.ndarray:
@@ -176,19 +194,13 @@ def _flush_all(lo, hi, has, near, tiny: float) -> np.ndarray:
     return has & ~(near & (lo > -tiny) & (hi < tiny))
 
 
-def _halved(ar: _Arith, order: str, out: _Iv) -> _Iv:
-    """A ``-halved`` shape's middle line, ``(0.5 * diff) * q + 0.5 * (q * diff)``, from its plain shape's
-    ``q * diff`` (``out``): halving is exact and the two halves sum back to ``fl(q * diff)`` exactly
-    unless a product is subnormal, where each half may lose its last subnormal step; the hull widened
-    by the precision's smallest subnormal on each side holds that (a normal endpoint, rounded to the
-    precision, does not move)."""
-    if not order.endswith("-halved"):
-        return out
-    step = float(np.finfo(ar.P).smallest_subnormal)
-    finite = np.isfinite(out.lo) & np.isfinite(out.hi)
-    out.lo = np.where(finite, out.lo - step, out.lo)
-    out.hi = np.where(finite, out.hi + step, out.hi)
-    return out
+def _halved(ar: _Arith, q: _Iv, d: _Iv) -> _Iv:
+    """A ``-halved`` shape's middle line, ``(0.5 * diff) * q + 0.5 * (q * diff)``, operation by operation:
+    0.5 * diff rounds where diff is subnormal (and q may scale that far), and 0 * inf + inf is NaN."""
+    half = _Iv.point(np.full(d.lo.shape, 0.5))
+    h1 = ar.mul(ar.mul(half, d, "x1 - x2"), q, LAST)
+    h2 = ar.mul(ar.mul(q, d, LAST), half, LAST)
+    return ar.add(h1, h2, LAST)
 
 
 def _middle(ar: _Arith, order: str, d: _Iv, b, y) -> _Iv:
@@ -207,9 +219,11 @@ def _middle(ar: _Arith, order: str, d: _Iv, b, y) -> _Iv:
         return ar.mul(ar.clip(ar.div(d, b, "diff / beta"), -1.0, 1.0), Y, LAST)
     # the grammar's dy-first shapes (reference.orders); their first intermediate is no place of R06's
     if order in ("dy-divmul", "dy-divmul-halved"):
-        return _halved(ar, order, ar.mul(ar.div(Y, b, "dy / beta"), d, LAST))
+        q = ar.div(Y, b, "dy / beta")
+        return _halved(ar, q, d) if order.endswith("-halved") else ar.mul(q, d, LAST)
     if order in ("dy-recipmul", "dy-recipmul-halved"):
-        return _halved(ar, order, ar.mul(ar.mul(Y, ar.recip(b), "dy * (1 / beta)"), d, LAST))
+        q = ar.mul(Y, ar.recip(b), "dy * (1 / beta)")
+        return _halved(ar, q, d) if order.endswith("-halved") else ar.mul(q, d, LAST)
     raise ValueError(f"unknown evaluation order {order!r}; known: {', '.join(ORDERS)}")
 
 
@@ -237,6 +251,11 @@ def evaluate(fmt: Format, order: str, P, ulp: dict, flush: tuple, y, a, c, b, *,
             term_nan = d.has & (np.isinf(d.lo) | np.isinf(d.hi))
             out.nan = out.nan | term_nan
             out.ovf = out.ovf | np.where(term_nan, _bit("the branch term") | d.ovf, 0).astype(np.uint16)
+            if g.term in ("grad", "gradfma"):  # on the outer lines the middle line with dy = 0: NaN where it is 0 * inf
+                u = _middle(ar, g.shape, d, b, np.zeros(d.lo.shape))
+                dropped = (up | down) & u.nan & ~term_nan
+                out.nan = out.nan | dropped
+                out.ovf = out.ovf | np.where(dropped, u.ovf, 0).astype(np.uint16)  # the overflow that made it (0 * inf)
         # a zero term changes a zero's sign only, which the hull does not hold (reach: the outer lines' copy)
     else:
         up = down = np.zeros(d.lo.shape, bool)

@@ -138,3 +138,50 @@ def test_certify_fails_the_product_first_fp32_kernel_on_r03_naming_the_overflow(
     assert "diff * dy overflows" in r03 and "muldiv-fp32" in r03, r03[:2000]
     md = (tmp_path / "report-ieee" / "report.md").read_text()
     assert "(diff * dy) / beta in float (muldiv-fp32)" in md and J.OVERFLOW_NOT_ACCEPTED in md
+
+
+def _reach(model, got, dy, x1, x2, beta):
+    from sl1conf.reference import reachable as R
+
+    u = lambda v: np.array([v], np.uint32)  # noqa: E731
+    oracle = J.expected_for(FP32, u(dy), u(x1), u(x2), beta).oracle
+    return R.reach(FP32, model, u(got), u(dy), u(x1), u(x2), u(beta), oracle)
+
+
+def test_an_overflow_the_clamp_removes_is_no_overflow_of_the_result():
+    # mt7004, clamp(diff, -beta, beta) * (1 / beta) * dy in float: x1 - x2 = FLT_MAX - -FLT_MAX overflows to
+    # +inf, which the clamp brings back to beta = 2^-149; 1 / beta = 2^149 overflows (listed), so
+    # beta * inf * 1 = +inf comes from 1 / beta alone: reachable (exact result: the outer line, dy = 1)
+    r = _reach(load_profile("mt7004").error_model, 0x7F800000, 0x3F800000, 0x7F7FFFFF, 0xFF7FFFFF, 0x00000001)
+    assert r.stage[0] > 0 and r.how[0].startswith("clamp-recipmul-fp32"), (r.stage, r.how, r.blocked)
+
+
+def test_a_halved_order_reaches_its_own_bits_and_its_nan():
+    from sl1conf.reference import orders as O
+    from sl1conf.reference.error_model import ErrorModel
+
+    # dy = 2^100, x1 = 3 * 2^-149, x2 = 0, beta = 1: q = 2^100; 0.5 * diff = 1.5 * 2^-149 rounds (to even) to
+    # 2^-148, so (0.5 * diff) * q = 2^-48 and 0.5 * (q * diff) = 1.5 * 2^-49: their sum 1.75 * 2^-48 =
+    # 0x27e00000, where the exact result is 1.5 * 2^-48 = 0x27c00000. The order reaches its own bits.
+    f = lambda v: np.array([v], np.uint32).view(np.float32)  # noqa: E731
+    own = O.evaluate_many(FP32, [(O.parse("dy-divmul-halved"), np.float32)], f(0x71800000), f(3), f(0), f(0x3F800000))[0]
+    assert own.view(np.uint32)[0] == 0x27E00000
+    halved = ErrorModel(orders={"dy-divmul-halved": ("fp32",)})
+    assert _reach(halved, 0x27E00000, 0x71800000, 3, 0, 0x3F800000).stage[0] == 1
+    # dy = 1, x1 = 2^-149, x2 = 0, beta = 2^-149 (the boundary: exact result dy = 1): q = 1 / 2^-149 overflows
+    # to +inf and 0.5 * diff rounds to 0, so 0 * inf + inf is NaN: reachable where dy / beta's overflow is listed
+    listed = ErrorModel(orders={"dy-divmul-halved": ("fp32",)}, overflow=("dy / beta",))
+    assert _reach(listed, 0x7FC00000, 0x3F800000, 1, 0, 1).stage[0] > 0
+    assert _reach(halved, 0x7FC00000, 0x3F800000, 1, 0, 1).stage[0] == 0
+
+
+def test_an_autodiff_term_carries_the_dropped_middle_lines_overflow():
+    from sl1conf.reference.error_model import ErrorModel
+
+    # divmul with the autodiff's gradient term: on the outer line (diff = 1e10 > beta = 1e-30) it adds the
+    # middle line computed with dy = 0: (1e10 / 1e-30) overflows float, times 0 is NaN. NaN is reachable
+    # through diff / beta's overflow, where the profile lists it, and not otherwise (the exact result is 1)
+    args = (0x7FC00000, 0x3F800000, 0x501502F9, 0, 0x0DA24260)
+    assert _reach(ErrorModel(orders={"divmul-grad": ("fp32",)}, overflow=("diff / beta",)), *args).stage[0] > 0
+    r = _reach(ErrorModel(orders={"divmul-grad": ("fp32",)}), *args)
+    assert r.stage[0] == 0 and "diff / beta overflows" in r.blocked[0], r.blocked

@@ -487,6 +487,8 @@ def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, bet
             blocked = np.full(got.shape, "", object)
             blocked[idx] = r.blocked
         _open_reach(fmt, profile, got, dy, x1, x2, beta, idx[(r.stage == 0) & (open_q[idx] >= 0)], open_q, stage, how)
+        if blocked is not None:
+            blocked[stage > 0] = ""
     j = Judgement(fmt, got, expected, exact, dist, within, formats.same_result(fmt, got, expected.oracle_ftz), reachable.Reach(stage, how, blocked),
                   {name: formats.same_result(fmt, got, bits) for name, bits in expected.models.items()}, alt,
                   boundary, sub, prone, open_q, bounded,
