@@ -146,10 +146,13 @@ IEEE = ErrorModel(orders={"divmul": PRECISIONS, "recipmul": ("fp32", "fp64"), "m
                           "clamp-divmul": PRECISIONS})
 """The default (a profile that names no error model): every order in fp32 and fp64, the
 division orders in the data format too, every operation correctly rounded, no flushing."""
-FLUSHING = ErrorModel(orders=IEEE.orders, flush=FLUSH_PLACES, overflow=OVERFLOWS)
-"""IEEE's arithmetic with flushing at every place (DAZ and FTZ, as an FPU in flush mode does), every
-overflow taken as it comes: the hypothesis a diagnosis tests rejected elements against
-(rules.judge.Judgement.flush_explained; whether a flush explains a result, not the overflow policy)."""
+FLUSHING = ErrorModel(orders=IEEE.orders, flush=FLUSH_PLACES)
+"""IEEE's arithmetic with flushing at every place (DAZ and FTZ, as an FPU in flush mode does): the
+hypothesis a diagnosis tests rejected elements against (rules.judge.Judgement.flush_explained). No
+overflow is taken: an infinity a flushed beta makes (a division by zero) is the flush's, and one an
+overflowing 1 / beta makes without a flush does not explain it away. R14 and R18, which ask whether
+two results of one element are one with a flush and one without, take every overflow
+(conformance/requirements/base.py)."""
 
 
 def place_modes(flush: tuple = (), places: "dict | None" = None) -> dict:

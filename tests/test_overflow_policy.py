@@ -185,3 +185,21 @@ def test_an_autodiff_term_carries_the_dropped_middle_lines_overflow():
     assert _reach(ErrorModel(orders={"divmul-grad": ("fp32",)}, overflow=("diff / beta",)), *args).stage[0] > 0
     r = _reach(ErrorModel(orders={"divmul-grad": ("fp32",)}), *args)
     assert r.stage[0] == 0 and "diff / beta overflows" in r.blocked[0], r.blocked
+
+
+def test_a_flush_is_told_from_no_flush_whatever_the_overflow_policy():
+    """R14 and R18 ask whether two results of one element differ by a flush: clamp-recipmul in float with
+    beta = 2^-149, x1 = 1, x2 = 0, dy = 1 (the outer line, exact 1): unflushed, clamp(1) = beta times
+    1 / beta = +inf (an overflow) gives +inf; with beta read as zero, 0 * (1 / 0) is NaN. One is reached
+    without a flush (through the overflow), the other only with it, whatever the profile accepts. The
+    diagnosis's FLUSHING hypothesis itself takes no overflow: a flushed beta's infinity is the flush's."""
+    from dataclasses import replace
+
+    from sl1conf.reference import reachable as R
+
+    u = lambda v: np.array(v, np.uint32)  # noqa: E731
+    oracle = J.expected_for(FP32, u([0x3F800000] * 2), u([0x3F800000] * 2), u([0, 0]), 1).oracle
+    args = (u([0x7F800000, 0x7FC00000]), u([0x3F800000] * 2), u([0x3F800000] * 2), u([0, 0]), u([1, 1]), oracle)
+    both = R.reach(FP32, replace(R.FLUSHING, overflow=R.OVERFLOWS), *args, stages=(1, 3))
+    assert sorted(both.stage.tolist()) == [1, 3]
+    assert R.reach(FP32, R.FLUSHING, *args, stages=(1, 3)).stage.tolist()[1] == 3

@@ -97,10 +97,14 @@ class RunContext:
         (bits), are flushing's doing: one reachable by IEEE arithmetic only with a subnormal
         flushed (reachable.FLUSHING), the other without. If so the call is a finding about
         whole calls (``findings``, diagnosis.FLUSH_VARIES): the cause R14 and R18 then name."""
-        from sl1conf.reference.reachable import FLUSHING, reach
+        from dataclasses import replace
+
+        from sl1conf.reference.reachable import FLUSHING, OVERFLOWS, reach
 
         fmt = self.fmt
-        r = reach(fmt, FLUSHING, np.array([first, then], fmt.uint), case.dy[k], case.x1[k], case.x2[k], case.beta,
+        # every overflow taken as it comes: whether the two differ by a flush, not the overflow policy (an
+        # unflushed subnormal beta's 1 / beta overflows where the flushed one divides by zero)
+        r = reach(fmt, replace(FLUSHING, overflow=OVERFLOWS), np.array([first, then], fmt.uint), case.dy[k], case.x1[k], case.x2[k], case.beta,
                   np.full(2, oracle_at(case, k), fmt.uint), stages=(1, 3))
         if sorted(r.stage.tolist()) != [1, 3]:
             return False
