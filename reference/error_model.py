@@ -32,7 +32,7 @@ from .orders import parse as _grammar_order
 __all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "DTYPES", "ErrorModel", "IEEE", "FLUSHING",
            "may_flush", "INPUT_PLACES", "MID_PLACES", "LAST", "RESULT", "PLACES", "MODES", "place_modes",
            "near_zero_places", "evaluations", "branched", "known_order", "order_text", "OVERFLOWS", "OVERFLOW_CAUSES",
-           "overflow_bits", "overflow_words"]
+           "overflow_bits", "overflow_barred", "overflow_words"]
 
 ORDERS = {
     "divmul": "(diff / beta) * dy",
@@ -108,6 +108,15 @@ def overflow_bits(names) -> int:
     for n in names:
         out |= 1 << OVERFLOWS.index(n)
     return out
+
+
+def overflow_barred(ovf, model: "ErrorModel"):
+    """Per element, whether an evaluation's infinity or NaN (``ovf``: its overflow bits, reference.intervals)
+    is one ``model`` does not accept where the exact result is finite: an overflow it does not list, or
+    none at all (an infinite input's). One rule for the judge (reachable.reach) and the board's record
+    (rules.acceptance)."""
+    ovf = np.asarray(ovf, np.uint16)
+    return ((ovf & ~np.uint16(overflow_bits(model.overflow))) != 0) | (ovf == 0)
 
 
 def overflow_words(bits: int) -> str:

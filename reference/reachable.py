@@ -29,7 +29,7 @@ import numpy as np
 
 from .error_model import (BRANCHED, FLUSH_PLACES, FLUSHING, IEEE, INPUT_PLACES, LAST, MID_PLACES, MODES, OPS,
                           ORDERS, OVERFLOWS, PLACES, PRECISIONS, RESULT, ErrorModel, evaluations, may_flush,
-                          near_zero_places, overflow_bits, overflow_words, place_modes)
+                          near_zero_places, overflow_barred, overflow_bits, overflow_words, place_modes)
 from .formats import Format, is_nan_bits
 from .intervals import evaluate
 from .orders import parse as _grammar_order
@@ -37,7 +37,7 @@ from .rounded_evaluations import plain_many, point
 
 __all__ = ["ORDERS", "BRANCHED", "OPS", "FLUSH_PLACES", "PRECISIONS", "ErrorModel", "IEEE", "FLUSHING", "may_flush",
            "INPUT_PLACES", "MID_PLACES", "LAST", "RESULT", "PLACES", "MODES", "place_modes", "near_zero_places",
-           "OVERFLOWS", "overflow_bits",
+           "OVERFLOWS", "overflow_bits", "overflow_barred",
            "Reach", "reach", "Group", "reachable_sets",
            "evaluations", "point", "plain_many", "plainly_reached", "OPEN_FORMS", "open_points", "open_reach"]
 
@@ -202,7 +202,6 @@ def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, stri
     g_zero, g_nan = g == 0, np.isnan(g)
     # an infinity or NaN where the exact result is finite: reached only through overflows the model accepts
     unbounded = ~np.isfinite(g) & np.isfinite(o)
-    accepted_ovf = np.uint16(overflow_bits(model.overflow))
     blocked = np.full(n, "", object) if unbounded.any() else None
     sign_ok = ~g_zero | (np.signbit(g) == np.signbit(o)) if strict_zero_sign else np.ones(n, bool)
     per_element = lambda bits: np.broadcast_to(np.asarray(bits, fmt.uint), (n,))  # noqa: E731
@@ -220,7 +219,7 @@ def reach(fmt: Format, model: ErrorModel, got, dy, x1, x2, beta, oracle, *, stri
             flushed = zi & (out.z > 0) & si
             nan = ni & out.nan
             if ui.any():  # R03: only through overflows the model accepts (none, where it took none: an infinite input)
-                barred = ui & (((out.ovf & ~accepted_ovf) != 0) | (out.ovf == 0))
+                barred = ui & overflow_barred(out.ovf, model)
                 say = barred & (inside | nan) & ~hit & (blocked[idx] == "")
                 for bits in np.unique(out.ovf[say]).tolist():
                     blocked[idx[say & (out.ovf == bits)]] = f"{name}: {overflow_words(bits)}"

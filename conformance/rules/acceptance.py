@@ -220,13 +220,13 @@ def _reachable(sets: _Sets, fmt, profile, dy, x1, x2, beta, oracle) -> None:
     # where the exact result is finite, an infinity or NaN only through the overflows the model accepts (R03:
     # reachable.reach bars the others the same way)
     finite = np.isfinite(_as_f64(fmt, oracle, n))
-    accepted_ovf, top = np.uint16(reachable.overflow_bits(profile.error_model.overflow)), fmt.exp_mask - 1
+    top = fmt.exp_mask - 1
     for grp in reachable.reachable_sets(fmt, profile.error_model, dy, x1, x2, beta, oracle):
         idx = grp.idx
         neg = None if zero_negative is None else zero_negative[idx]
         pick = (lambda m: None) if neg is None else (lambda m: neg[m])  # noqa: E731
         for _, _, out, up, down in grp.evaluations():
-            barred = finite[idx] & (((out.ovf & ~accepted_ovf) != 0) | (out.ovf == 0))
+            barred = finite[idx] & reachable.overflow_barred(out.ovf, profile.error_model)
             has = out.has & ~np.isnan(out.lo) & ~np.isnan(out.hi)
             klo, khi = _keys(fmt, out.lo), _keys(fmt, out.hi)
             klo, khi = np.where(barred, np.maximum(klo, -top), klo), np.where(barred, np.minimum(khi, top), khi)
