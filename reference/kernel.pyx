@@ -59,10 +59,14 @@ cdef extern from "csrc/loops.h" nogil:
         int64_t worst_want[4]
         int64_t zsign_want[4]
         int64_t alone
+    ctypedef struct sl1k_rows:
+        Py_ssize_t row
+        const int64_t *runs
+        Py_ssize_t nruns
     Py_ssize_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
                                    uint16_t beta, const uint16_t *got, Py_ssize_t n, int budget,
                                    int strict_zero_sign, const int *models, int nmodels,
-                                   int64_t *idx, uint16_t *want, sl1k_alone_tally *t)
+                                   const sl1k_rows *rows, int64_t *idx, uint16_t *want, sl1k_alone_tally *t)
 
 _ORDERS = {"divmul": 0, "recipmul": 1, "muldiv": 2}
 _COMPUTES = {"fp16": 0, "fp32": 1, "fp64": 2}
@@ -242,13 +246,38 @@ def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     if n:
         with nogil:
             count = sl1k_f16_mismatches(&dy[0], &x1[0], &x2[0], beta, &got[0], n, &i[0], &w[0])
+        if count < 0:
+            raise MemoryError("f16_mismatches")
     else:
         count = 0
     return idx[:count].copy(), want[:count].copy()
 
 
+def f16_table_runs(const uint16_t[::1] table):
+    """The stretches of ``table`` (fp16 bits) along which the values rise or fall strictly, finite,
+    64 elements or more: an int64 array of (start, end, direction) rows covering the table in
+    order, direction 1 (rising), -1 (falling) or 0 (neither: the infinities, NaN, +0 beside -0,
+    short stretches). Computed once a sweep worker, for :func:`f16_judge_pass`'s ``rows``."""
+    v = np.asarray(table).view(np.float16).astype(np.float64)
+    n = v.size
+    with np.errstate(invalid="ignore"):
+        step = np.where(np.isfinite(v[:-1]) & np.isfinite(v[1:]), np.sign(np.diff(v)), 0).astype(np.int8)
+    cut = np.flatnonzero(step[1:] != step[:-1]) + 1  # step i goes from element i to i + 1
+    out, pos = [], 0
+    for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, step.size].tolist()):
+        d, lo, hi = int(step[a]) if step.size else 0, max(a, pos), b + 1
+        if d and hi - lo >= 64:
+            if lo > pos:
+                out.append((pos, lo, 0))
+            out.append((lo, hi, d))
+            pos = hi
+    if pos < n:
+        out.append((pos, n, 0))
+    return np.array(out, np.int64).reshape(-1, 3)
+
+
 def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
-                   const uint16_t[::1] got, int budget, bint strict_zero_sign, models):
+                   const uint16_t[::1] got, int budget, bint strict_zero_sign, models, rows=None):
     """:func:`f16_mismatches` with ``judge.within_budget_alone``'s shortcut taken in C:
     (indices, correctly rounded bits there, alone) where the indices are the elements that
     differ and that the shortcut does not accept (under a profile of fp16 budget ``budget`` ULP
@@ -256,7 +285,11 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     accepted, as sweep_tally counts it: a dict of ``hist`` and ``zsign`` (ROWS x BUCKETS),
     ``worst`` and ``worst_dist`` (per row: the index of the first element of the largest
     distance, -1 for none, and that distance), ``first_zsign`` (per row, -1 for none),
-    ``worst_want`` and ``zsign_want`` (the correctly rounded bits of those) and ``count``. One thread (loops.c)."""
+    ``worst_want`` and ``zsign_want`` (the correctly rounded bits of those) and ``count``.
+    ``rows``: None, or ``(row, runs)`` where the elements are rows of ``row`` (a divisor of their
+    number), x1 in each the same as in the first, x2 and dy one value a row, ``runs`` the first
+    row's :func:`f16_table_runs`: the outer branches are then checked by a comparison with dy's
+    bits, no arithmetic (judge_pass.c). The same result either way. One thread."""
     cdef Py_ssize_t n = dy.shape[0], count
     if not (x1.shape[0] == x2.shape[0] == got.shape[0] == n):
         raise ValueError("f16_judge_pass: dy, x1, x2 and got must have one length")
@@ -267,6 +300,17 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     cdef int nm = len(ids), k
     for k in range(nm):
         mids[k] = ids[k]
+    cdef sl1k_rows shape
+    cdef const sl1k_rows *shape_p = NULL
+    cdef const int64_t[:, ::1] runs
+    if rows is not None:
+        row, runs_arr = rows
+        runs = np.ascontiguousarray(runs_arr, np.int64).reshape(-1, 3)
+        if row <= 0 or n % row or (runs.shape[0] and (runs[0, 0] != 0 or runs[runs.shape[0] - 1, 1] != row)):
+            raise ValueError("f16_judge_pass: rows must cut the elements into whole rows, runs cover one row")
+        shape.row, shape.nruns = row, runs.shape[0]
+        shape.runs = &runs[0, 0] if runs.shape[0] else NULL
+        shape_p = &shape
     idx = np.empty(n, np.int64)
     want = np.empty(n, np.uint16)
     cdef int64_t[::1] i = idx
@@ -274,8 +318,10 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     cdef sl1k_alone_tally t
     with nogil:
         count = sl1k_f16_judge_pass(&dy[0] if n else NULL, &x1[0] if n else NULL, &x2[0] if n else NULL, beta,
-                                    &got[0] if n else NULL, n, budget, strict_zero_sign, mids, nm,
+                                    &got[0] if n else NULL, n, budget, strict_zero_sign, mids, nm, shape_p,
                                     &i[0] if n else NULL, &w[0] if n else NULL, &t)
+    if count < 0:
+        raise MemoryError("f16_judge_pass")
     alone = {"hist": np.array(t.hist, np.int64).reshape(4, 10), "zsign": np.array(t.zsign, np.int64).reshape(4, 10),
              "worst": np.array(t.worst, np.int64), "worst_dist": np.array(t.worst_dist, np.int64),
              "first_zsign": np.array(t.first_zsign, np.int64), "worst_want": np.array(t.worst_want, np.uint16),

@@ -58,7 +58,8 @@ def _python_side(dy, x1, x2, beta, got, profile):
     worst, first_z = [-1] * 4, [-1] * 4
     if at.size:
         model = J.model_match(FP16, g[at], dy[bad][at], x1[bad][at], x2[bad][at], beta)
-        row = 2 * model.astype(np.int64)
+        ftz = J.flush_match(FP16, g[at], dy[bad][at], x1[bad][at], x2[bad][at], beta, w[at])
+        row = 2 * model.astype(np.int64) + ftz
         bucket = distances.bucket_of(dist[at])
         bucket[dist[at] == 0] = T.B_ZERO
         np.add.at(hist, (row, bucket), 1)
@@ -76,9 +77,9 @@ def _python_side(dy, x1, x2, beta, got, profile):
                                             "count": int(at.size)}, want
 
 
-def _check(dy, x1, x2, beta, got, profile):
+def _check(dy, x1, x2, beta, got, profile, rows=None):
     rest, w_rest, py, want = _python_side(dy, x1, x2, beta, got, profile)
-    idx, w, alone = kernel.f16_judge_pass(dy, x1, x2, beta, got, *shortcut_of(profile))
+    idx, w, alone = kernel.f16_judge_pass(dy, x1, x2, beta, got, *shortcut_of(profile), rows=rows)
     np.testing.assert_array_equal(idx, rest)
     np.testing.assert_array_equal(w, w_rest)
     assert alone["count"] == py["count"]
@@ -142,6 +143,74 @@ def test_the_c_shortcut_accepts_what_within_budget_alone_accepts_and_counts_it_a
     _check(dy, x1, x2, beta, got, _profile(strict, budget))
 
 
+def _table(rng, size: int) -> np.ndarray:
+    """A table of x1 patterns with rising and falling stretches (runs of consecutive positive or
+    negative patterns, across zero, the subnormals, the infinities and NaN), short ones and
+    scattered patterns between them."""
+    parts = []
+    while sum(p.size for p in parts) < size:
+        kind = rng.integers(0, 4)
+        if kind < 2:  # a run of consecutive patterns: rising values if positive, falling if negative
+            start = int(rng.choice([0, 0x0300, 0x3500, 0x3B80, 0x7B00, 0x8000, 0x8300, 0xB500, 0xBB80, 0xFB00,
+                                    rng.integers(0, 1 << 16)]))
+            parts.append((start + np.arange(int(rng.integers(1, 700)))) % (1 << 16))
+        elif kind == 2:  # a run read backwards
+            start = int(rng.integers(0, 1 << 16))
+            parts.append((start - np.arange(int(rng.integers(1, 300)))) % (1 << 16))
+        else:
+            parts.append(rng.choice(np.array(EDGES, np.int64), int(rng.integers(1, 20))))
+    return np.concatenate(parts)[:size].astype(np.uint16)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), beta=st.sampled_from(BETAS), strict=st.booleans(),
+       budget=st.sampled_from([0, 1, 2, 100]))
+def test_a_block_of_rows_is_checked_as_every_element_alone(seed, beta, strict, budget):
+    """Rows (x1 a table, x2 and dy one value a row: a sweep block's shape) checked through the
+    table's stretches give what the Python definitions give element by element, and what the
+    pass without rows gives: the outer branches, found by binary search, are dy's bits."""
+    rng = np.random.default_rng(seed)
+    size, nrows = int(rng.integers(1, 3000)), int(rng.integers(1, 6))
+    table = _table(rng, size)
+    x1 = np.tile(table, nrows)
+    pool = np.array(EDGES + (0x3C00, 0xBC00, 0x3BFF), np.uint16)
+    x2 = np.repeat(np.where(rng.random(nrows) < 0.7, rng.choice(pool, nrows), rng.integers(0, 1 << 16, nrows)),
+                   size).astype(np.uint16)
+    dy = np.repeat(np.where(rng.random(nrows) < 0.5, rng.choice(pool, nrows), rng.integers(0, 1 << 16, nrows)),
+                   size).astype(np.uint16)
+    want = _oracle(dy, x1, x2, beta)
+    got = want.copy() if rng.random() < 0.2 else _got_near(want, rng, dy)
+    if rng.random() < 0.3:  # the built-in kernel's results
+        got = np.ascontiguousarray(kernel.smoothl1lossgrad(*(a.view(np.float16) for a in (dy, x1, x2)),
+                                                           np.uint16(beta).view(np.float16), threads=1)).view(np.uint16)
+    profile = _profile(strict, budget)
+    rows = (size, kernel.f16_table_runs(table))
+    _check(dy, x1, x2, beta, got, profile, rows=rows)
+    plain, shaped = (kernel.f16_judge_pass(dy, x1, x2, beta, got, *shortcut_of(profile), rows=r) for r in (None, rows))
+    for a, b in zip(plain[:2], shaped[:2]):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_table_runs_cut_the_table_into_strictly_monotone_finite_stretches():
+    """f16_table_runs: every element in exactly one stretch, in order; a rising (falling) stretch's
+    values rise (fall) strictly and are finite (checked on the values, in binary64)."""
+    rng = np.random.default_rng(7)
+    for table in (np.arange(1 << 16, dtype=np.uint16), _table(rng, 5000), np.array([0x3C00], np.uint16),
+                  np.zeros(0, np.uint16)):
+        runs = kernel.f16_table_runs(table)
+        if not table.size:
+            assert runs.size == 0
+            continue
+        assert runs[:, 0].tolist() == [0] + runs[:-1, 1].tolist() and runs[-1, 1] == table.size
+        v = table.view(np.float16).astype(np.float64)
+        for s, e, d in runs.tolist():
+            assert e > s
+            if d:
+                assert e - s >= 64 and np.isfinite(v[s:e]).all() and (np.sign(np.diff(v[s:e])) == d).all()
+    runs = kernel.f16_table_runs(np.arange(1 << 16, dtype=np.uint16))
+    assert runs.tolist() == [[0, 0x7C00, 1], [0x7C00, 0x8000, 0], [0x8000, 0xFC00, -1], [0xFC00, 0x10000, 0]]
+
+
 def test_the_shortcut_on_a_kernels_block_and_every_edge_pair():
     """Every pair of EDGES (and the middle line) at several dy, with the built-in kernel's results
     and results near the oracle's: the shortcut accepts some, and agrees throughout."""
@@ -189,15 +258,17 @@ def _pass_digest() -> str:
     d = hashlib.sha256()
     rng = np.random.default_rng(4)
     x1 = np.tile(np.arange(1 << 16, dtype=np.uint16), 2)
-    for x2v in (0x3C00, 0x0001, 0x3555):
+    runs = kernel.f16_table_runs(x1[:1 << 16])
+    for x2v in (0x3C00, 0x0001, 0x3555, 0x7E01):  # (a NaN x2: every result NaN)
         x2 = np.full(x1.size, x2v, np.uint16)
         dy = np.full(x1.size, 0x3555, np.uint16)
         want = _oracle(dy, x1, x2, 0x3C00)
         for got in (np.ascontiguousarray(kernel.smoothl1lossgrad(*(a.view(np.float16) for a in (dy, x1, x2)),
                                                                  np.float16(1), threads=1)).view(np.uint16),
                     _got_near(want, rng, dy)):
-            for strict in (False, True):
-                idx, w, alone = kernel.f16_judge_pass(dy, x1, x2, 0x3C00, got, *shortcut_of(_profile(strict, 2)))
+            for strict, rows in ((False, None), (True, None), (True, (1 << 16, runs))):
+                idx, w, alone = kernel.f16_judge_pass(dy, x1, x2, 0x3C00, got, *shortcut_of(_profile(strict, 2)),
+                                                      rows=rows)
                 d.update(idx.tobytes() + w.tobytes())
                 for k in sorted(alone):
                     d.update(np.asarray(alone[k]).tobytes())

@@ -45,7 +45,7 @@ from sl1conf.reference import formats
 from sl1conf.reference import reachable
 from sl1conf.reference.models import accepted_models
 
-__all__ = ["Reason", "REASONS", "BEYOND_BUDGET", "Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "judge", "is_special", "is_zero",
+__all__ = ["Reason", "REASONS", "BEYOND_BUDGET", "Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "flush_match", "judge", "is_special", "is_zero",
            "SPECIALS", "special_class", "is_subnormal", "InputFacts", "input_facts", "ALONE_RULES",
            "within_budget_alone", "model_match", "OPEN_INPUT", "OVERFLOW_NOT_ACCEPTED"]
 
@@ -123,6 +123,16 @@ def model_match(fmt: formats.Format, got, dy, x1, x2, beta: int) -> np.ndarray:
     f = lambda a: np.ascontiguousarray(a, dtype=fmt.uint).view(fmt.dtype)  # noqa: E731
     bits = _model_bits(fmt, (f(dy), f(x1), f(x2)), f(np.array([beta], fmt.uint))[0])
     return np.logical_or.reduce([formats.same_result(fmt, got, m) for m in bits.values()] or [np.zeros(np.shape(got), bool)])
+
+
+def flush_match(fmt: formats.Format, got, dy, x1, x2, beta: int, oracle) -> np.ndarray:
+    """Where ``got`` is the flush-to-zero oracle's result (NaN as a class): a Judgement's ``ftz``,
+    for elements judged without :func:`expected_for` (:func:`within_budget_alone`; ``oracle``:
+    their correctly rounded bits)."""
+    f = lambda a: np.ascontiguousarray(a, dtype=fmt.uint).view(fmt.dtype)  # noqa: E731
+    args = (f(dy), f(x1), f(x2))
+    return formats.same_result(fmt, got, _flushed_oracle(fmt, args, f(np.array([beta], fmt.uint))[0], beta,
+                                                         np.asarray(oracle, fmt.uint)))
 
 
 def _flushed_oracle(fmt: formats.Format, args, b, beta: int, oracle: np.ndarray) -> np.ndarray:
@@ -401,12 +411,13 @@ def within_budget_alone(fmt: formats.Format, profile, got, oracle, dist, dy, x1,
     accepts every finite result (an infinity or NaN on either side is excluded); R04 applies where
     the exact result is special (excluded); R05 where both are zeros (excluded: they differ in
     sign); R06 and R01 accept what is within the budget (required, the sign of a zero too where
-    the profile is strict). Elements with a subnormal input or result are left to the judge as
-    well: the flush-to-zero oracle is what tells them apart for the histogram's rows."""
+    the profile is strict); R06, where it applies (a subnormal input, or a result flushing would
+    change), is R01's rule, so a subnormal input or result changes nothing here (the histogram's
+    row, whether the flush-to-zero oracle gives the result, is :func:`flush_match`'s). With a
+    subnormal beta nothing is decided here (every element's flush-to-zero oracle differs then)."""
     g, w = np.asarray(got, fmt.uint), np.asarray(oracle, fmt.uint)
     alone = _within(fmt, profile, g, w, dist, profile.max_ulp[fmt.name])
     alone &= ~is_special(fmt, g) & ~is_special(fmt, w) & ~(is_zero(fmt, g) & is_zero(fmt, w))
-    alone &= ~is_subnormal(fmt, w) & ~is_subnormal(fmt, dy) & ~is_subnormal(fmt, x1) & ~is_subnormal(fmt, x2)
     if is_subnormal(fmt, np.array([beta], fmt.uint))[0]:
         return np.zeros(g.shape, bool)
     at = np.flatnonzero(alone)

@@ -109,9 +109,11 @@ class _Block:
         self.scratch = (np.empty(config.block, np.uint16), np.empty(config.block, bool))
         n, sub = self.subset.table.size, self.subset
         self.whole_runs = sub.cum[-1] == n * sub.x2.size and not sub.start.any() and config.block % n == 0
+        self.runs = None
         if self.whole_runs:  # every block is whole runs: x1 is the table repeated, x2 one value per run
             self.x1 = np.tile(sub.table, config.block // n)
             self.x2 = np.empty(config.block, np.uint16)
+            self.runs = (n, kernel.f16_table_runs(sub.table))  # the check's rows (kernel.f16_judge_pass)
 
     def pairs(self, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray]:
         """``subset.pairs(lo, hi)`` for a block, in this worker's arrays where the subset allows."""
@@ -153,6 +155,14 @@ class _Block:
         x1, x2 = (np.concatenate([pr[i] for pr in pairs]) for i in (0, 1))
         return lo, hi, self.planes.dy_of(lo, hi, self.dy), x1, x2
 
+    def check(self, dy, x1, x2, got) -> tuple:
+        """``kernel.f16_judge_pass`` on a block: the elements that differ from the correctly
+        rounded result, but for those within_budget_alone accepts (counted in C), with their
+        correctly rounded bits; given the block's rows where it is whole runs of one dy (the
+        outer branches then cost a comparison)."""
+        rows = self.runs if self.runs is not None and self.dy_is is not None else None
+        return kernel.f16_judge_pass(dy, x1, x2, self.config.beta, got, *self.shortcut, rows=rows)
+
     def run(self, k: int) -> PlaneTally:
         c = self.config
         lo, hi, dy, x1, x2 = self.inputs(k)
@@ -169,8 +179,7 @@ class _Block:
             tally.fail(k, hi - lo, outcome.status, outcome.detail)
             return tally
         got = outcome.out[:hi - lo]
-        # the oracle's bits where they differ, but for those within_budget_alone accepts: counted in C
-        bad, want, alone = kernel.f16_judge_pass(dy, x1, x2, c.beta, got, *self.shortcut)
+        bad, want, alone = self.check(dy, x1, x2, got)
         tally.block(lo, dy, x1, x2, c.beta, got, want, self.profile, bad=bad, alone=alone)
         if probed.seen:  # a probe's few changed elements: the oracle's bits for those
             want = self.oracle(dy, x1, x2)

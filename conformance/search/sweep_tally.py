@@ -18,7 +18,7 @@ from sl1conf.conformance.requirements.base import Seen, element_record
 from sl1conf.conformance.requirements.evidence import Evidence, add_evidence, evidence_of, pick, worst_order
 from sl1conf.conformance.requirements.records import ElementRecord
 from sl1conf.conformance.requirements.reasons import ReasonTally
-from sl1conf.conformance.rules.judge import Reason, expected_for, judge, model_match, within_budget_alone
+from sl1conf.conformance.rules.judge import Reason, expected_for, flush_match, judge, model_match, within_budget_alone
 from sl1conf.conformance.search.fuzz import add_statistics
 
 __all__ = ["BUCKETS", "ROWS", "KEEP_REJECTIONS", "PlaneTally", "element_example", "kept"]
@@ -164,10 +164,11 @@ class PlaneTally:
         g, d, a, b = got[bad], dy[bad], x1[bad], x2[bad]
         dist = formats.ulp_distance(FP16, g, w)
         alone = within_budget_alone(FP16, profile, g, w, dist, d, a, b, beta)
-        model, ftz = np.zeros(bad.size, bool), np.zeros(bad.size, bool)  # ftz: the oracle there (no subnormal)
+        model, ftz = np.zeros(bad.size, bool), np.zeros(bad.size, bool)
         at = np.flatnonzero(alone)
         if at.size:
             model[at] = model_match(FP16, g[at], d[at], a[at], b[at], beta)
+            ftz[at] = flush_match(FP16, g[at], d[at], a[at], b[at], beta, w[at])
             self.accepted.take(Reason.WITHIN_BUDGET, int(at.size))
         rest = np.flatnonzero(~alone)
         if rest.size:
@@ -179,7 +180,7 @@ class PlaneTally:
 
     def _add_alone(self, lo, dy, x1, x2, beta, got, alone: dict) -> None:
         """What ``kernel.f16_judge_pass`` counted of the elements ``judge.within_budget_alone``
-        accepts (WITHIN_BUDGET: no flush-to-zero row, no NaN): as :meth:`_add` counts them,
+        accepts (WITHIN_BUDGET: no NaN): as :meth:`_add` counts them,
         those elements taken out of the exact ones it counts (it counts every element)."""
         n = alone["count"]
         self.accepted.take(Reason.WITHIN_BUDGET, n)

@@ -8,6 +8,7 @@
  */
 #include "loops.h"
 #include "pool.h"
+#include "half_bits.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -216,85 +217,9 @@ ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2
     return count;
 }
 
-/* ---- the sweep's check and the judge's shortcut ------------------------------
- *
- * The sweep's comparison (sl1conf.conformance.search.sweep): the correctly rounded
- * result of every element (sl1k_f16_cr below) computed CHUNK elements at a time into a
- * buffer that stays in the L1 cache, and compared with got there, NaN as a class. A block
- * that is mostly right costs the arithmetic and one read of got, not a 2-byte-per-element
- * array written out and read back by three passes.
- *
- * The elements that differ are then sorted in the same pass (sl1k_f16_judge_pass): those
- * judge.within_budget_alone (Python, the definition) says are WITHIN_BUDGET are counted
- * here, into the sweep's histogram (sweep_tally: the row by whether an accepted model gives
- * got, the bucket by the ULP distance, the zero-sign count, the worst and first zero-sign
- * element of each row), and only the others leave for the whole judge: their indices in
- * idx and the correctly rounded bits in want (a NaN as the canonical quiet NaN 0x7e00).
- * tests/test_sweep_shortcut.py checks both against the Python definitions. */
+/* ---- the correctly rounded result (the sweep's check: judge_pass.c) ---------- */
 
-/* Bit k set where a[k] != b[k], k < 64: the check's scan of a run (the few elements that differ
- * are then visited by their bits, with no branch per element to mispredict). */
-static uint64_t diff64_base(const uint16_t *a, const uint16_t *b) {
-    uint64_t mask = 0;
-    for (int k = 0; k < 64; k++)
-        mask |= (uint64_t)(a[k] != b[k]) << k;
-    return mask;
-}
-#ifdef SL1_HAVE_V3
-V3 static uint64_t diff64_x(const uint16_t *a, const uint16_t *b) {
-    uint64_t mask = 0;
-    for (int q = 0; q < 64; q += 32) {
-        const __m256i c0 = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *)(a + q)),
-                                              _mm256_loadu_si256((const __m256i *)(b + q)));
-        const __m256i c1 = _mm256_cmpeq_epi16(_mm256_loadu_si256((const __m256i *)(a + q + 16)),
-                                              _mm256_loadu_si256((const __m256i *)(b + q + 16)));
-        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi16(c0, c1), 0xD8);
-        mask |= (uint64_t)(uint32_t)~_mm256_movemask_epi8(p) << q;
-    }
-    return mask;
-}
-V4 static uint64_t diff64_z(const uint16_t *a, const uint16_t *b) {
-    return (uint64_t)_mm512_cmpneq_epi16_mask(_mm512_loadu_si512(a), _mm512_loadu_si512(b))
-           | (uint64_t)_mm512_cmpneq_epi16_mask(_mm512_loadu_si512(a + 32), _mm512_loadu_si512(b + 32)) << 32;
-}
-#endif
-
-static inline int h_special(uint16_t b) { return (b & 0x7c00) == 0x7c00; }
-static inline int h_nan(uint16_t b) { return (b & 0x7fff) > 0x7c00; }
-static inline int h_zero(uint16_t b) { return (b & 0x7fff) == 0; }
-static inline int h_subnormal(uint16_t b) { return (b & 0x7c00) == 0 && (b & 0x03ff) != 0; }
-static inline int64_t h_ordered(uint16_t b) { /* formats.ordered */
-    const int64_t m = b & 0x7fff;
-    return (b & 0x8000) ? -m : m;
-}
-/* A half's value, exactly, on its bits (the portable build would call libgcc for _Float16). */
-static inline double h_value(uint16_t b) {
-    const uint64_t sign = (uint64_t)(b & 0x8000) << 48, e = (b >> 10) & 31, m = b & 0x3ff;
-    if (!e) {
-        const double v = (double)m * 0x1p-24;
-        return sign ? -v : v;
-    }
-    const uint64_t u = sign | (e == 31 ? 0x7ffull : e + 1008) << 52 | m << 42;
-    double d;
-    memcpy(&d, &u, 8);
-    return d;
-}
-
-/* distances.bucket_of for a distance between two numbers (no NaN), with sweep_tally's
- * zero-sign bucket (9) for 0: 1-4 their own, 5-8, 9-64, 65 and more. */
-static inline int h_bucket(int64_t d) {
-    return d == 0 ? 9 : d <= 4 ? (int)d : d <= 8 ? 5 : d <= 64 ? 6 : 7;
-}
-
-/* The elements judge.within_budget_alone accepts, gathered CHUNK at a time: their accepted
- * models' bits computed on the gathered inputs by the kernel's own loops (judge.model_match),
- * then counted into t in index order. */
-typedef struct {
-    uint16_t dy[2048], x1[2048], x2[2048], got[2048], want[2048], bits[2048];
-    int64_t at[2048], dist[2048];
-    uint8_t model[2048];
-    ptrdiff_t n;
-} alone_buf;
+int sl1k_variant(void) { return pick(); }
 
 void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
                  uint16_t *out, ptrdiff_t n) {
@@ -315,106 +240,4 @@ void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uin
 #endif
     if (n > done) /* the binary64 model (correctly rounded: fast_oracle's proof) */
         sl1k_f16(SL1_MULDIV * 3 + SL1_C64, dy + done, x1 + done, x2 + done, beta, out + done, n - done);
-}
-
-static void alone_flush(alone_buf *a, uint16_t beta, const int *models, int nmodels, sl1k_alone_tally *t) {
-    const ptrdiff_t n = a->n;
-    if (!n)
-        return;
-    memset(a->model, 0, (size_t)n);
-    for (int m = 0; m < nmodels; m++) {
-        sl1k_f16(models[m], a->dy, a->x1, a->x2, beta, a->bits, n);
-        for (ptrdiff_t k = 0; k < n; k++) /* formats.same_result: got is a number here */
-            a->model[k] |= a->bits[k] == a->got[k];
-    }
-    for (ptrdiff_t k = 0; k < n; k++) {
-        const int row = 2 * a->model[k], b = h_bucket(a->dist[k]); /* ftz: never for these */
-        const uint16_t g = a->got[k], w = a->want[k];
-        t->hist[row][b]++;
-        if (a->dist[k] > t->worst_dist[row]) /* the first of the largest: the lowest index */
-            t->worst_dist[row] = a->dist[k], t->worst[row] = a->at[k], t->worst_want[row] = w;
-        if ((h_zero(g) || h_zero(w)) && ((g ^ w) & 0x8000)) {
-            t->zsign[row][b]++;
-            if (t->first_zsign[row] < 0)
-                t->first_zsign[row] = a->at[k], t->zsign_want[row] = w;
-        }
-    }
-    t->alone += n;
-    a->n = 0;
-}
-
-ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
-                              uint16_t beta, const uint16_t *got, ptrdiff_t n, int budget,
-                              int strict_zero_sign, const int *models, int nmodels,
-                              int64_t *idx, uint16_t *want, sl1k_alone_tally *t) {
-    enum { CHUNK = 2048, RUN = 64 }; /* RUN: the bits of diff64's mask */
-    uint16_t buf[CHUNK];
-    alone_buf *a = NULL;
-    const double bv = h_value(beta);
-    const int b_open = !(bv > 0 && bv < INFINITY); /* exact.at_boundary: no boundary then */
-    if (t) {
-        memset(t, 0, sizeof *t);
-        for (int r = 0; r < 4; r++)
-            t->worst[r] = t->first_zsign[r] = -1;
-        if (!h_subnormal(beta))
-            a = malloc(sizeof *a);
-        if (a)
-            a->n = 0;
-    }
-    uint64_t (*diff64)(const uint16_t *, const uint16_t *) = diff64_base;
-#ifdef SL1_HAVE_V3
-    diff64 = pick() == 2 ? diff64_z : pick() == 1 ? diff64_x : diff64_base;
-#endif
-    ptrdiff_t count = 0;
-    for (ptrdiff_t s = 0; s < n; s += CHUNK) {
-        const ptrdiff_t m = n - s < CHUNK ? n - s : CHUNK;
-        const uint16_t *g = got + s;
-        sl1k_f16_cr(dy + s, x1 + s, x2 + s, beta, buf, m);
-        for (ptrdiff_t i = 0; i < m; i += RUN) {
-            uint64_t mask = 0;
-            if (m - i >= RUN)
-                mask = diff64(buf + i, g + i);
-            else
-                for (ptrdiff_t k = i; k < m; k++)
-                    mask |= (uint64_t)(buf[k] != g[k]) << (k - i);
-            while (mask) {
-                const ptrdiff_t k = i + __builtin_ctzll(mask);
-                mask &= mask - 1;
-                const uint16_t w = buf[k], r = g[k];
-                const int w_nan = h_nan(w), r_nan = h_nan(r);
-                if (w_nan && r_nan)
-                    continue;
-                if (a) { /* judge.within_budget_alone, condition by condition */
-                    const uint16_t d = dy[s + k], p = x1[s + k], q = x2[s + k];
-                    const int64_t dist = llabs(h_ordered(r) - h_ordered(w));
-                    /* (&, not &&: no branch to mispredict per condition) */
-                    int alone = (dist <= budget) & !h_special(r) & !h_special(w) & !(h_zero(r) & h_zero(w))
-                                & !h_subnormal(w) & !h_subnormal(d) & !h_subnormal(p) & !h_subnormal(q);
-                    if (strict_zero_sign)
-                        alone &= !((h_zero(r) | h_zero(w)) & !!((r ^ w) & 0x8000));
-                    if (!b_open) /* the exact diff (binary64 holds it) is not +-beta */
-                        alone &= fabs(h_value(p) - h_value(q)) != bv;
-                    if (alone) {
-                        const ptrdiff_t j = a->n++;
-                        a->dy[j] = d, a->x1[j] = p, a->x2[j] = q, a->got[j] = r, a->want[j] = w;
-                        a->at[j] = s + k, a->dist[j] = dist;
-                        continue;
-                    }
-                }
-                idx[count] = s + k;
-                want[count] = w_nan ? 0x7e00 : w;
-                count++;
-            }
-        }
-        if (a)
-            alone_flush(a, beta, models, nmodels, t);
-    }
-    free(a);
-    return count;
-}
-
-ptrdiff_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
-                              uint16_t beta, const uint16_t *got, ptrdiff_t n,
-                              int64_t *idx, uint16_t *want) {
-    return sl1k_f16_judge_pass(dy, x1, x2, beta, got, n, -1, 0, NULL, 0, idx, want, NULL);
 }

@@ -33,7 +33,7 @@ ptrdiff_t sl1k_f32_filtered(const uint32_t *dy, const float *x1, const float *x2
 
 /* The elements of got (fp16 bits) that are not the correctly rounded result, NaN as a
  * class: their indices in idx, the correctly rounded bits in want (NaN as 0x7e00); returns
- * their number. One thread; idx and want hold n each (loops.c says how). */
+ * their number. One thread; idx and want hold n each (judge_pass.c says how). */
 ptrdiff_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
                               uint16_t beta, const uint16_t *got, ptrdiff_t n,
                               int64_t *idx, uint16_t *want);
@@ -44,7 +44,7 @@ ptrdiff_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint
 void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
                  uint16_t *out, ptrdiff_t n);
 
-/* The sweep's check with judge.within_budget_alone's shortcut (loops.c says how): the
+/* The sweep's check with judge.within_budget_alone's shortcut (judge_pass.c says how): the
  * elements of got that differ from the correctly rounded result and that the shortcut does
  * not accept (budget: the profile's fp16 ULP budget; strict_zero_sign: the profile's; models:
  * the accepted models' kernel ids) in idx and want, their number returned; those it accepts
@@ -56,10 +56,23 @@ typedef struct {
     int64_t worst_want[4], zsign_want[4]; /* the correctly rounded bits of those two */
     int64_t alone;                     /* elements accepted */
 } sl1k_alone_tally;
+/* A sweep block's shape, where it has one: rows of `row` elements, x1 in each the first row's
+ * (the table), x2 and dy one value a row; runs: nruns triples (start, end, direction) cutting
+ * the table into stretches whose values rise strictly (1), fall strictly (-1), or neither (0). */
+typedef struct {
+    ptrdiff_t row;
+    const int64_t *runs;
+    ptrdiff_t nruns;
+} sl1k_rows;
+/* rows: NULL, or the block's shape (judge_pass.c: the outer branches then cost a comparison).
+ * Returns -1 where memory ran out. */
 ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
                               uint16_t beta, const uint16_t *got, ptrdiff_t n, int budget,
                               int strict_zero_sign, const int *models, int nmodels,
-                              int64_t *idx, uint16_t *want, sl1k_alone_tally *t);
+                              const sl1k_rows *rows, int64_t *idx, uint16_t *want, sl1k_alone_tally *t);
+
+/* The instruction-set variant the loops run (0 baseline, 1 AVX2 + F16C, 2 AVX-512 F/BW/VL). */
+int sl1k_variant(void);
 
 /* One call of the kernel over n elements, for sl1k_run. */
 typedef struct {
