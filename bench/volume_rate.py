@@ -5,8 +5,11 @@ volume (every dy for every (x1, x2) pair, 2^48 elements, one beta) onto a cluste
 
 Rows: ``builtin:kernel`` (the Cython kernel in process) and ``builtin:sample`` (the sample C
 library through ctypes, in its isolated, guarded worker: the transfer included in its own
-time). For each, BLOCKS blocks of the volume ``--dy all --subset all`` for beta = 1.0, drawn at
-random (seeded; the sampled blocks, every 64th, come in at their share), each timed whole
+time). For each, BLOCKS blocks of the volume ``--dy all --subset all`` for beta = 1.0, in runs of
+RUN consecutive blocks at random places (seeded; the sampled blocks, every 64th, come in at their
+share): a worker takes blocks in order, so its dy array is refilled once a plane (4,096 blocks),
+which runs of RUN charge 4,096 / RUN times too often, and one block at a time would charge every
+block (0.05 to 0.1 ns an element of the judge's cost that a volume does not pay). Each is timed whole
 (``sweep._Block.run``: the call, the oracle, the comparison, the judge on the wrong elements,
 the tally) and the implementation alone on the same inputs (``adapter.run``). The judge's own
 cost is the difference; of it, the check (``kernel.f16_judge_pass``, the sweep's: the correctly
@@ -38,6 +41,7 @@ IMPLS = ("builtin:kernel", "builtin:sample")
 ELEMENTS = 1 << 48
 CLUSTER_CORES = 100 * 16  # the 100 16-core Dask workers
 REPEATS = 5
+RUN = 8  # consecutive blocks a run
 
 
 def _measure(impl: str, blocks: list) -> dict:
@@ -92,8 +96,8 @@ def main(argv) -> None:
     if hasattr(os, "sched_setaffinity"):  # one core: the kernel's own threads too (it uses the CPUs it may run on)
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     rng = np.random.default_rng(38)
-    blocks = sorted(int(k) for k in rng.integers(0, 1 << 28, n))
-    print(f"{n} blocks of 2^20 of --dy all --subset all, beta 0x3c00, one process on one core "
+    blocks = sorted({int(k) + j for k in rng.integers(0, (1 << 28) - RUN, max(1, n // RUN)) for j in range(RUN)})
+    print(f"{len(blocks)} blocks of 2^20 of --dy all --subset all (runs of {RUN}), beta 0x3c00, one process on one core "
           f"({kernel.ISA}), medians of {repeats} runs")
     print("| implementation | elements/s per core | its own time per element | the judge's per element | "
           "judge / implementation | projected 2^48 on 1,600 cores | of the judge's: the check (C: correctly rounded "

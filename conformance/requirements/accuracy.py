@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sl1conf.conformance.rules.judge import expected_for, is_special, judge
+from sl1conf.conformance.rules.judge import expected_for, is_special, is_subnormal, judge, overflow_prone
+from sl1conf.reference.exact import exact_diff
 from sl1conf.reference import formats
 from sl1conf.reference.reachable import evaluations as reachable_evaluations, plain_many, reach
 from sl1conf.conformance.requirements.base import Batch, Check, Requirement, RunContext, Statistic, Tally, calls_to_look_at
@@ -121,24 +122,51 @@ def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     slices until one is (usually the first slice; the whole call where none is). Every rule is
     a function of the element alone, so the counts are those of the call judged whole
     (tests/test_sweep.py checks it against :func:`call_bias_counts`)."""
+    def counted(idx, w):
+        exp = expected_for(fmt, dy[idx], x1[idx], x2[idx], beta, variant=variant, core_mask=core_mask, oracle=w)
+        return bias_counts([judge(fmt, profile, got[idx], exp, dy[idx], x1[idx], x2[idx], beta)], profile)
+
+    picked, want = _differing(fmt, got, dy, x1, x2, beta)
+    counts = counted(picked, want) if picked.size else {}
+    if not counts and is_subnormal(fmt, np.array([beta], fmt.uint))[0]:
+        return counts  # every element has a subnormal input: none is ordinary
+    at, step = 0, 1024
+    while not counts and at < got.size:  # no ordinary element among them: does the rest hold one (the keys)?
+        # only an element with a normal result, no subnormal input and no intermediate that overflows
+        # can be (bias_counts' ordinary): the others of the slice are not judged for it (a block of
+        # subnormal x2 has none, nor one of large x2 and dy)
+        end = min(at + step, got.size)
+        d, a, b = dy[at:end], x1[at:end], x2[at:end]
+        o = _oracle(fmt, d, a, b, beta)
+        k = np.flatnonzero(formats.same_result(fmt, got[at:end], o) & ((o & fmt.exp_mask) != 0) & ~is_special(fmt, o)
+                           & ~is_subnormal(fmt, d) & ~is_subnormal(fmt, a) & ~is_subnormal(fmt, b))
+        with np.errstate(all="ignore"):
+            k = k[~overflow_prone(fmt, exact_diff(fmt, a[k], b[k])[0], d[k], beta)]
+        counts = counted(at + k, o[k]) if k.size else {}
+        at, step = end, 4 * step
+    return counts
+
+
+def _oracle(fmt, dy, x1, x2, beta: int) -> np.ndarray:
+    """The correctly rounded bits (fast_oracle; a NaN the canonical quiet NaN)."""
     from sl1conf.reference import fast_oracle
 
     f = lambda a: np.ascontiguousarray(a).view(fmt.dtype)  # noqa: E731
-    b = np.array(beta, fmt.uint).view(fmt.dtype)
-    want = fast_oracle.smoothl1lossgrad(f(dy), f(x1), f(x2), b).view(fmt.uint)
-    differ = ~formats.same_result(fmt, got, want)
+    return fast_oracle.smoothl1lossgrad(f(dy), f(x1), f(x2), np.array(beta, fmt.uint).view(fmt.dtype)).view(fmt.uint)
 
-    def counted(idx):
-        exp = expected_for(fmt, dy[idx], x1[idx], x2[idx], beta, variant=variant, core_mask=core_mask, oracle=want[idx])
-        return bias_counts([judge(fmt, profile, got[idx], exp, dy[idx], x1[idx], x2[idx], beta)], profile)
 
-    picked = np.flatnonzero(differ)
-    counts = counted(picked) if picked.size else {}
-    rest, at, step = np.flatnonzero(~differ), 0, 1024
-    while not counts and at < rest.size:  # no ordinary element among them: does the rest hold one (the keys)?
-        counts = counted(rest[at:at + step])
-        at, step = at + step, 4 * step
-    return counts
+def _differing(fmt, got, dy, x1, x2, beta: int) -> tuple:
+    """(indices, correctly rounded bits there) of the elements where ``got`` is not the
+    correctly rounded result (NaN as a class): for fp16 in one pass of the sweep's check in C
+    (kernel.f16_mismatches: no array of the whole call's oracle), else through the oracle."""
+    if fmt is formats.FP16:
+        from sl1conf.reference import kernel
+
+        c = lambda a: np.ascontiguousarray(a, np.uint16)  # noqa: E731
+        return kernel.f16_mismatches(c(dy), c(x1), c(x2), beta, c(got))
+    want = _oracle(fmt, dy, x1, x2, beta)
+    idx = np.flatnonzero(~formats.same_result(fmt, got, want))
+    return idx, want[idx]
 
 
 def _batch_bias(batch: Batch) -> dict:

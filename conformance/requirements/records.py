@@ -143,7 +143,10 @@ def element_record(fmt, dy, x1, x2, beta, expected, got, *, distance: "int | Non
     want, bits = np.array([expected], fmt.uint), np.array([got], fmt.uint)
     if distance is None:
         distance = 0 if formats.same_result(fmt, bits, want)[0] else int(formats.ulp_distance(fmt, bits, want)[0])
-    cls = int(special_class(fmt, bits, want)[0])
+    g, w = int(got), int(expected)
+    plain = ((g ^ w) & fmt.sign_mask) == 0 and all((v & fmt.exp_mask) != fmt.exp_mask and v & ~fmt.sign_mask
+                                                   for v in (g, w))
+    cls = -1 if plain else int(special_class(fmt, bits, want)[0])  # (one sign, finite, nonzero: no class)
     hexes = (formats.hex_bits(fmt, v) for v in (dy, x1, x2, beta, expected, got))
     return ElementRecord(*hexes, ulp=SPECIALS[cls] if cls >= 0 else distance, distance=distance,
                          # dx1's bits from before the call: all but surely never written

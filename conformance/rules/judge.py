@@ -47,7 +47,7 @@ from sl1conf.reference.models import accepted_models
 
 __all__ = ["Reason", "REASONS", "BEYOND_BUDGET", "Expected", "Judgement", "ElementRule", "ELEMENT_RULES", "expected_for", "flush_match", "judge", "is_special", "is_zero",
            "SPECIALS", "special_class", "is_subnormal", "InputFacts", "input_facts", "ALONE_RULES",
-           "within_budget_alone", "model_match", "OPEN_INPUT", "OVERFLOW_NOT_ACCEPTED"]
+           "within_budget_alone", "model_match", "overflow_prone", "OPEN_INPUT", "OVERFLOW_NOT_ACCEPTED"]
 
 
 class Reason(enum.IntEnum):
@@ -451,14 +451,22 @@ class InputFacts:
 def input_facts(fmt: formats.Format, dy, x1, x2, beta, diff: "tuple | None" = None) -> InputFacts:
     """The :class:`InputFacts` of the elements (``beta``: one pattern, or one per element;
     ``diff``: their exact diff where the caller has it)."""
-    with np.errstate(all="ignore"):  # diff exactly (binary64 holds it), then the products in binary64
+    with np.errstate(all="ignore"):  # diff exactly (binary64 holds it)
         s, e = diff if diff is not None else exact_math.exact_diff(fmt, x1, x2)
-        top = exact_math.beta_value(fmt, fmt.inf_bits - 1)
-        b = np.abs(exact_math.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), np.shape(x1))))
-        prone = (np.abs(s) > top) | (np.abs(s * exact_math.as_f64(fmt, dy)) > top) | (1.0 / b > top)
     sub = is_subnormal(fmt, dy) | is_subnormal(fmt, x1) | is_subnormal(fmt, x2) | is_subnormal(fmt, beta)
-    return InputFacts((s, e), prone, np.broadcast_to(sub, np.shape(x1)), exact_math.at_boundary(fmt, x1, x2, beta, diff=(s, e)),
+    return InputFacts((s, e), overflow_prone(fmt, s, dy, beta), np.broadcast_to(sub, np.shape(x1)),
+                      exact_math.at_boundary(fmt, x1, x2, beta, diff=(s, e)),
                       openbehaviour.open_question(fmt, x1, x2, beta, diff=(s, e)))
+
+
+def overflow_prone(fmt: formats.Format, s, dy, beta) -> np.ndarray:
+    """Where an intermediate overflows the format (:class:`InputFacts`' ``overflow_prone``): the
+    exact diff ``s`` (binary64), ``s * dy`` (in binary64) or ``1 / beta`` beyond its largest
+    finite value."""
+    with np.errstate(all="ignore"):
+        top = exact_math.beta_value(fmt, fmt.inf_bits - 1)
+        b = np.abs(exact_math.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), np.shape(s))))
+        return (np.abs(s) > top) | (np.abs(s * exact_math.as_f64(fmt, dy)) > top) | (1.0 / b > top)
 
 
 def judge(fmt: formats.Format, profile, got, expected: Expected, dy, x1, x2, beta,

@@ -187,11 +187,12 @@ class PlaneTally:
         self.hist += alone["hist"]
         self.hist[0, 0] -= n
         self.zsign += alone["zsign"]
-        ex = lambda i, w: element_example(lo + i, dy[i], x1[i], x2[i], beta, w, got[i],  # noqa: E731
-                                          formats.ulp_distance(FP16, got[i], w))
+        ex = lambda i, w, d=None: element_example(lo + i, dy[i], x1[i], x2[i], beta, w, got[i],  # noqa: E731
+                                                  formats.ulp_distance(FP16, got[i], w) if d is None else d)
         for r in range(len(ROWS)):
             if alone["worst"][r] >= 0:
-                self.worst[r] = pick(self.worst[r], ex(int(alone["worst"][r]), alone["worst_want"][r]), worst_order)
+                self.worst[r] = pick(self.worst[r], ex(int(alone["worst"][r]), alone["worst_want"][r],
+                                                       int(alone["worst_dist"][r])), worst_order)
             if alone["first_zsign"][r] >= 0:
                 self.first_zsign[r] = pick(self.first_zsign[r], ex(int(alone["first_zsign"][r]), alone["zsign_want"][r]),
                                            _first)

@@ -126,14 +126,23 @@ static inline int h_bucket(int64_t d) {
 typedef struct {
     uint16_t dy[CHUNK], x1[CHUNK], x2[CHUNK], got[CHUNK], want[CHUNK], bits[CHUNK];
     uint16_t gdy[CHUNK], gx1[CHUNK], gx2[CHUNK], left[CHUNK]; /* a gathered subset of those */
-    int64_t at[CHUNK], dist[CHUNK];
+    uint16_t dist[CHUNK];      /* the ULP distance (at most the budget; below 2^16 between numbers) */
+    int64_t at[CHUNK];
     uint8_t model[CHUNK], ftz[CHUNK];
-    ptrdiff_t n;
+    uint8_t sub[CHUNK];        /* a subnormal input or correctly rounded result */
+    ptrdiff_t n, nsub;
     int first; /* the model tried first: the one that matched most in the last batch */
 } alone_buf;
 
+typedef struct pass pass;
+/* The elements of a run of 64 that differ (mask, bit j: element base + j), w[j] their correctly
+ * rounded bits, or wc for all where w is NULL: sorted (visit_base, or visit_z on AVX-512). */
+typedef void (*visit_fn)(pass *, ptrdiff_t, uint64_t, const uint16_t *, uint16_t);
+/* The gathered elements [k, n) counted into the tally (hist_base, or hist_z on AVX-512). */
+typedef void (*hist_fn)(alone_buf *, sl1k_alone_tally *, ptrdiff_t);
+
 /* One pass's state: the inputs, the profile's shortcut arguments, what leaves and what is counted. */
-typedef struct {
+struct pass {
     const uint16_t *dy, *x1, *x2, *got;
     uint16_t beta;
     int budget, strict, b_open;
@@ -147,8 +156,10 @@ typedef struct {
     sl1k_alone_tally *t;
     diff_fn diff;
     const_fn diffc, number;
+    visit_fn visit;
+    hist_fn hist;
     uint16_t buf[CHUNK];
-} pass;
+};
 
 /* Where the models match: the first tried on every element, each next one on those none
  * matched yet (an element is computed alone by every loop, so a subset gives its bits). */
@@ -171,10 +182,10 @@ static void match_models(pass *c) {
         ptrdiff_t keep = 0;
         for (ptrdiff_t j = 0; j < left; j++) { /* formats.same_result: got is a number here */
             const uint16_t k = a->left[j];
-            if (a->bits[j] == a->got[k])
-                a->model[k] = 1;
-            else
-                a->left[keep++] = k;
+            const uint8_t hit = a->bits[j] == a->got[k];
+            a->model[k] |= hit;
+            a->left[keep] = k; /* (no branch to mispredict: kept where none matched) */
+            keep += !hit;
         }
         if (left - keep > best_hits)
             best_hits = left - keep, best = mi;
@@ -190,8 +201,8 @@ static void match_models(pass *c) {
 static void match_flushed(pass *c) {
     alone_buf *a = c->a;
     ptrdiff_t m = 0;
-    for (ptrdiff_t k = 0; k < a->n; k++)
-        if (h_subnormal(a->want[k]) | h_subnormal(a->dy[k]) | h_subnormal(a->x1[k]) | h_subnormal(a->x2[k])) {
+    for (ptrdiff_t k = 0; k < a->n && m < a->nsub; k++)
+        if (a->sub[k]) {
             a->gdy[m] = h_flush(a->dy[k]), a->gx1[m] = h_flush(a->x1[k]), a->gx2[m] = h_flush(a->x2[k]);
             a->left[m++] = (uint16_t)k;
         }
@@ -202,72 +213,210 @@ static void match_flushed(pass *c) {
         a->ftz[a->left[j]] = h_flush(a->bits[j]) == a->got[a->left[j]];
 }
 
+/* Element k of the gathered ones into the tally: its row, bucket, zero sign, worst and first. */
+static inline void count_one(alone_buf *a, sl1k_alone_tally *t, ptrdiff_t k) {
+    const int row = 2 * a->model[k] + a->ftz[k], b = h_bucket(a->dist[k]);
+    const uint16_t g = a->got[k], w = a->want[k];
+    t->hist[row][b]++;
+    if (a->dist[k] > t->worst_dist[row]) /* the first of the largest: the lowest index */
+        t->worst_dist[row] = a->dist[k], t->worst[row] = a->at[k], t->worst_want[row] = w;
+    if ((h_zero(g) || h_zero(w)) && ((g ^ w) & 0x8000)) {
+        t->zsign[row][b]++;
+        if (t->first_zsign[row] < 0)
+            t->first_zsign[row] = a->at[k], t->zsign_want[row] = w;
+    }
+}
+
+static void hist_base(alone_buf *a, sl1k_alone_tally *t, ptrdiff_t k) {
+    for (; k < a->n; k++)
+        count_one(a, t, k);
+}
+
 static void alone_flush(pass *c) {
     alone_buf *a = c->a;
-    sl1k_alone_tally *t = c->t;
     const ptrdiff_t n = a->n;
     if (!n)
         return;
+    {
+        const uint16_t *__restrict dy = c->dy, *__restrict x1 = c->x1, *__restrict x2 = c->x2, *__restrict got = c->got;
+        const int64_t *__restrict at = a->at;
+        for (ptrdiff_t k = 0; k < n; k++) { /* the inputs and results of the gathered elements */
+            const int64_t i = at[k];
+            a->dy[k] = dy[i], a->x1[k] = x1[i], a->x2[k] = x2[i], a->got[k] = got[i];
+        }
+    }
     memset(a->model, 0, (size_t)n);
     memset(a->ftz, 0, (size_t)n);
     match_models(c);
-    match_flushed(c);
-    for (ptrdiff_t k = 0; k < n; k++) {
-        const int row = 2 * a->model[k] + a->ftz[k], b = h_bucket(a->dist[k]);
-        const uint16_t g = a->got[k], w = a->want[k];
-        t->hist[row][b]++;
-        if (a->dist[k] > t->worst_dist[row]) /* the first of the largest: the lowest index */
-            t->worst_dist[row] = a->dist[k], t->worst[row] = a->at[k], t->worst_want[row] = w;
-        if ((h_zero(g) || h_zero(w)) && ((g ^ w) & 0x8000)) {
-            t->zsign[row][b]++;
-            if (t->first_zsign[row] < 0)
-                t->first_zsign[row] = a->at[k], t->zsign_want[row] = w;
-        }
-    }
-    t->alone += n;
-    a->n = 0;
+    if (a->nsub)
+        match_flushed(c);
+    c->hist(a, c->t, 0);
+    c->t->alone += n;
+    a->n = a->nsub = 0;
+}
+
+/* Element k (got[k] differs from the correctly rounded w) into the gathered ones (dist: their
+ * ULP distance; sub: a subnormal input or result) or handed back (NaN as the canonical NaN). */
+static inline void take(pass *c, ptrdiff_t k, uint16_t w, uint16_t dist, int sub) {
+    alone_buf *a = c->a;
+    if (a->n == CHUNK)
+        alone_flush(c);
+    const ptrdiff_t j = a->n++;
+    a->want[j] = w, a->at[j] = k, a->dist[j] = dist, a->sub[j] = (uint8_t)sub; /* the rest read at the flush */
+    a->nsub += sub;
+}
+static inline void hand_back(pass *c, ptrdiff_t k, uint16_t w) {
+    c->idx[c->count] = k;
+    c->want[c->count] = h_nan(w) ? 0x7e00 : w;
+    c->count++;
+}
+
+/* The exact diff x1 - x2 (binary64 holds it) is +-beta: exact.at_boundary. */
+static inline int on_boundary(const pass *c, ptrdiff_t k) {
+    return !c->b_open && fabs(h_value(c->x1[k]) - h_value(c->x2[k])) == c->bv;
 }
 
 /* Element k, whose bits differ from the correctly rounded w: nothing (both NaN), counted
  * (judge.within_budget_alone, condition by condition), or handed back. */
-static inline void visit(pass *c, ptrdiff_t k, uint16_t w) {
+static inline void visit_one(pass *c, ptrdiff_t k, uint16_t w) {
     const uint16_t r = c->got[k];
-    const int w_nan = h_nan(w), r_nan = h_nan(r);
-    if (w_nan && r_nan)
+    if (h_nan(w) && h_nan(r))
         return;
-    alone_buf *a = c->a;
-    if (a) {
-        const uint16_t d = c->dy[k], p = c->x1[k], q = c->x2[k];
+    if (c->a) {
         const int64_t dist = llabs(h_ordered(r) - h_ordered(w));
         /* (&, not &&: no branch to mispredict per condition) */
         int alone = (dist <= c->budget) & !h_special(r) & !h_special(w) & !(h_zero(r) & h_zero(w));
         if (c->strict)
             alone &= !((h_zero(r) | h_zero(w)) & !!((r ^ w) & 0x8000));
-        if (!c->b_open) /* the exact diff (binary64 holds it) is not +-beta */
-            alone &= fabs(h_value(p) - h_value(q)) != c->bv;
-        if (alone) {
-            if (a->n == CHUNK)
-                alone_flush(c);
-            const ptrdiff_t j = a->n++;
-            a->dy[j] = d, a->x1[j] = p, a->x2[j] = q, a->got[j] = r, a->want[j] = w;
-            a->at[j] = k, a->dist[j] = dist;
-            return;
-        }
+        if (alone && !on_boundary(c, k))
+            return take(c, k, w, (uint16_t)dist, h_subnormal(w) | h_subnormal(c->dy[k]) | h_subnormal(c->x1[k])
+                                                     | h_subnormal(c->x2[k]));
     }
-    c->idx[c->count] = k;
-    c->want[c->count] = w_nan ? 0x7e00 : w;
-    c->count++;
+    hand_back(c, k, w);
 }
 
-/* The elements of mask (bit j: element base + j), w[j] their correctly rounded bits, or wc
- * for all where w is NULL. */
-static inline void visit_mask(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
+static void visit_base(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
     while (mask) {
         const int j = __builtin_ctzll(mask);
         mask &= mask - 1;
-        visit(c, base + j, w ? w[j] : wc);
+        visit_one(c, base + j, w ? w[j] : wc);
     }
 }
+
+#ifdef SL1_HAVE_V3
+/* visit_base 32 lanes at a time: within_budget_alone's conditions as masks (the distance
+ * between two numbers in 16 bits: |m1 - m2| of the magnitudes for one sign, m1 + m2 for two,
+ * below 2^16 for finite halves), the boundary asked exactly only where binary32 says it may be
+ * (|RN32(x1 - x2)| == beta: an exact diff of +-beta rounds to +-beta), then each element
+ * gathered or handed back in index order. */
+V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
+    if (!c->a || c->budget < 0)
+        return visit_base(c, base, mask, w, wc);
+    const __m512i mag = _mm512_set1_epi16(0x7fff), inf = _mm512_set1_epi16(0x7c00), sgn = _mm512_set1_epi16((short)0x8000);
+    const __m512i zero = _mm512_setzero_si512(), frac = _mm512_set1_epi16(0x03ff);
+    const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
+    const __m512 vb = _mm512_set1_ps((float)c->bv);
+    uint16_t dist[32] __attribute__((aligned(64)));
+    for (int h = 0; h < 2; h++) {
+        __mmask32 m = (__mmask32)(mask >> (32 * h));
+        if (!m)
+            continue;
+        const ptrdiff_t at = base + 32 * h;
+        const __m512i r = _mm512_loadu_si512(c->got + at), ww = w ? _mm512_loadu_si512(w + 32 * h) : _mm512_set1_epi16((short)wc);
+        const __m512i mr = _mm512_and_si512(r, mag), mw = _mm512_and_si512(ww, mag);
+        m &= ~(_mm512_cmpgt_epu16_mask(mr, inf) & _mm512_cmpgt_epu16_mask(mw, inf)); /* both NaN: the same result */
+        const __mmask32 zr = _mm512_cmpeq_epi16_mask(mr, zero), zw = _mm512_cmpeq_epi16_mask(mw, zero);
+        const __mmask32 sd = _mm512_test_epi16_mask(_mm512_xor_si512(r, ww), sgn);
+        const __m512i d = _mm512_mask_blend_epi16(sd, _mm512_sub_epi16(_mm512_max_epu16(mr, mw), _mm512_min_epu16(mr, mw)),
+                                                  _mm512_add_epi16(mr, mw));
+        __mmask32 alone = m & ~_mm512_cmpge_epu16_mask(mr, inf) & ~_mm512_cmpge_epu16_mask(mw, inf) & ~(zr & zw)
+                          & _mm512_cmple_epu16_mask(d, budget);
+        if (c->strict)
+            alone &= ~((zr | zw) & sd);
+        __mmask32 sub = 0;
+        if (alone) {
+            const __m512i x1 = _mm512_loadu_si512(c->x1 + at), x2 = _mm512_loadu_si512(c->x2 + at);
+            const __m512i dy = _mm512_loadu_si512(c->dy + at);
+            if (!c->b_open) {
+                const __m512 lo = _mm512_abs_ps(_mm512_sub_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(x1)),
+                                                              _mm512_cvtph_ps(_mm512_castsi512_si256(x2))));
+                const __m512 hi = _mm512_abs_ps(_mm512_sub_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(x1, 1)),
+                                                              _mm512_cvtph_ps(_mm512_extracti64x4_epi64(x2, 1))));
+                __mmask32 maybe = ((__mmask32)_mm512_cmpeq_ps_mask(lo, vb) | (__mmask32)_mm512_cmpeq_ps_mask(hi, vb) << 16) & alone;
+                while (maybe) {
+                    const int j = __builtin_ctz(maybe);
+                    maybe &= maybe - 1;
+                    if (on_boundary(c, at + j))
+                        alone &= ~(1u << j);
+                }
+            }
+#define SUBN(v) (_mm512_cmpeq_epi16_mask(_mm512_and_si512(v, inf), zero) & _mm512_test_epi16_mask(v, frac))
+            sub = SUBN(ww) | SUBN(dy) | SUBN(x1) | SUBN(x2);
+#undef SUBN
+            _mm512_store_si512(dist, d);
+        }
+        const __mmask32 back = m & ~alone;
+        uint16_t want[32] __attribute__((aligned(64)));
+        _mm512_store_si512(want, ww);
+        alone_buf *a = c->a;
+        for (__mmask32 b = alone; b; b &= b - 1) {
+            const int j = __builtin_ctz(b);
+            if (a->n == CHUNK)
+                alone_flush(c);
+            const ptrdiff_t i = a->n++;
+            const uint8_t s = (uint8_t)(sub >> j & 1);
+            a->want[i] = want[j], a->at[i] = at + j, a->dist[i] = dist[j], a->sub[i] = s;
+            a->nsub += s;
+        }
+        for (__mmask32 b = back; b; b &= b - 1) {
+            const int j = __builtin_ctz(b);
+            hand_back(c, at + j, w ? w[32 * h + j] : wc);
+        }
+    }
+}
+
+/* hist_base 32 elements at a time: each row's elements by bucket counted with popcounts; the
+ * zero signs and a new largest distance (rare) element by element, in index order. */
+V4 static void hist_z(alone_buf *a, sl1k_alone_tally *t, ptrdiff_t k) {
+    const __m512i mag = _mm512_set1_epi16(0x7fff), sgn = _mm512_set1_epi16((short)0x8000), zero = _mm512_setzero_si512();
+    for (; k + 32 <= a->n; k += 32) {
+        const __m512i d = _mm512_loadu_si512(a->dist + k), g = _mm512_loadu_si512(a->got + k), w = _mm512_loadu_si512(a->want + k);
+        const __mmask32 model = _mm256_test_epi8_mask(_mm256_loadu_si256((const __m256i *)(a->model + k)), _mm256_set1_epi8(1));
+        const __mmask32 ftz = _mm256_test_epi8_mask(_mm256_loadu_si256((const __m256i *)(a->ftz + k)), _mm256_set1_epi8(1));
+        const __mmask32 zs = (_mm512_cmpeq_epi16_mask(_mm512_and_si512(g, mag), zero) | _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, mag), zero))
+                             & _mm512_test_epi16_mask(_mm512_xor_si512(g, w), sgn);
+        __mmask32 bucket[10];
+        bucket[0] = 0; /* (0 between two numbers is the zero-sign bucket, 9) */
+        for (int b = 1; b <= 4; b++)
+            bucket[b] = _mm512_cmpeq_epi16_mask(d, _mm512_set1_epi16((short)b));
+        bucket[5] = _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(5)) & _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(8));
+        bucket[6] = _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(9)) & _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(64));
+        bucket[7] = _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(65));
+        bucket[8] = 0;
+        bucket[9] = _mm512_cmpeq_epi16_mask(d, zero);
+        for (int row = 0; row < 4; row++) {
+            const __mmask32 in = (row & 2 ? model : ~model) & (row & 1 ? ftz : ~ftz);
+            if (!in)
+                continue;
+            for (int b = 1; b < 10; b++)
+                t->hist[row][b] += __builtin_popcount(in & bucket[b]);
+            const __mmask32 far = in & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)(t->worst_dist[row] > 0xffff ? 0xffff : t->worst_dist[row])));
+            if (far | (in & zs))
+                for (__mmask32 e = far | (in & zs); e; e &= e - 1) { /* in index order, as hist_base */
+                    const int j = __builtin_ctz(e), b = h_bucket(a->dist[k + j]);
+                    if (a->dist[k + j] > t->worst_dist[row])
+                        t->worst_dist[row] = a->dist[k + j], t->worst[row] = a->at[k + j], t->worst_want[row] = a->want[k + j];
+                    if (zs >> j & 1) {
+                        t->zsign[row][b]++;
+                        if (t->first_zsign[row] < 0)
+                            t->first_zsign[row] = a->at[k + j], t->zsign_want[row] = a->want[k + j];
+                    }
+                }
+        }
+    }
+    hist_base(a, t, k);
+}
+#endif
 
 /* Elements [s, e) by the arithmetic: sl1k_f16_cr, CHUNK at a time, compared 64 at a time. */
 static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
@@ -282,7 +431,8 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
             else
                 for (ptrdiff_t k = i; k < m; k++)
                     mask |= (uint64_t)(c->buf[k] != g[k]) << (k - i);
-            visit_mask(c, s + i, mask, c->buf + i, 0);
+            if (mask)
+                c->visit(c, s + i, mask, c->buf + i, 0);
         }
     }
 }
@@ -298,7 +448,8 @@ static void check_constant(pass *c, ptrdiff_t s, ptrdiff_t e, uint16_t w) {
         else
             for (ptrdiff_t k = s; k < e; k++)
                 mask |= (uint64_t)(nan ? !h_nan(c->got[k]) : c->got[k] != w) << (k - s);
-        visit_mask(c, s, mask, NULL, w);
+        if (mask)
+            c->visit(c, s, mask, NULL, w);
     }
 }
 
@@ -357,11 +508,12 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
     *c = (pass){.dy = dy, .x1 = x1, .x2 = x2, .got = got, .beta = beta, .budget = budget,
                 .strict = strict_zero_sign, .b_open = !(bv > 0 && bv < INFINITY), /* exact.at_boundary: none then */
                 .bv = bv, .models = models, .nmodels = nmodels, .idx = idx, .want = want, .t = t,
-                .diff = diff64_base, .diffc = diffc64_base, .number = number64_base};
+                .diff = diff64_base, .diffc = diffc64_base, .number = number64_base,
+                .visit = visit_base, .hist = hist_base};
 #ifdef SL1_HAVE_V3
     switch (sl1k_variant()) {
     case 2:
-        c->diff = diff64_z, c->diffc = diffc64_z, c->number = number64_z;
+        c->diff = diff64_z, c->diffc = diffc64_z, c->number = number64_z, c->visit = visit_z, c->hist = hist_z;
         break;
     case 1:
         c->diff = diff64_x, c->diffc = diffc64_x, c->number = number64_x;
@@ -378,7 +530,7 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
                 free(c);
                 return -1;
             }
-            c->a->n = 0, c->a->first = 0;
+            c->a->n = c->a->nsub = 0, c->a->first = 0;
         }
     }
     if (rows && rows->row > 0 && n % rows->row == 0)
