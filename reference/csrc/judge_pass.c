@@ -36,7 +36,7 @@
 #define SL1_HAVE_V3 1
 #include <immintrin.h>
 #define V3 __attribute__((target("avx2,f16c")))
-#define V4 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c")))
+#define V4 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c,popcnt")))
 #endif
 
 enum { CHUNK = 2048, RUN = 64 }; /* RUN: the bits of a mask */
@@ -158,7 +158,17 @@ struct pass {
     const_fn diffc, number;
     visit_fn visit;
     hist_fn hist;
-    uint16_t buf[CHUNK];
+    /* Dense chunks (more than one element in 8 differs): the first model's bits of
+     * the whole chunk from mstart (model bits in mbuf; mon), so that an element that is that
+     * model's result, with no zero on either side, is counted where it is found (row "model",
+     * or "model+ftz" where a subnormal input is and got is the flush-to-zero oracle's, in fbuf
+     * from fstart to the chunk's end, computed where the first is needed: fon), each row's worst apart (fast_*: merged at the end, larger distance, then
+     * lower index, as one pass in index order picks). */
+    int mon, fon;
+    ptrdiff_t mstart, mend, fstart;
+    int64_t fast_dist[4], fast_at[4]; /* (rows 2 and 3) */
+    uint16_t fast_want[4];
+    uint16_t buf[CHUNK], mbuf[CHUNK], fbuf[CHUNK], fdy[CHUNK], fx1[CHUNK], fx2[CHUNK];
 };
 
 /* Where the models match: the first tried on every element, each next one on those none
@@ -304,6 +314,49 @@ static void visit_base(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
 }
 
 #ifdef SL1_HAVE_V3
+/* The elements of mask counted into row's histogram by the buckets of their distances d. */
+V4 static inline void count_buckets(sl1k_alone_tally *t, int row, __mmask32 in, __m512i d) {
+    const __mmask32 one = in & _mm512_cmpeq_epi16_mask(d, _mm512_set1_epi16(1)); /* (most are 1 ULP away) */
+    t->hist[row][1] += __builtin_popcount(one);
+    in &= ~one;
+    if (!in)
+        return;
+    t->hist[row][9] += __builtin_popcount(in & _mm512_cmpeq_epi16_mask(d, _mm512_setzero_si512()));
+    for (int b = 2; b <= 4; b++)
+        t->hist[row][b] += __builtin_popcount(in & _mm512_cmpeq_epi16_mask(d, _mm512_set1_epi16((short)b)));
+    t->hist[row][5] += __builtin_popcount(in & _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(5))
+                                          & _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(8)));
+    t->hist[row][6] += __builtin_popcount(in & _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(9))
+                                          & _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(64)));
+    t->hist[row][7] += __builtin_popcount(in & _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(65)));
+}
+
+/* Lanes holding a subnormal; the lanes with each subnormal made the zero of its sign (h_flush). */
+V4 static inline __mmask32 subnormal_z(__m512i v) {
+    return _mm512_testn_epi16_mask(v, _mm512_set1_epi16(0x7c00)) & _mm512_test_epi16_mask(v, _mm512_set1_epi16(0x03ff));
+}
+V4 static inline __m512i flush_z(__m512i v) {
+    return _mm512_mask_blend_epi16(subnormal_z(v), v, _mm512_and_si512(v, _mm512_set1_epi16((short)0x8000)));
+}
+
+/* The flush-to-zero oracle's bits (flushed inputs, the correctly rounded result, flushed) of
+ * the elements [from, mend) of a dense chunk, into fbuf. */
+V4 static void flushed_oracle_z(pass *c, ptrdiff_t from) {
+    const ptrdiff_t n = c->mend - from;
+    for (ptrdiff_t k = 0; k < n; k += 32) {
+        const __mmask32 in = n - k >= 32 ? 0xffffffffu : (1u << (n - k)) - 1;
+        _mm512_mask_storeu_epi16(c->fdy + k, in, flush_z(_mm512_maskz_loadu_epi16(in, c->dy + from + k)));
+        _mm512_mask_storeu_epi16(c->fx1 + k, in, flush_z(_mm512_maskz_loadu_epi16(in, c->x1 + from + k)));
+        _mm512_mask_storeu_epi16(c->fx2 + k, in, flush_z(_mm512_maskz_loadu_epi16(in, c->x2 + from + k)));
+    }
+    sl1k_f16_cr(c->fdy, c->fx1, c->fx2, c->beta, c->fbuf, n);
+    for (ptrdiff_t k = 0; k < n; k += 32) {
+        const __mmask32 in = n - k >= 32 ? 0xffffffffu : (1u << (n - k)) - 1;
+        _mm512_mask_storeu_epi16(c->fbuf + k, in, flush_z(_mm512_maskz_loadu_epi16(in, c->fbuf + k)));
+    }
+    c->fon = 1, c->fstart = from;
+}
+
 /* visit_base 32 lanes at a time: within_budget_alone's conditions as masks (the distance
  * between two numbers in 16 bits: |m1 - m2| of the magnitudes for one sign, m1 + m2 for two,
  * below 2^16 for finite halves), the boundary asked exactly only where binary32 says it may be
@@ -313,7 +366,7 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
     if (!c->a || c->budget < 0)
         return visit_base(c, base, mask, w, wc);
     const __m512i mag = _mm512_set1_epi16(0x7fff), inf = _mm512_set1_epi16(0x7c00), sgn = _mm512_set1_epi16((short)0x8000);
-    const __m512i zero = _mm512_setzero_si512(), frac = _mm512_set1_epi16(0x03ff);
+    const __m512i zero = _mm512_setzero_si512();
     const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
     const __m512 vb = _mm512_set1_ps((float)c->bv);
     uint16_t dist[32] __attribute__((aligned(64)));
@@ -333,7 +386,7 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
                           & _mm512_cmple_epu16_mask(d, budget);
         if (c->strict)
             alone &= ~((zr | zw) & sd);
-        __mmask32 sub = 0;
+        __mmask32 sub = 0, fast = 0;
         if (alone) {
             const __m512i x1 = _mm512_loadu_si512(c->x1 + at), x2 = _mm512_loadu_si512(c->x2 + at);
             const __m512i dy = _mm512_loadu_si512(c->dy + at);
@@ -350,12 +403,41 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
                         alone &= ~(1u << j);
                 }
             }
-#define SUBN(v) (_mm512_cmpeq_epi16_mask(_mm512_and_si512(v, inf), zero) & _mm512_test_epi16_mask(v, frac))
-            sub = SUBN(ww) | SUBN(dy) | SUBN(x1) | SUBN(x2);
-#undef SUBN
+            const __mmask32 subin = subnormal_z(dy) | subnormal_z(x1) | subnormal_z(x2);
+            sub = subin | subnormal_z(ww);
+            /* A dense chunk: the first model's result, no zero: row "model", and "model+ftz" where a
+             * subnormal input is and got is the flush-to-zero oracle's (a subnormal correctly
+             * rounded result alone flushes to a zero, which got is not) */
+            if (c->mon) {
+                fast = alone & ~(zr | zw) & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->mbuf + (at - c->mstart)));
+                __mmask32 ftz = 0;
+                if (fast & subin) {
+                    if (!c->fon)
+                        flushed_oracle_z(c, at);
+                    ftz = subin & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->fbuf + (at - c->fstart)));
+                }
+                if (fast) {
+                    const int n = __builtin_popcount(fast);
+                    c->t->alone += n;
+                    _mm512_store_si512(dist, d);
+                    for (int row = 2; row < 4; row++) {
+                        const __mmask32 in = fast & (row == 3 ? ftz : ~ftz);
+                        if (!in)
+                            continue;
+                        count_buckets(c->t, row, in, d);
+                        __mmask32 far = in & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[row]));
+                        for (; far; far &= far - 1) { /* in index order: the first of the largest */
+                            const int j = __builtin_ctz(far);
+                            if (dist[j] > c->fast_dist[row])
+                                c->fast_dist[row] = dist[j], c->fast_at[row] = at + j, c->fast_want[row] = w ? w[32 * h + j] : wc;
+                        }
+                    }
+                    alone &= ~fast;
+                }
+            }
             _mm512_store_si512(dist, d);
         }
-        const __mmask32 back = m & ~alone;
+        const __mmask32 back = m & ~alone & ~fast;
         uint16_t want[32] __attribute__((aligned(64)));
         _mm512_store_si512(want, ww);
         alone_buf *a = c->a;
@@ -385,21 +467,11 @@ V4 static void hist_z(alone_buf *a, sl1k_alone_tally *t, ptrdiff_t k) {
         const __mmask32 ftz = _mm256_test_epi8_mask(_mm256_loadu_si256((const __m256i *)(a->ftz + k)), _mm256_set1_epi8(1));
         const __mmask32 zs = (_mm512_cmpeq_epi16_mask(_mm512_and_si512(g, mag), zero) | _mm512_cmpeq_epi16_mask(_mm512_and_si512(w, mag), zero))
                              & _mm512_test_epi16_mask(_mm512_xor_si512(g, w), sgn);
-        __mmask32 bucket[10];
-        bucket[0] = 0; /* (0 between two numbers is the zero-sign bucket, 9) */
-        for (int b = 1; b <= 4; b++)
-            bucket[b] = _mm512_cmpeq_epi16_mask(d, _mm512_set1_epi16((short)b));
-        bucket[5] = _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(5)) & _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(8));
-        bucket[6] = _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(9)) & _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(64));
-        bucket[7] = _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(65));
-        bucket[8] = 0;
-        bucket[9] = _mm512_cmpeq_epi16_mask(d, zero);
         for (int row = 0; row < 4; row++) {
             const __mmask32 in = (row & 2 ? model : ~model) & (row & 1 ? ftz : ~ftz);
             if (!in)
                 continue;
-            for (int b = 1; b < 10; b++)
-                t->hist[row][b] += __builtin_popcount(in & bucket[b]);
+            count_buckets(t, row, in, d);
             const __mmask32 far = in & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)(t->worst_dist[row] > 0xffff ? 0xffff : t->worst_dist[row])));
             if (far | (in & zs))
                 for (__mmask32 e = far | (in & zs); e; e &= e - 1) { /* in index order, as hist_base */
@@ -418,12 +490,21 @@ V4 static void hist_z(alone_buf *a, sl1k_alone_tally *t, ptrdiff_t k) {
 }
 #endif
 
+/* Bits set in x (no popcnt instruction assumed: the baseline build). */
+static inline int pop64(uint64_t x) {
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    return (int)((((x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full) * 0x0101010101010101ull) >> 56);
+}
+
 /* Elements [s, e) by the arithmetic: sl1k_f16_cr, CHUNK at a time, compared 64 at a time. */
 static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
+    uint64_t masks[CHUNK / RUN];
     for (; s < e; s += CHUNK) {
         const ptrdiff_t m = e - s < CHUNK ? e - s : CHUNK;
         const uint16_t *g = c->got + s;
         sl1k_f16_cr(c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->buf, m);
+        ptrdiff_t differ = 0;
         for (ptrdiff_t i = 0; i < m; i += RUN) {
             uint64_t mask = 0;
             if (m - i >= RUN)
@@ -431,9 +512,18 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
             else
                 for (ptrdiff_t k = i; k < m; k++)
                     mask |= (uint64_t)(c->buf[k] != g[k]) << (k - i);
-            if (mask)
-                c->visit(c, s + i, mask, c->buf + i, 0);
+            masks[i / RUN] = mask;
+            differ += pop64(mask);
         }
+        /* dense: more than one element in 8 differs (visit_z then counts the first model's own there) */
+        c->mon = c->a && c->nmodels && c->visit != visit_base && differ * 8 > m;
+        c->fon = 0;
+        if (c->mon)
+            sl1k_f16(c->models[c->a->first], c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->mbuf, m), c->mstart = s, c->mend = s + m;
+        for (ptrdiff_t i = 0; i < m; i += RUN)
+            if (masks[i / RUN])
+                c->visit(c, s + i, masks[i / RUN], c->buf + i, 0);
+        c->mon = 0;
     }
 }
 
@@ -538,8 +628,13 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
             check_row(c, rows, base);
     else
         check_computed(c, 0, n);
-    if (c->a)
+    if (c->a) {
         alone_flush(c);
+        for (int row = 2; row < 4; row++)
+            if (c->fast_dist[row] > t->worst_dist[row]
+                || (c->fast_dist[row] == t->worst_dist[row] && c->fast_dist[row] > 0 && c->fast_at[row] < t->worst[row]))
+                t->worst_dist[row] = c->fast_dist[row], t->worst[row] = c->fast_at[row], t->worst_want[row] = c->fast_want[row];
+    }
     const ptrdiff_t count = c->count;
     free(c->a);
     free(c);
