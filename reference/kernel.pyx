@@ -255,13 +255,15 @@ def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
 
 def f16_table_runs(const uint16_t[::1] table):
     """The stretches of ``table`` (fp16 bits) along which the values rise or fall strictly, finite,
-    64 elements or more: an int64 array of (start, end, direction) rows covering the table in
-    order, direction 1 (rising), -1 (falling) or 0 (neither: the infinities, NaN, +0 beside -0,
-    short stretches). Computed once a sweep worker, for :func:`f16_judge_pass`'s ``rows``."""
+    or are all NaN, 64 elements or more: an int64 array of (start, end, direction) rows covering
+    the table in order, direction 1 (rising), -1 (falling), 2 (NaN: every result NaN) or 0
+    (neither: the infinities, +0 beside -0, short stretches). Computed once a sweep worker, for
+    :func:`f16_judge_pass`'s ``rows``."""
     v = np.asarray(table).view(np.float16).astype(np.float64)
     n = v.size
     with np.errstate(invalid="ignore"):
         step = np.where(np.isfinite(v[:-1]) & np.isfinite(v[1:]), np.sign(np.diff(v)), 0).astype(np.int8)
+        step[np.isnan(v[:-1]) & np.isnan(v[1:])] = 2
     cut = np.flatnonzero(step[1:] != step[:-1]) + 1  # step i goes from element i to i + 1
     out, pos = [], 0
     for a, b in zip(np.r_[0, cut].tolist(), np.r_[cut, step.size].tolist()):

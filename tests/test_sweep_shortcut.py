@@ -205,10 +205,13 @@ def test_table_runs_cut_the_table_into_strictly_monotone_finite_stretches():
         v = table.view(np.float16).astype(np.float64)
         for s, e, d in runs.tolist():
             assert e > s
-            if d:
+            if d == 2:
+                assert e - s >= 64 and np.isnan(v[s:e]).all()
+            elif d:
                 assert e - s >= 64 and np.isfinite(v[s:e]).all() and (np.sign(np.diff(v[s:e])) == d).all()
     runs = kernel.f16_table_runs(np.arange(1 << 16, dtype=np.uint16))
-    assert runs.tolist() == [[0, 0x7C00, 1], [0x7C00, 0x8000, 0], [0x8000, 0xFC00, -1], [0xFC00, 0x10000, 0]]
+    assert runs.tolist() == [[0, 0x7C00, 1], [0x7C00, 0x7C01, 0], [0x7C01, 0x8000, 2], [0x8000, 0xFC00, -1],
+                             [0xFC00, 0xFC01, 0], [0xFC01, 0x10000, 2]]
 
 
 def test_the_shortcut_on_a_kernels_block_and_every_edge_pair():

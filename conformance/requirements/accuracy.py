@@ -118,33 +118,43 @@ def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     The counts count the implementation's deviations on the ordinary elements: an element
     where it gives the correctly rounded result adds nothing but the counters' keys, which exist
     as soon as one element of the call is ordinary. So this judges the elements where the
-    implementation differs, and only if none of those is ordinary, the others in growing
-    slices until one is (usually the first slice; the whole call where none is). Every rule is
-    a function of the element alone, so the counts are those of the call judged whole
+    implementation differs (found by the sweep's check in C for fp16), and only if none of those
+    is ordinary, the others in growing slices until one is (usually the first slice); of either,
+    only those that can be ordinary (:func:`_may_be_ordinary`: the others add nothing). Every
+    rule is a function of the element alone, so the counts are those of the call judged whole
     (tests/test_sweep.py checks it against :func:`call_bias_counts`)."""
     def counted(idx, w):
         exp = expected_for(fmt, dy[idx], x1[idx], x2[idx], beta, variant=variant, core_mask=core_mask, oracle=w)
         return bias_counts([judge(fmt, profile, got[idx], exp, dy[idx], x1[idx], x2[idx], beta)], profile)
 
+    if is_subnormal(fmt, np.array([beta], fmt.uint))[0]:
+        return {}  # every element has a subnormal input: none is ordinary
+    # only the elements that can be ordinary are judged (the others add nothing, not even the keys)
     picked, want = _differing(fmt, got, dy, x1, x2, beta)
-    counts = counted(picked, want) if picked.size else {}
-    if not counts and is_subnormal(fmt, np.array([beta], fmt.uint))[0]:
-        return counts  # every element has a subnormal input: none is ordinary
+    keep = _may_be_ordinary(fmt, got[picked], want, dy[picked], x1[picked], x2[picked], beta)
+    counts = counted(picked[keep], want[keep]) if keep.any() else {}
     at, step = 0, 1024
     while not counts and at < got.size:  # no ordinary element among them: does the rest hold one (the keys)?
-        # only an element with a normal result, no subnormal input and no intermediate that overflows
-        # can be (bias_counts' ordinary): the others of the slice are not judged for it (a block of
-        # subnormal x2 has none, nor one of large x2 and dy)
         end = min(at + step, got.size)
-        d, a, b = dy[at:end], x1[at:end], x2[at:end]
+        d, a, b, g = dy[at:end], x1[at:end], x2[at:end], got[at:end]
         o = _oracle(fmt, d, a, b, beta)
-        k = np.flatnonzero(formats.same_result(fmt, got[at:end], o) & ((o & fmt.exp_mask) != 0) & ~is_special(fmt, o)
-                           & ~is_subnormal(fmt, d) & ~is_subnormal(fmt, a) & ~is_subnormal(fmt, b))
-        with np.errstate(all="ignore"):
-            k = k[~overflow_prone(fmt, exact_diff(fmt, a[k], b[k])[0], d[k], beta)]
+        k = np.flatnonzero(formats.same_result(fmt, g, o) & _may_be_ordinary(fmt, g, o, d, a, b, beta))
         counts = counted(at + k, o[k]) if k.size else {}
         at, step = end, 4 * step
     return counts
+
+
+def _may_be_ordinary(fmt, got, want, dy, x1, x2, beta: int) -> np.ndarray:
+    """Where an element can be bias_counts' ordinary one, told from the facts that are cheap to
+    get (each is one of its conditions): a normal correctly rounded result, a result that is no
+    infinity or NaN, no subnormal input, no intermediate that overflows. A block of subnormal
+    x2, of tiny results or of large x2 and dy has none: its elements are not judged for the counts."""
+    may = ((want & fmt.exp_mask) != 0) & ~is_special(fmt, want) & ~is_special(fmt, got)
+    may &= ~is_subnormal(fmt, dy) & ~is_subnormal(fmt, x1) & ~is_subnormal(fmt, x2)
+    at = np.flatnonzero(may)
+    with np.errstate(all="ignore"):
+        may[at] = ~overflow_prone(fmt, exact_diff(fmt, x1[at], x2[at])[0], dy[at], beta)
+    return may
 
 
 def _oracle(fmt, dy, x1, x2, beta: int) -> np.ndarray:

@@ -65,6 +65,20 @@ static uint64_t number64_base(const uint16_t *g, uint16_t c) {
         mask |= (uint64_t)!h_nan(g[k]) << k;
     return mask;
 }
+/* How many of g's n elements (a multiple of RUN) lie in leading runs of RUN that are all c, NaN
+ * as a class where c is a NaN: where check_constant's next visit starts. */
+typedef ptrdiff_t (*skip_fn)(const uint16_t *, ptrdiff_t, uint16_t);
+static ptrdiff_t skip_base(const uint16_t *g, ptrdiff_t n, uint16_t c) {
+    ptrdiff_t k = 0;
+    if (h_nan(c))
+        while (k < n && !number64_base(g + k, c))
+            k += RUN;
+    else
+        while (k < n && !diffc64_base(g + k, c))
+            k += RUN;
+    return k;
+}
+
 #ifdef SL1_HAVE_V3
 /* Bit k of 32 set where lane k of the two 16-lane compares c0, c1 is all ones. */
 V3 static inline uint32_t ones32_x(__m256i c0, __m256i c1) {
@@ -95,7 +109,42 @@ V3 static uint64_t number64_x(const uint16_t *g, uint16_t c) {
                                               _mm256_cmpgt_epi16(_mm256_and_si256(LOAD_X(g + q + 16), mag), inf)) << q;
     return mask;
 }
+V3 static ptrdiff_t skip_x(const uint16_t *g, ptrdiff_t n, uint16_t c) {
+    ptrdiff_t k = 0;
+    if (h_nan(c))
+        while (k < n && !number64_x(g + k, c))
+            k += RUN;
+    else { /* OR of the XORs with c: zero where all 64 are c */
+        const __m256i vc = _mm256_set1_epi16((short)c);
+        for (; k < n; k += RUN) {
+            const __m256i x = _mm256_or_si256(_mm256_or_si256(_mm256_xor_si256(LOAD_X(g + k), vc), _mm256_xor_si256(LOAD_X(g + k + 16), vc)),
+                                              _mm256_or_si256(_mm256_xor_si256(LOAD_X(g + k + 32), vc), _mm256_xor_si256(LOAD_X(g + k + 48), vc)));
+            if (!_mm256_testz_si256(x, x))
+                break;
+        }
+    }
+    return k;
+}
 #undef LOAD_X
+V4 static ptrdiff_t skip_z(const uint16_t *g, ptrdiff_t n, uint16_t c) {
+    ptrdiff_t k = 0;
+    if (h_nan(c)) { /* a number among them: (g & 0x7fff) <= 0x7c00 */
+        const __m512i mag = _mm512_set1_epi16(0x7fff), inf = _mm512_set1_epi16(0x7c00);
+        for (; k < n; k += RUN)
+            if (_mm512_cmple_epu16_mask(_mm512_and_si512(_mm512_loadu_si512(g + k), mag), inf)
+                | _mm512_cmple_epu16_mask(_mm512_and_si512(_mm512_loadu_si512(g + k + 32), mag), inf))
+                break;
+    } else {
+        const __m512i vc = _mm512_set1_epi16((short)c);
+        for (; k < n; k += RUN) {
+            const __m512i x = _mm512_or_si512(_mm512_xor_si512(_mm512_loadu_si512(g + k), vc),
+                                              _mm512_xor_si512(_mm512_loadu_si512(g + k + 32), vc));
+            if (_mm512_test_epi64_mask(x, x))
+                break;
+        }
+    }
+    return k;
+}
 V4 static uint64_t diff64_z(const uint16_t *a, const uint16_t *b) {
     return (uint64_t)_mm512_cmpneq_epi16_mask(_mm512_loadu_si512(a), _mm512_loadu_si512(b))
            | (uint64_t)_mm512_cmpneq_epi16_mask(_mm512_loadu_si512(a + 32), _mm512_loadu_si512(b + 32)) << 32;
@@ -156,6 +205,7 @@ struct pass {
     sl1k_alone_tally *t;
     diff_fn diff;
     const_fn diffc, number;
+    skip_fn skip;
     visit_fn visit;
     hist_fn hist;
     /* Dense chunks (more than one element in 8 differs): the first model's bits of
@@ -531,16 +581,18 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
 static void check_constant(pass *c, ptrdiff_t s, ptrdiff_t e, uint16_t w) {
     const int nan = h_nan(w);
     const const_fn f = nan ? c->number : c->diffc;
-    for (; s < e; s += RUN) {
-        uint64_t mask = 0;
-        if (e - s >= RUN)
-            mask = f(c->got + s, w);
-        else
-            for (ptrdiff_t k = s; k < e; k++)
-                mask |= (uint64_t)(nan ? !h_nan(c->got[k]) : c->got[k] != w) << (k - s);
-        if (mask)
-            c->visit(c, s, mask, NULL, w);
+    while (e - s >= RUN) {
+        s += c->skip(c->got + s, (e - s) / RUN * RUN, w); /* the runs that are all right */
+        if (e - s < RUN)
+            break;
+        c->visit(c, s, f(c->got + s, w), NULL, w);
+        s += RUN;
     }
+    uint64_t mask = 0;
+    for (ptrdiff_t k = s; k < e; k++)
+        mask |= (uint64_t)(nan ? !h_nan(c->got[k]) : c->got[k] != w) << (k - s);
+    if (mask)
+        c->visit(c, s, mask, NULL, w);
 }
 
 /* The first i in [s, e) where the exact diff d = table[i] - x (binary64 holds every fp16 diff)
@@ -573,6 +625,8 @@ static void check_row(pass *c, const sl1k_rows *rows, ptrdiff_t base) {
         const int64_t dir = rows->runs[3 * r + 2];
         if (!dir) {
             check_computed(c, base + s, base + e);
+        } else if (dir == 2) { /* x1 NaN: every result NaN */
+            check_constant(c, base + s, base + e, 0x7e00);
         } else if (dir > 0) { /* the diff rises: below -beta, the middle and boundary, above beta */
             const ptrdiff_t lo = first_where(c->x1, s, e, x, -b, GE), hi = first_where(c->x1, lo, e, x, b, GT);
             check_constant(c, base + s, base + lo, lt);
@@ -598,15 +652,15 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
     *c = (pass){.dy = dy, .x1 = x1, .x2 = x2, .got = got, .beta = beta, .budget = budget,
                 .strict = strict_zero_sign, .b_open = !(bv > 0 && bv < INFINITY), /* exact.at_boundary: none then */
                 .bv = bv, .models = models, .nmodels = nmodels, .idx = idx, .want = want, .t = t,
-                .diff = diff64_base, .diffc = diffc64_base, .number = number64_base,
+                .diff = diff64_base, .diffc = diffc64_base, .number = number64_base, .skip = skip_base,
                 .visit = visit_base, .hist = hist_base};
 #ifdef SL1_HAVE_V3
     switch (sl1k_variant()) {
     case 2:
-        c->diff = diff64_z, c->diffc = diffc64_z, c->number = number64_z, c->visit = visit_z, c->hist = hist_z;
+        c->diff = diff64_z, c->diffc = diffc64_z, c->number = number64_z, c->skip = skip_z, c->visit = visit_z, c->hist = hist_z;
         break;
     case 1:
-        c->diff = diff64_x, c->diffc = diffc64_x, c->number = number64_x;
+        c->diff = diff64_x, c->diffc = diffc64_x, c->number = number64_x, c->skip = skip_x;
         break;
     }
 #endif

@@ -58,7 +58,8 @@ typedef struct {
 } sl1k_alone_tally;
 /* A sweep block's shape, where it has one: rows of `row` elements, x1 in each the first row's
  * (the table), x2 and dy one value a row; runs: nruns triples (start, end, direction) cutting
- * the table into stretches whose values rise strictly (1), fall strictly (-1), or neither (0). */
+ * the table into stretches whose values rise strictly (1), fall strictly (-1), are all NaN (2),
+ * or neither (0). */
 typedef struct {
     ptrdiff_t row;
     const int64_t *runs;
