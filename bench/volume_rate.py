@@ -12,14 +12,16 @@ which runs of RUN charge 4,096 / RUN times too often, and one block at a time wo
 block (0.05 to 0.1 ns an element of the judge's cost that a volume does not pay). Each is timed whole
 (``sweep._Block.run``: the call, the oracle, the comparison, the judge on the wrong elements,
 the tally) and the implementation alone on the same inputs (``adapter.run``). The judge's own
-cost is the difference; of it, the check (``kernel.f16_judge_pass``, the sweep's: the correctly
-rounded result, the comparison and the judge's shortcut with its histogram in C, paid by every
-element) is timed alone, and of that the correctly rounded result alone
-(``kernel.f16_correctly_rounded``); the rest is put per element the check hands back to Python
-(those the whole judge decides: ``judge.within_budget_alone`` does not settle them). Every
-block is timed all four ways one after another, so the ratios come from one run on a noisy
-machine; ``REPEATS`` runs, medians shown. Timings are written, never asserted; docs/sweeps.md
-quotes them.
+cost is the difference; of it, the check (``sweep._Block.check``: ``kernel.f16_judge_pass`` with
+the block's rows, the correctly rounded result where the branch is not known, the comparison,
+the judge's shortcut and its histogram in C) is timed alone; the rest is Python's, per block
+(the inputs, the probes, the rounding-bias counts of every 64th block, the whole judge on the
+elements the check hands back, the tally), shown per element. For comparison, the correctly
+rounded result of every element (``kernel.f16_correctly_rounded``: the arithmetic a check
+without rows would do) is timed too. Every block is timed all four ways one after another, so
+the ratios come from one run on a noisy machine; ``REPEATS`` runs, medians shown. Timings are
+written, never asserted; docs/sweeps.md quotes them. ``SL1CONF_KERNEL_ISA=avx2`` runs the AVX2 +
+F16C loops on an AVX-512 machine (the kernel's and the check's).
 
     python bench/volume_rate.py [BLOCKS [REPEATS]]
 """
@@ -80,14 +82,14 @@ def _median(runs: list) -> dict:
     return {"impl": runs[0]["impl"], "rate": med(lambda m: m["elements"] / m["whole"]), "own": med(lambda m: per(m, "own")),
             "judge": med(lambda m: (m["whole"] - m["own"]) / m["elements"]), "ratio": med(lambda m: (m["whole"] - m["own"]) / m["own"]),
             "check": med(lambda m: per(m, "check")), "cr": med(lambda m: per(m, "cr")), "back": med(lambda m: per(m, "back")),
-            "rest": med(lambda m: (m["whole"] - m["own"] - m["check"]) / max(m["back"], 1))}
+            "rest": med(lambda m: (m["whole"] - m["own"] - m["check"]) / m["elements"])}
 
 
 def _row(m: dict) -> str:
     hours = ELEMENTS / (m["rate"] * CLUSTER_CORES) / 3600
     return (f"| {m['impl']} | {m['rate'] / 1e6:.0f} M/s | {m['own'] * 1e9:.2f} ns | {m['judge'] * 1e9:.2f} ns | "
-            f"{m['ratio']:.1f} x | {hours * 60:.0f} min | {m['check'] * 1e9:.2f} ns | {m['cr'] * 1e9:.2f} ns | "
-            f"{m['back']:.2%}, {m['rest'] * 1e9:.0f} ns each |")
+            f"{m['ratio']:.1f} x | {hours * 60:.0f} min | {m['check'] * 1e9:.2f} ns | {m['rest'] * 1e9:.2f} ns | "
+            f"{m['back']:.3%} | {m['cr'] * 1e9:.2f} ns |")
 
 
 def main(argv) -> None:
@@ -100,10 +102,10 @@ def main(argv) -> None:
     print(f"{len(blocks)} blocks of 2^20 of --dy all --subset all (runs of {RUN}), beta 0x3c00, one process on one core "
           f"({kernel.ISA}), medians of {repeats} runs")
     print("| implementation | elements/s per core | its own time per element | the judge's per element | "
-          "judge / implementation | projected 2^48 on 1,600 cores | of the judge's: the check (C: correctly rounded "
-          "result, comparison, shortcut and its histogram; every element) | of the check's: the correctly rounded "
-          "result | elements back to Python (the whole judge), the rest of the judge's cost per such element |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "judge / implementation | projected 2^48 on 1,600 cores | of the judge's: the check (C, with the "
+          "block's rows) | of the judge's: Python's (inputs, probes, sampled blocks' bias counts, tally) | "
+          "elements back to the whole judge | for comparison: the correctly rounded result of every element |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for impl in IMPLS:
         print(_row(_median([_measure(impl, blocks) for _ in range(repeats)])), flush=True)
 
