@@ -291,7 +291,9 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     ``rows``: None, or ``(row, runs)`` where the elements are rows of ``row`` (a divisor of their
     number), x1 in each the same as in the first, x2 and dy one value a row, ``runs`` the first
     row's :func:`f16_table_runs`: the outer branches are then checked by a comparison with dy's
-    bits, no arithmetic (judge_pass.c). The same result either way. One thread."""
+    bits, no arithmetic (judge_pass.c). The same result either way where the arrays have that
+    shape, which is the caller's to know (sweep._Block made them so; it is not read back: that
+    would cost a pass over three arrays); the runs are checked. One thread."""
     cdef Py_ssize_t n = dy.shape[0], count
     if not (x1.shape[0] == x2.shape[0] == got.shape[0] == n):
         raise ValueError("f16_judge_pass: dy, x1, x2 and got must have one length")
@@ -308,8 +310,11 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     if rows is not None:
         row, runs_arr = rows
         runs = np.ascontiguousarray(runs_arr, np.int64).reshape(-1, 3)
-        if row <= 0 or n % row or (runs.shape[0] and (runs[0, 0] != 0 or runs[runs.shape[0] - 1, 1] != row)):
-            raise ValueError("f16_judge_pass: rows must cut the elements into whole rows, runs cover one row")
+        r = np.asarray(runs)
+        if (row <= 0 or n % row or not r.shape[0] or r[0, 0] != 0 or r[-1, 1] != row or (r[:, 1] <= r[:, 0]).any()
+                or (r[1:, 0] != r[:-1, 1]).any() or not np.isin(r[:, 2], (-1, 0, 1, 2)).all()):
+            raise ValueError("f16_judge_pass: rows must cut the elements into whole rows and runs cover one row, "
+                             "in order, without gaps (f16_table_runs)")
         shape.row, shape.nruns = row, runs.shape[0]
         shape.runs = &runs[0, 0] if runs.shape[0] else NULL
         shape_p = &shape

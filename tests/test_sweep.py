@@ -257,6 +257,38 @@ def test_a_worker_gives_the_subset_pairs_and_the_fast_oracle(subset, block):
         assert (w.oracle(w.dy[:hi - lo], x1, x2) == want.view(np.uint16)).all(), k  # the same bits, NaN too
 
 
+@pytest.mark.parametrize("platform", ["ieee", "mt7004"])
+def test_lean_bias_counts_are_the_whole_calls_at_every_class_of_beta(platform):
+    """lean_bias_counts (the elements that differ, and only those that can be ordinary) against
+    call_bias_counts (every element judged) on calls of mixed inputs, the built-in kernel's
+    results and results near the oracle's, at a normal, subnormal, negative, zero, infinite and
+    the largest beta: the same counts, the counters' keys included or left out alike."""
+    from sl1conf.conformance.requirements.accuracy import call_bias_counts, lean_bias_counts
+    from test_sweep_shortcut import _got_near, _oracle
+
+    profile = load_profile(platform)
+    seen = set()
+    for seed, beta in enumerate((0x3C00, 0x0001, 0x0400, 0xBC00, 0x0000, 0x7C00, 0x2E66, 0x7BFF) * 2):
+        rng = np.random.default_rng(seed)
+        n = 3000
+
+        def draw():
+            a = (rng.integers(0x3000, 0x4400, n) | (rng.integers(0, 2, n) << 15)).astype(np.uint16)
+            k = rng.random(n) < (0.1, 0.9)[seed // 8]  # mostly the middle line, then mostly anything
+            a[k] = rng.integers(0, 1 << 16, int(k.sum()))
+            return a
+        dy, x1, x2 = draw(), draw(), draw()
+        h = lambda a: a.view(np.float16)  # noqa: E731
+        got = np.ascontiguousarray(kernel.smoothl1lossgrad(h(dy), h(x1), h(x2), np.uint16(beta).view(np.float16),
+                                                           threads=1)).view(np.uint16).copy()
+        k = rng.random(n) < 0.05
+        got[k] = _got_near(_oracle(dy, x1, x2, beta), rng, dy)[k]
+        whole = call_bias_counts(F.FP16, profile, got, dy, x1, x2, beta)
+        assert lean_bias_counts(F.FP16, profile, got, dy, x1, x2, beta) == whole, (platform, hex(beta), seed)
+        seen.add(bool(whole))
+    assert seen == {True, False}  # calls with the counters and calls without
+
+
 @pytest.mark.parametrize("impl", ["builtin:kernel", "builtin:kernel:muldiv-fp64", "builtin:kernel:muldiv-fp16",
                                   "planted"])
 def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):

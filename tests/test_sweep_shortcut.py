@@ -116,7 +116,7 @@ def _got_near(want, rng, dy):
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), beta=st.sampled_from(BETAS), strict=st.booleans(),
-       budget=st.sampled_from([0, 1, 2, 3, 8, 100]), edges=st.floats(0, 1))
+       budget=st.sampled_from([0, 1, 2, 3, 8, 100, 70000]), edges=st.floats(0, 1))
 def test_the_c_shortcut_accepts_what_within_budget_alone_accepts_and_counts_it_as_numpy_does(
         seed, beta, strict, budget, edges):
     rng = np.random.default_rng(seed)
@@ -164,11 +164,16 @@ def _table(rng, size: int) -> np.ndarray:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), beta=st.sampled_from(BETAS), strict=st.booleans(),
-       budget=st.sampled_from([0, 1, 2, 100]))
+       budget=st.sampled_from([0, 1, 2, 100, 70000]))
 def test_a_block_of_rows_is_checked_as_every_element_alone(seed, beta, strict, budget):
     """Rows (x1 a table, x2 and dy one value a row: a sweep block's shape) checked through the
     table's stretches give what the Python definitions give element by element, and what the
     pass without rows gives: the outer branches, found by binary search, are dy's bits."""
+    _rows_case(seed, beta, strict, budget)
+
+
+def _rows_case(seed, beta, strict, budget):
+    """One block of rows, checked as test_a_block_of_rows_is_checked_as_every_element_alone says."""
     rng = np.random.default_rng(seed)
     size, nrows = int(rng.integers(1, 3000)), int(rng.integers(1, 6))
     table = _table(rng, size)
@@ -189,6 +194,85 @@ def test_a_block_of_rows_is_checked_as_every_element_alone(seed, beta, strict, b
     plain, shaped = (kernel.f16_judge_pass(dy, x1, x2, beta, got, *shortcut_of(profile), rows=r) for r in (None, rows))
     for a, b in zip(plain[:2], shaped[:2]):
         np.testing.assert_array_equal(a, b)
+
+
+def _random_checks() -> str:
+    """Seeded cases of both hypothesis tests above (every beta, both zero-sign rules, budgets up to
+    70000, blocks with and without rows), checked against the Python definitions: run in a
+    process forced onto each instruction-set variant, whose loops this machine's never runs."""
+    for seed in range(24):
+        beta, strict, budget = BETAS[seed % len(BETAS)], bool(seed % 2), (0, 1, 2, 100, 70000)[seed % 5]
+        _rows_case(seed, beta, strict, budget)
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(1, 5000))
+        dy, x1, x2 = (rng.integers(0, 1 << 16, n).astype(np.uint16) for _ in range(3))
+        x1[: n // 2] = rng.integers(0x3400, 0x4200, n // 2)
+        _check(dy, x1, x2, beta, _got_near(_oracle(dy, x1, x2, beta), rng, dy), _profile(strict, budget))
+    return "ok"
+
+
+@pytest.mark.parametrize("forced", ["baseline", "avx2"])
+def test_every_variant_counts_as_the_python_definitions(forced):
+    """The portable and AVX2 passes (their element-by-element shortcut, their scans) against the
+    Python definitions, not only against this machine's pass."""
+    from test_sweep_check_f32 import digest_on
+
+    assert digest_on(forced, "test_sweep_shortcut", "_random_checks")[1] == "ok"
+
+
+GUARDED = r"""
+import sys
+import numpy as np
+from sl1conf.adapters.guard import GuardedArray
+from sl1conf.reference import kernel
+sys.path.insert(0, sys.argv[1])
+import test_sweep_shortcut as t
+
+def guarded(a):
+    g = GuardedArray(a.nbytes, layout="end")  # the last element touches an inaccessible page
+    out = g.array(np.uint16)
+    out[:] = a
+    return g, out
+
+for n, table, x2v, beta in ((100, None, 0x3400, 0x3C00), (2048, (0x3000 + np.arange(2048)).astype(np.uint16), 0x3400, 0x2C00),
+                            (3 * 777, (0x3A00 + np.arange(777)).astype(np.uint16), 0x3B00, 0x3C00), (64, None, 0x3C00, 0x3C00)):
+    rng = np.random.default_rng(n)
+    x1 = np.tile(table, n // table.size) if table is not None else rng.integers(0x3000, 0x4000, n).astype(np.uint16)
+    dy, x2 = np.full(n, 0x3555, np.uint16), np.full(n, x2v, np.uint16)
+    want = t._oracle(dy, x1, x2, beta)
+    got = want.copy()
+    got[-3:] ^= 1  # the last elements a rounding away: visited at the end of the arrays
+    rows = (table.size, kernel.f16_table_runs(table)) if table is not None else None
+    args = [guarded(a) for a in (dy, x1, x2, got)]
+    for r in (None, rows):
+        plain = kernel.f16_judge_pass(dy, x1, x2, beta, got, 2, True, ("divmul-fp16",), rows=r)
+        fenced = kernel.f16_judge_pass(*(a for _, a in args[:3]), beta, args[3][1], 2, True, ("divmul-fp16",), rows=r)
+        assert plain[2]["count"] == fenced[2]["count"] == 3 and (plain[0] == fenced[0]).all(), (n, r)
+print("ok")
+"""
+
+
+def test_the_pass_reads_nothing_past_the_end_of_its_arrays():
+    """Arrays whose last element touches an inaccessible page (adapters.guard), the last elements
+    wrong, with and without rows: the pass visits them without reading past the end (a crash
+    here is a segmentation fault of the subprocess), and counts what it counts on ordinary arrays."""
+    import os
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", GUARDED, os.path.dirname(__file__)], capture_output=True, text=True)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-2000:])
+
+
+def test_rows_that_do_not_cover_a_row_in_order_are_refused():
+    """No runs, a gap, an overlap, an empty run, an unknown direction, rows that do not divide the
+    elements: one ValueError each, nothing checked (the C pass would leave elements unchecked)."""
+    n = 256
+    a = np.zeros(n, np.uint16)
+    for rows in ((n, np.zeros((0, 3))), (n, [[0, 10, 0], [200, 256, 0]]), (n, [[0, 200, 0], [100, 256, 0]]),
+                 (n, [[0, 0, 0], [0, 256, 0]]), (n, [[0, 256, 5]]), (100, [[0, 100, 0]]), (0, [[0, 0, 0]])):
+        with pytest.raises(ValueError):
+            kernel.f16_judge_pass(a, a, a, 0x3C00, a, 2, False, ("divmul-fp16",), rows=rows)
 
 
 def test_table_runs_cut_the_table_into_strictly_monotone_finite_stretches():

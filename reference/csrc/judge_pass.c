@@ -425,7 +425,11 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
         if (!m)
             continue;
         const ptrdiff_t at = base + 32 * h;
-        const __m512i r = _mm512_loadu_si512(c->got + at), ww = w ? _mm512_loadu_si512(w + 32 * h) : _mm512_set1_epi16((short)wc);
+        /* (masked loads: a run at the end of the arrays is shorter than 64, and a lane outside
+         * the mask is never used; w is a buffer of the pass, CHUNK long) */
+        const __mmask32 lanes = m;
+        const __m512i r = _mm512_maskz_loadu_epi16(lanes, c->got + at);
+        const __m512i ww = w ? _mm512_loadu_si512(w + 32 * h) : _mm512_set1_epi16((short)wc);
         const __m512i mr = _mm512_and_si512(r, mag), mw = _mm512_and_si512(ww, mag);
         m &= ~(_mm512_cmpgt_epu16_mask(mr, inf) & _mm512_cmpgt_epu16_mask(mw, inf)); /* both NaN: the same result */
         const __mmask32 zr = _mm512_cmpeq_epi16_mask(mr, zero), zw = _mm512_cmpeq_epi16_mask(mw, zero);
@@ -438,8 +442,8 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
             alone &= ~((zr | zw) & sd);
         __mmask32 sub = 0, fast = 0;
         if (alone) {
-            const __m512i x1 = _mm512_loadu_si512(c->x1 + at), x2 = _mm512_loadu_si512(c->x2 + at);
-            const __m512i dy = _mm512_loadu_si512(c->dy + at);
+            const __m512i x1 = _mm512_maskz_loadu_epi16(lanes, c->x1 + at), x2 = _mm512_maskz_loadu_epi16(lanes, c->x2 + at);
+            const __m512i dy = _mm512_maskz_loadu_epi16(lanes, c->dy + at);
             if (!c->b_open) {
                 const __m512 lo = _mm512_abs_ps(_mm512_sub_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(x1)),
                                                               _mm512_cvtph_ps(_mm512_castsi512_si256(x2))));
