@@ -278,6 +278,19 @@ def f16_table_runs(const uint16_t[::1] table):
     return np.array(out, np.int64).reshape(-1, 3)
 
 
+cdef bint _rows_cover(Py_ssize_t row, Py_ssize_t n, const int64_t[:, ::1] runs):
+    """Whether rows of ``row`` cut ``n`` elements whole and ``runs`` cover one row in order, without
+    gaps, each run nonempty and of a known direction (a loop: a call's check costs no numpy)."""
+    cdef Py_ssize_t r, at = 0
+    if row <= 0 or n % row or runs.shape[0] == 0:
+        return False
+    for r in range(runs.shape[0]):
+        if runs[r, 0] != at or runs[r, 1] <= at or runs[r, 2] < -1 or runs[r, 2] > 2:
+            return False
+        at = runs[r, 1]
+    return at == row
+
+
 def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
                    const uint16_t[::1] got, int budget, bint strict_zero_sign, models, rows=None):
     """:func:`f16_mismatches` with ``judge.within_budget_alone``'s shortcut taken in C:
@@ -310,9 +323,7 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     if rows is not None:
         row, runs_arr = rows
         runs = np.ascontiguousarray(runs_arr, np.int64).reshape(-1, 3)
-        r = np.asarray(runs)
-        if (row <= 0 or n % row or not r.shape[0] or r[0, 0] != 0 or r[-1, 1] != row or (r[:, 1] <= r[:, 0]).any()
-                or (r[1:, 0] != r[:-1, 1]).any() or not np.isin(r[:, 2], (-1, 0, 1, 2)).all()):
+        if not _rows_cover(row, n, runs):
             raise ValueError("f16_judge_pass: rows must cut the elements into whole rows and runs cover one row, "
                              "in order, without gaps (f16_table_runs)")
         shape.row, shape.nruns = row, runs.shape[0]
