@@ -12,10 +12,11 @@
  * diff > beta, and those with diff < -beta, are a prefix and a suffix of the stretch, found by
  * binary search on the exact diff (binary64 holds every fp16 diff). There the correctly rounded
  * result is dy's bits, or dy's with the sign flipped (the binary64 model's select, which
- * sl1k_f16_cr gives too), and the check is a comparison of got with one constant; only the
- * middle (|diff| <= beta, the boundary included) and the rest of the table (infinities, NaN,
- * short stretches) get the arithmetic. For a NaN dy or x2 every result is NaN; an infinite x2
- * or a beta outside (0, inf) takes the arithmetic for the whole row.
+ * sl1k_f16_cr gives too), and the check is a comparison of got with one constant, in one vector
+ * loop (skip_*). A stretch of NaN x1, and a row of NaN dy or x2, is checked as "any NaN" (every
+ * result is NaN there); only the middle (|diff| <= beta, the boundary included) and the rest
+ * of the table (the infinities, short stretches) get the arithmetic, and an infinite x2 or a
+ * beta outside (0, inf) takes it for the whole row.
  *
  * The shortcut: the elements that differ are sorted in the same pass. Those
  * judge.within_budget_alone (Python, the definition) says are WITHIN_BUDGET are counted here,
@@ -23,8 +24,11 @@
  * whether the flush-to-zero oracle does, the bucket by the ULP distance, the zero-sign count,
  * the worst and first zero-sign element of each row), and only the others leave for the whole
  * judge: their indices in idx and the correctly rounded bits in want (a NaN as the canonical
- * quiet NaN 0x7e00). tests/test_sweep_shortcut.py checks both, with and without rows, against
- * the Python definitions. */
+ * quiet NaN 0x7e00). On AVX-512 the shortcut's conditions are masks over 32 lanes (visit_z),
+ * and in a dense chunk (more than one element in 8 differs) the first model's bits are computed
+ * for the whole chunk so that an element that is its result is counted where it is found.
+ * tests/test_sweep_shortcut.py checks all of it, with and without rows, on every variant,
+ * against the Python definitions. */
 #include "loops.h"
 #include "half_bits.h"
 
