@@ -252,15 +252,19 @@ print("ok")
 """
 
 
-def test_the_pass_reads_nothing_past_the_end_of_its_arrays():
+@pytest.mark.parametrize("forced", [None, "avx2", "baseline"])
+def test_the_pass_reads_nothing_past_the_end_of_its_arrays(forced):
     """Arrays whose last element touches an inaccessible page (adapters.guard), the last elements
-    wrong, with and without rows: the pass visits them without reading past the end (a crash
-    here is a segmentation fault of the subprocess), and counts what it counts on ordinary arrays."""
+    wrong, with and without rows, on every variant: the pass visits them without reading past the
+    end (a crash here is a segmentation fault of the subprocess), and counts what it counts on
+    ordinary arrays."""
     import os
     import subprocess
     import sys
 
-    run = subprocess.run([sys.executable, "-c", GUARDED, os.path.dirname(__file__)], capture_output=True, text=True)
+    env = dict(os.environ, **({"SL1CONF_KERNEL_ISA": forced} if forced else {}))
+    run = subprocess.run([sys.executable, "-c", GUARDED, os.path.dirname(__file__)], capture_output=True, text=True,
+                         env=env)
     assert run.returncode == 0 and run.stdout.strip() == "ok", (run.returncode, run.stderr[-2000:])
 
 

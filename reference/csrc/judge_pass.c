@@ -129,7 +129,6 @@ V3 static ptrdiff_t skip_x(const uint16_t *g, ptrdiff_t n, uint16_t c) {
     }
     return k;
 }
-#undef LOAD_X
 V4 static ptrdiff_t skip_z(const uint16_t *g, ptrdiff_t n, uint16_t c) {
     ptrdiff_t k = 0;
     if (h_nan(c)) { /* a number among them: (g & 0x7fff) <= 0x7c00 */
@@ -220,6 +219,7 @@ struct pass {
      * lower index, as one pass in index order picks). */
     int mon, fon;
     ptrdiff_t mstart, mend, fstart;
+    ptrdiff_t lim; /* the end of the piece being visited: visit_x reads no element at or past it */
     int64_t fast_dist[4], fast_at[4]; /* (rows 2 and 3) */
     uint16_t fast_want[4];
     uint16_t buf[CHUNK], mbuf[CHUNK], fbuf[CHUNK], fdy[CHUNK], fx1[CHUNK], fx2[CHUNK];
@@ -367,6 +367,34 @@ static void visit_base(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
     }
 }
 
+/* A half run of 32 at `at`, sorted: the fast elements (counted already) that may be their rows'
+ * worst noted (far; fast_*: in index order, the first of the largest), the shortcut's elements gathered,
+ * the others handed back, each list in index order (dist, want: the lanes' distances and
+ * correctly rounded bits; sub: a subnormal input or result; ftz: got is the flush-to-zero
+ * oracle's, among the fast ones). */
+static inline void sort_half(pass *c, ptrdiff_t at, uint32_t far, uint32_t ftz, uint32_t alone, uint32_t back,
+                             uint32_t sub, const uint16_t *dist, const uint16_t *want) {
+    for (uint32_t f = far; f; f &= f - 1) {
+        const int j = __builtin_ctz(f), row = 2 + (int)(ftz >> j & 1);
+        if (dist[j] > c->fast_dist[row])
+            c->fast_dist[row] = dist[j], c->fast_at[row] = at + j, c->fast_want[row] = want[j];
+    }
+    alone_buf *a = c->a;
+    for (uint32_t b = alone; b; b &= b - 1) {
+        const int j = __builtin_ctz(b);
+        if (a->n == CHUNK)
+            alone_flush(c);
+        const ptrdiff_t i = a->n++;
+        const uint8_t sb = (uint8_t)(sub >> j & 1);
+        a->want[i] = want[j], a->at[i] = at + j, a->dist[i] = dist[j], a->sub[i] = sb;
+        a->nsub += sb;
+    }
+    for (uint32_t b = back; b; b &= b - 1) {
+        const int j = __builtin_ctz(b);
+        hand_back(c, at + j, want[j]);
+    }
+}
+
 #ifdef SL1_HAVE_V3
 /* The elements of mask counted into row's histogram by the buckets of their distances d. */
 V4 static inline void count_buckets(sl1k_alone_tally *t, int row, __mmask32 in, __m512i d) {
@@ -385,29 +413,20 @@ V4 static inline void count_buckets(sl1k_alone_tally *t, int row, __mmask32 in, 
     t->hist[row][7] += __builtin_popcount(in & _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(65)));
 }
 
-/* Lanes holding a subnormal; the lanes with each subnormal made the zero of its sign (h_flush). */
+/* Lanes holding a subnormal. */
 V4 static inline __mmask32 subnormal_z(__m512i v) {
     return _mm512_testn_epi16_mask(v, _mm512_set1_epi16(0x7c00)) & _mm512_test_epi16_mask(v, _mm512_set1_epi16(0x03ff));
-}
-V4 static inline __m512i flush_z(__m512i v) {
-    return _mm512_mask_blend_epi16(subnormal_z(v), v, _mm512_and_si512(v, _mm512_set1_epi16((short)0x8000)));
 }
 
 /* The flush-to-zero oracle's bits (flushed inputs, the correctly rounded result, flushed) of
  * the elements [from, mend) of a dense chunk, into fbuf. */
-V4 static void flushed_oracle_z(pass *c, ptrdiff_t from) {
+static void flushed_oracle(pass *c, ptrdiff_t from) {
     const ptrdiff_t n = c->mend - from;
-    for (ptrdiff_t k = 0; k < n; k += 32) {
-        const __mmask32 in = n - k >= 32 ? 0xffffffffu : (1u << (n - k)) - 1;
-        _mm512_mask_storeu_epi16(c->fdy + k, in, flush_z(_mm512_maskz_loadu_epi16(in, c->dy + from + k)));
-        _mm512_mask_storeu_epi16(c->fx1 + k, in, flush_z(_mm512_maskz_loadu_epi16(in, c->x1 + from + k)));
-        _mm512_mask_storeu_epi16(c->fx2 + k, in, flush_z(_mm512_maskz_loadu_epi16(in, c->x2 + from + k)));
-    }
+    for (ptrdiff_t k = 0; k < n; k++)
+        c->fdy[k] = h_flush(c->dy[from + k]), c->fx1[k] = h_flush(c->x1[from + k]), c->fx2[k] = h_flush(c->x2[from + k]);
     sl1k_f16_cr(c->fdy, c->fx1, c->fx2, c->beta, c->fbuf, n);
-    for (ptrdiff_t k = 0; k < n; k += 32) {
-        const __mmask32 in = n - k >= 32 ? 0xffffffffu : (1u << (n - k)) - 1;
-        _mm512_mask_storeu_epi16(c->fbuf + k, in, flush_z(_mm512_maskz_loadu_epi16(in, c->fbuf + k)));
-    }
+    for (ptrdiff_t k = 0; k < n; k++)
+        c->fbuf[k] = h_flush(c->fbuf[k]);
     c->fon = 1, c->fstart = from;
 }
 
@@ -423,7 +442,6 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
     const __m512i zero = _mm512_setzero_si512();
     const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
     const __m512 vb = _mm512_set1_ps((float)c->bv);
-    uint16_t dist[32] __attribute__((aligned(64)));
     for (int h = 0; h < 2; h++) {
         __mmask32 m = (__mmask32)(mask >> (32 * h));
         if (!m)
@@ -444,7 +462,7 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
                           & _mm512_cmple_epu16_mask(d, budget);
         if (c->strict)
             alone &= ~((zr | zw) & sd);
-        __mmask32 sub = 0, fast = 0;
+        __mmask32 sub = 0, fast = 0, ftz = 0, far = 0;
         if (alone) {
             const __m512i x1 = _mm512_maskz_loadu_epi16(lanes, c->x1 + at), x2 = _mm512_maskz_loadu_epi16(lanes, c->x2 + at);
             const __m512i dy = _mm512_maskz_loadu_epi16(lanes, c->dy + at);
@@ -468,50 +486,146 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
              * rounded result alone flushes to a zero, which got is not) */
             if (c->mon) {
                 fast = alone & ~(zr | zw) & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->mbuf + (at - c->mstart)));
-                __mmask32 ftz = 0;
                 if (fast & subin) {
                     if (!c->fon)
-                        flushed_oracle_z(c, at);
+                        flushed_oracle(c, at);
                     ftz = subin & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->fbuf + (at - c->fstart)));
                 }
                 if (fast) {
-                    const int n = __builtin_popcount(fast);
-                    c->t->alone += n;
-                    _mm512_store_si512(dist, d);
-                    for (int row = 2; row < 4; row++) {
-                        const __mmask32 in = fast & (row == 3 ? ftz : ~ftz);
-                        if (!in)
-                            continue;
-                        count_buckets(c->t, row, in, d);
-                        __mmask32 far = in & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[row]));
-                        for (; far; far &= far - 1) { /* in index order: the first of the largest */
-                            const int j = __builtin_ctz(far);
-                            if (dist[j] > c->fast_dist[row])
-                                c->fast_dist[row] = dist[j], c->fast_at[row] = at + j, c->fast_want[row] = w ? w[32 * h + j] : wc;
-                        }
-                    }
+                    c->t->alone += __builtin_popcount(fast);
+                    count_buckets(c->t, 2, fast & ~ftz, d);
+                    count_buckets(c->t, 3, fast & ftz, d);
                     alone &= ~fast;
+                    /* (only those farther than their row's worst so far can replace it) */
+                    far = (fast & ~ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[2])))
+                          | (fast & ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[3])));
                 }
             }
-            _mm512_store_si512(dist, d);
         }
-        const __mmask32 back = m & ~alone & ~fast;
-        uint16_t want[32] __attribute__((aligned(64)));
+        uint16_t dist[32] __attribute__((aligned(64))), want[32] __attribute__((aligned(64)));
+        _mm512_store_si512(dist, d);
         _mm512_store_si512(want, ww);
-        alone_buf *a = c->a;
-        for (__mmask32 b = alone; b; b &= b - 1) {
-            const int j = __builtin_ctz(b);
-            if (a->n == CHUNK)
-                alone_flush(c);
-            const ptrdiff_t i = a->n++;
-            const uint8_t s = (uint8_t)(sub >> j & 1);
-            a->want[i] = want[j], a->at[i] = at + j, a->dist[i] = dist[j], a->sub[i] = s;
-            a->nsub += s;
+        sort_half(c, at, far, ftz, alone, m & ~alone & ~fast, sub, dist, want);
+    }
+}
+
+/* visit_z on AVX2: the same masks from two vectors of 16 lanes a half (ones32_x), unsigned
+ * comparisons through max/min, the buckets of the fast elements counted with popcounts; a half
+ * that reaches the piece's end (lim) is read through a copy (AVX2 has no masked 16-bit loads). */
+V3 static inline uint32_t le_epu16_x(__m256i a0, __m256i a1, __m256i b) { /* a <= b, unsigned */
+    return ones32_x(_mm256_cmpeq_epi16(_mm256_max_epu16(a0, b), b), _mm256_cmpeq_epi16(_mm256_max_epu16(a1, b), b));
+}
+V3 static inline uint32_t eq_x(__m256i a0, __m256i a1, __m256i b) {
+    return ones32_x(_mm256_cmpeq_epi16(a0, b), _mm256_cmpeq_epi16(a1, b));
+}
+V3 static inline uint32_t subnormal_x(__m256i v0, __m256i v1) {
+    const __m256i e = _mm256_set1_epi16(0x7c00), f = _mm256_set1_epi16(0x03ff), z = _mm256_setzero_si256();
+    return eq_x(_mm256_and_si256(v0, e), _mm256_and_si256(v1, e), z)
+           & ~eq_x(_mm256_and_si256(v0, f), _mm256_and_si256(v1, f), z);
+}
+V3 static inline void count_buckets_x(sl1k_alone_tally *t, int row, uint32_t in, __m256i d0, __m256i d1) {
+    if (!in)
+        return;
+    const uint32_t one = in & eq_x(d0, d1, _mm256_set1_epi16(1));
+    t->hist[row][1] += __builtin_popcount(one);
+    if (!(in &= ~one))
+        return;
+    t->hist[row][9] += __builtin_popcount(in & eq_x(d0, d1, _mm256_setzero_si256()));
+    for (int b = 2; b <= 4; b++)
+        t->hist[row][b] += __builtin_popcount(in & eq_x(d0, d1, _mm256_set1_epi16((short)b)));
+    const uint32_t le4 = le_epu16_x(d0, d1, _mm256_set1_epi16(4)), le8 = le_epu16_x(d0, d1, _mm256_set1_epi16(8));
+    const uint32_t le64 = le_epu16_x(d0, d1, _mm256_set1_epi16(64));
+    t->hist[row][5] += __builtin_popcount(in & le8 & ~le4);
+    t->hist[row][6] += __builtin_popcount(in & le64 & ~le8);
+    t->hist[row][7] += __builtin_popcount(in & ~le64);
+}
+V3 static void visit_x(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
+    if (!c->a || c->budget < 0)
+        return visit_base(c, base, mask, w, wc);
+    const __m256i mag = _mm256_set1_epi16(0x7fff), inf = _mm256_set1_epi16(0x7c00), finite = _mm256_set1_epi16(0x7bff);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i budget = _mm256_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
+    const __m256 vb = _mm256_set1_ps((float)c->bv), absm = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+    for (int h = 0; h < 2; h++) {
+        uint32_t m = (uint32_t)(mask >> (32 * h));
+        if (!m)
+            continue;
+        const ptrdiff_t at = base + 32 * h;
+        uint16_t cg[32], c1[32], c2[32], cd[32]; /* copies where the half reaches the piece's end */
+        const uint16_t *pg = c->got + at, *p1 = c->x1 + at, *p2 = c->x2 + at, *pd = c->dy + at;
+        if (at + 32 > c->lim) {
+            const ptrdiff_t n = c->lim - at;
+            memset(cg, 0, sizeof cg), memset(c1, 0, sizeof c1), memset(c2, 0, sizeof c2), memset(cd, 0, sizeof cd);
+            memcpy(cg, pg, 2 * (size_t)n), memcpy(c1, p1, 2 * (size_t)n), memcpy(c2, p2, 2 * (size_t)n), memcpy(cd, pd, 2 * (size_t)n);
+            pg = cg, p1 = c1, p2 = c2, pd = cd;
         }
-        for (__mmask32 b = back; b; b &= b - 1) {
-            const int j = __builtin_ctz(b);
-            hand_back(c, at + j, w ? w[32 * h + j] : wc);
+        uint16_t want[32], dist[32];
+        if (w)
+            memcpy(want, w + 32 * h, sizeof want);
+        else
+            for (int j = 0; j < 32; j++)
+                want[j] = wc;
+        const __m256i r0 = LOAD_X(pg), r1 = LOAD_X(pg + 16), w0 = LOAD_X(want), w1 = LOAD_X(want + 16);
+        const __m256i mr0 = _mm256_and_si256(r0, mag), mr1 = _mm256_and_si256(r1, mag);
+        const __m256i mw0 = _mm256_and_si256(w0, mag), mw1 = _mm256_and_si256(w1, mag);
+        /* (magnitudes are below 2^15: signed comparisons of them are the unsigned ones) */
+        m &= ~(ones32_x(_mm256_cmpgt_epi16(mr0, inf), _mm256_cmpgt_epi16(mr1, inf))
+               & ones32_x(_mm256_cmpgt_epi16(mw0, inf), _mm256_cmpgt_epi16(mw1, inf))); /* both NaN */
+        const uint32_t zr = eq_x(mr0, mr1, zero), zw = eq_x(mw0, mw1, zero);
+        const __m256i s0 = _mm256_srai_epi16(_mm256_xor_si256(r0, w0), 15), s1 = _mm256_srai_epi16(_mm256_xor_si256(r1, w1), 15);
+        const uint32_t sd = ones32_x(s0, s1);
+        const __m256i d0 = _mm256_blendv_epi8(_mm256_sub_epi16(_mm256_max_epu16(mr0, mw0), _mm256_min_epu16(mr0, mw0)),
+                                              _mm256_add_epi16(mr0, mw0), s0);
+        const __m256i d1 = _mm256_blendv_epi8(_mm256_sub_epi16(_mm256_max_epu16(mr1, mw1), _mm256_min_epu16(mr1, mw1)),
+                                              _mm256_add_epi16(mr1, mw1), s1);
+        uint32_t alone = m & ~ones32_x(_mm256_cmpgt_epi16(mr0, finite), _mm256_cmpgt_epi16(mr1, finite))
+                         & ~ones32_x(_mm256_cmpgt_epi16(mw0, finite), _mm256_cmpgt_epi16(mw1, finite)) & ~(zr & zw)
+                         & le_epu16_x(d0, d1, budget);
+        if (c->strict)
+            alone &= ~((zr | zw) & sd);
+        uint32_t sub = 0, fast = 0, ftz = 0, far = 0;
+        if (alone) {
+            const __m256i a0 = LOAD_X(p1), a1 = LOAD_X(p1 + 16), b0 = LOAD_X(p2), b1 = LOAD_X(p2 + 16);
+            const __m256i y0 = LOAD_X(pd), y1 = LOAD_X(pd + 16);
+            if (!c->b_open) { /* |RN32(x1 - x2)| == beta, 8 lanes a conversion */
+                uint32_t maybe = 0;
+                for (int q = 0; q < 4; q++) {
+                    const __m128i a = _mm_loadu_si128((const __m128i *)(p1 + 8 * q)), b = _mm_loadu_si128((const __m128i *)(p2 + 8 * q));
+                    const __m256 diff = _mm256_and_ps(_mm256_sub_ps(_mm256_cvtph_ps(a), _mm256_cvtph_ps(b)), absm);
+                    maybe |= (uint32_t)_mm256_movemask_ps(_mm256_cmp_ps(diff, vb, _CMP_EQ_OQ)) << (8 * q);
+                }
+                for (maybe &= alone; maybe; maybe &= maybe - 1) {
+                    const int j = __builtin_ctz(maybe);
+                    if (on_boundary(c, at + j))
+                        alone &= ~(1u << j);
+                }
+            }
+            const uint32_t subin = subnormal_x(y0, y1) | subnormal_x(a0, a1) | subnormal_x(b0, b1);
+            sub = subin | subnormal_x(w0, w1);
+            if (c->mon) { /* as visit_z */
+                const uint16_t *mb = c->mbuf + (at - c->mstart);
+                fast = alone & ~(zr | zw) & ones32_x(_mm256_cmpeq_epi16(r0, LOAD_X(mb)), _mm256_cmpeq_epi16(r1, LOAD_X(mb + 16)));
+                if (fast & subin) {
+                    if (!c->fon)
+                        flushed_oracle(c, at);
+                    const uint16_t *fb = c->fbuf + (at - c->fstart);
+                    ftz = subin & ones32_x(_mm256_cmpeq_epi16(r0, LOAD_X(fb)), _mm256_cmpeq_epi16(r1, LOAD_X(fb + 16)));
+                }
+                if (fast) {
+                    c->t->alone += __builtin_popcount(fast);
+                    count_buckets_x(c->t, 2, fast & ~ftz, d0, d1);
+                    count_buckets_x(c->t, 3, fast & ftz, d0, d1);
+                    alone &= ~fast;
+                    for (int row = 2; row < 4; row++) {
+                        const __m256i wd = _mm256_set1_epi16((short)(uint16_t)c->fast_dist[row]);
+                        far |= fast & (row == 3 ? ftz : ~ftz) & ~le_epu16_x(d0, d1, wd);
+                    }
+                }
+            }
         }
+        _mm256_storeu_si256((__m256i *)dist, d0);
+        _mm256_storeu_si256((__m256i *)(dist + 16), d1);
+        sort_half(c, at, far, ftz, alone, m & ~alone & ~fast, sub, dist, want);
     }
 }
 
@@ -546,6 +660,7 @@ V4 static void hist_z(alone_buf *a, sl1k_alone_tally *t, ptrdiff_t k) {
     }
     hist_base(a, t, k);
 }
+#undef LOAD_X
 #endif
 
 /* Bits set in x (no popcnt instruction assumed: the baseline build). */
@@ -578,6 +693,7 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
         c->fon = 0;
         if (c->mon)
             sl1k_f16(c->models[c->a->first], c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->mbuf, m), c->mstart = s, c->mend = s + m;
+        c->lim = s + m;
         for (ptrdiff_t i = 0; i < m; i += RUN)
             if (masks[i / RUN])
                 c->visit(c, s + i, masks[i / RUN], c->buf + i, 0);
@@ -589,6 +705,7 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
 static void check_constant(pass *c, ptrdiff_t s, ptrdiff_t e, uint16_t w) {
     const int nan = h_nan(w);
     const const_fn f = nan ? c->number : c->diffc;
+    c->lim = e;
     while (e - s >= RUN) {
         s += c->skip(c->got + s, (e - s) / RUN * RUN, w); /* the runs that are all right */
         if (e - s < RUN)
@@ -668,7 +785,7 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
         c->diff = diff64_z, c->diffc = diffc64_z, c->number = number64_z, c->skip = skip_z, c->visit = visit_z, c->hist = hist_z;
         break;
     case 1:
-        c->diff = diff64_x, c->diffc = diffc64_x, c->number = number64_x, c->skip = skip_x;
+        c->diff = diff64_x, c->diffc = diffc64_x, c->number = number64_x, c->skip = skip_x, c->visit = visit_x;
         break;
     }
 #endif
