@@ -188,7 +188,8 @@ typedef struct {
 
 typedef struct pass pass;
 /* The elements of a run of 64 that differ (mask, bit j: element base + j), w[j] their correctly
- * rounded bits, or wc for all where w is NULL: sorted (visit_base, or visit_z on AVX-512). */
+ * rounded bits, or wc for all where w is NULL: sorted (visit_base; visit_z on AVX-512, visit_x
+ * on AVX2). */
 typedef void (*visit_fn)(pass *, ptrdiff_t, uint64_t, const uint16_t *, uint16_t);
 /* The gathered elements [k, n) counted into the tally (hist_base, or hist_z on AVX-512). */
 typedef void (*hist_fn)(alone_buf *, sl1k_alone_tally *, ptrdiff_t);
@@ -211,12 +212,13 @@ struct pass {
     skip_fn skip;
     visit_fn visit;
     hist_fn hist;
-    /* Dense chunks (more than one element in 8 differs): the first model's bits of
-     * the whole chunk from mstart (model bits in mbuf; mon), so that an element that is that
-     * model's result, with no zero on either side, is counted where it is found (row "model",
-     * or "model+ftz" where a subnormal input is and got is the flush-to-zero oracle's, in fbuf
-     * from fstart to the chunk's end, computed where the first is needed: fon), each row's worst apart (fast_*: merged at the end, larger distance, then
-     * lower index, as one pass in index order picks). */
+    /* Dense chunks (more than one element in 8 differs; mon): the first model's bits of the
+     * whole chunk in mbuf (from mstart to mend), so that an element that is that model's
+     * result, with no zero on either side, is counted where it is found: row "model", or
+     * "model+ftz" where a subnormal input is and got is the flush-to-zero oracle's (fbuf, from
+     * fstart to the chunk's end, computed where the first is needed: fon). Each row's worst is
+     * kept apart (fast_*) and merged at the end: larger distance, then lower index, as one pass
+     * in index order picks. */
     int mon, fon;
     ptrdiff_t mstart, mend, fstart;
     ptrdiff_t lim; /* the end of the piece being visited: visit_x reads no element at or past it */
