@@ -326,8 +326,7 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
         if not _rows_cover(row, n, runs):
             raise ValueError("f16_judge_pass: rows must cut the elements into whole rows and runs cover one row, "
                              "in order, without gaps (f16_table_runs)")
-        shape.row, shape.nruns = row, runs.shape[0]
-        shape.runs = &runs[0, 0] if runs.shape[0] else NULL
+        shape.row, shape.nruns, shape.runs = row, runs.shape[0], &runs[0, 0]  # (at least one run: _rows_cover)
         shape_p = &shape
     idx = np.empty(n, np.int64)
     want = np.empty(n, np.uint16)

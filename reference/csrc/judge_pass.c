@@ -72,15 +72,14 @@ static uint64_t number64_base(const uint16_t *g, uint16_t c) {
 /* How many of g's n elements (a multiple of RUN) lie in leading runs of RUN that are all c, NaN
  * as a class where c is a NaN: where check_constant's next visit starts. */
 typedef ptrdiff_t (*skip_fn)(const uint16_t *, ptrdiff_t, uint16_t);
-static ptrdiff_t skip_base(const uint16_t *g, ptrdiff_t n, uint16_t c) {
+static inline ptrdiff_t skip_with(const_fn f, const uint16_t *g, ptrdiff_t n, uint16_t c) {
     ptrdiff_t k = 0;
-    if (h_nan(c))
-        while (k < n && !number64_base(g + k, c))
-            k += RUN;
-    else
-        while (k < n && !diffc64_base(g + k, c))
-            k += RUN;
+    while (k < n && !f(g + k, c))
+        k += RUN;
     return k;
+}
+static ptrdiff_t skip_base(const uint16_t *g, ptrdiff_t n, uint16_t c) {
+    return skip_with(h_nan(c) ? number64_base : diffc64_base, g, n, c);
 }
 
 #ifdef SL1_HAVE_V3
@@ -114,11 +113,10 @@ V3 static uint64_t number64_x(const uint16_t *g, uint16_t c) {
     return mask;
 }
 V3 static ptrdiff_t skip_x(const uint16_t *g, ptrdiff_t n, uint16_t c) {
-    ptrdiff_t k = 0;
     if (h_nan(c))
-        while (k < n && !number64_x(g + k, c))
-            k += RUN;
-    else { /* OR of the XORs with c: zero where all 64 are c */
+        return skip_with(number64_x, g, n, c);
+    ptrdiff_t k = 0;
+    { /* OR of the XORs with c: zero where all 64 are c */
         const __m256i vc = _mm256_set1_epi16((short)c);
         for (; k < n; k += RUN) {
             const __m256i x = _mm256_or_si256(_mm256_or_si256(_mm256_xor_si256(LOAD_X(g + k), vc), _mm256_xor_si256(LOAD_X(g + k + 16), vc)),
@@ -222,8 +220,7 @@ struct pass {
     int mon, fon;
     ptrdiff_t mstart, mend, fstart;
     ptrdiff_t lim; /* the end of the piece being visited: visit_x reads no element at or past it */
-    int64_t fast_dist[4], fast_at[4]; /* (rows 2 and 3) */
-    uint16_t fast_want[4];
+    int64_t fast_dist[4], fast_at[4], fast_want[4]; /* (rows 2 and 3) */
     uint16_t buf[CHUNK], mbuf[CHUNK], fbuf[CHUNK], fdy[CHUNK], fx1[CHUNK], fx2[CHUNK];
 };
 
@@ -274,9 +271,25 @@ static void match_flushed(pass *c) {
         }
     if (!m)
         return;
+    /* (the binary64 model, correctly rounded: on these scattered elements, whose flushed inputs
+     * often give exact or tie results, sl1k_f16_cr's binary32 filter falls back vector after vector) */
     sl1k_f16(SL1_MULDIV * 3 + SL1_C64, a->gdy, a->gx1, a->gx2, c->beta, a->bits, m);
     for (ptrdiff_t j = 0; j < m; j++)
         a->ftz[a->left[j]] = h_flush(a->bits[j]) == a->got[a->left[j]];
+}
+
+/* A row's worst (its distance, index, correctly rounded bits) replaced by element at of distance
+ * d where d is larger: elements offered in index order leave the first of the largest. */
+static inline void keep_worst(int64_t *worst_dist, int64_t *worst, int64_t *worst_want, int64_t d, int64_t at,
+                              uint16_t w) {
+    if (d > *worst_dist)
+        *worst_dist = d, *worst = at, *worst_want = w;
+}
+/* A zero-sign element counted in its row and bucket, the row's first kept (index order). */
+static inline void count_zsign(sl1k_alone_tally *t, int row, int b, int64_t at, uint16_t w) {
+    t->zsign[row][b]++;
+    if (t->first_zsign[row] < 0)
+        t->first_zsign[row] = at, t->zsign_want[row] = w;
 }
 
 /* Element k of the gathered ones into the tally: its row, bucket, zero sign, worst and first. */
@@ -284,13 +297,9 @@ static inline void count_one(alone_buf *a, sl1k_alone_tally *t, ptrdiff_t k) {
     const int row = 2 * a->model[k] + a->ftz[k], b = h_bucket(a->dist[k]);
     const uint16_t g = a->got[k], w = a->want[k];
     t->hist[row][b]++;
-    if (a->dist[k] > t->worst_dist[row]) /* the first of the largest: the lowest index */
-        t->worst_dist[row] = a->dist[k], t->worst[row] = a->at[k], t->worst_want[row] = w;
-    if ((h_zero(g) || h_zero(w)) && ((g ^ w) & 0x8000)) {
-        t->zsign[row][b]++;
-        if (t->first_zsign[row] < 0)
-            t->first_zsign[row] = a->at[k], t->zsign_want[row] = w;
-    }
+    keep_worst(&t->worst_dist[row], &t->worst[row], &t->worst_want[row], a->dist[k], a->at[k], w);
+    if ((h_zero(g) || h_zero(w)) && ((g ^ w) & 0x8000))
+        count_zsign(t, row, b, a->at[k], w);
 }
 
 static void hist_base(alone_buf *a, sl1k_alone_tally *t, ptrdiff_t k) {
@@ -378,8 +387,7 @@ static inline void sort_half(pass *c, ptrdiff_t at, uint32_t far, uint32_t ftz, 
                              uint32_t sub, const uint16_t *dist, const uint16_t *want) {
     for (uint32_t f = far; f; f &= f - 1) {
         const int j = __builtin_ctz(f), row = 2 + (int)(ftz >> j & 1);
-        if (dist[j] > c->fast_dist[row])
-            c->fast_dist[row] = dist[j], c->fast_at[row] = at + j, c->fast_want[row] = want[j];
+        keep_worst(&c->fast_dist[row], &c->fast_at[row], &c->fast_want[row], dist[j], at + j, want[j]);
     }
     alone_buf *a = c->a;
     for (uint32_t b = alone; b; b &= b - 1) {
@@ -398,21 +406,29 @@ static inline void sort_half(pass *c, ptrdiff_t at, uint32_t far, uint32_t ftz, 
 }
 
 #ifdef SL1_HAVE_V3
+/* The elements of mask in counted into row's histogram (h_bucket's buckets) from their distances'
+ * masks: le[v] (v = 0 to 4) where the distance is at most v, le8, le64 likewise. */
+static inline void add_buckets(sl1k_alone_tally *t, int row, uint32_t in, const uint32_t le[5], uint32_t le8,
+                               uint32_t le64) {
+    t->hist[row][9] += __builtin_popcount(in & le[0]);
+    for (int b = 1; b <= 4; b++)
+        t->hist[row][b] += __builtin_popcount(in & le[b] & ~le[b - 1]);
+    t->hist[row][5] += __builtin_popcount(in & le8 & ~le[4]);
+    t->hist[row][6] += __builtin_popcount(in & le64 & ~le8);
+    t->hist[row][7] += __builtin_popcount(in & ~le64);
+}
+
 /* The elements of mask counted into row's histogram by the buckets of their distances d. */
 V4 static inline void count_buckets(sl1k_alone_tally *t, int row, __mmask32 in, __m512i d) {
     const __mmask32 one = in & _mm512_cmpeq_epi16_mask(d, _mm512_set1_epi16(1)); /* (most are 1 ULP away) */
     t->hist[row][1] += __builtin_popcount(one);
-    in &= ~one;
-    if (!in)
+    if (!(in &= ~one))
         return;
-    t->hist[row][9] += __builtin_popcount(in & _mm512_cmpeq_epi16_mask(d, _mm512_setzero_si512()));
-    for (int b = 2; b <= 4; b++)
-        t->hist[row][b] += __builtin_popcount(in & _mm512_cmpeq_epi16_mask(d, _mm512_set1_epi16((short)b)));
-    t->hist[row][5] += __builtin_popcount(in & _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(5))
-                                          & _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(8)));
-    t->hist[row][6] += __builtin_popcount(in & _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(9))
-                                          & _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(64)));
-    t->hist[row][7] += __builtin_popcount(in & _mm512_cmpge_epu16_mask(d, _mm512_set1_epi16(65)));
+    uint32_t le[5];
+    for (int v = 0; v <= 4; v++)
+        le[v] = _mm512_cmple_epu16_mask(d, _mm512_set1_epi16((short)v));
+    add_buckets(t, row, in, le, _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(8)),
+                _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(64)));
 }
 
 /* Lanes holding a subnormal. */
@@ -526,20 +542,14 @@ V3 static inline uint32_t subnormal_x(__m256i v0, __m256i v1) {
            & ~eq_x(_mm256_and_si256(v0, f), _mm256_and_si256(v1, f), z);
 }
 V3 static inline void count_buckets_x(sl1k_alone_tally *t, int row, uint32_t in, __m256i d0, __m256i d1) {
-    if (!in)
-        return;
-    const uint32_t one = in & eq_x(d0, d1, _mm256_set1_epi16(1));
+    const uint32_t one = in & eq_x(d0, d1, _mm256_set1_epi16(1)); /* (most are 1 ULP away) */
     t->hist[row][1] += __builtin_popcount(one);
     if (!(in &= ~one))
         return;
-    t->hist[row][9] += __builtin_popcount(in & eq_x(d0, d1, _mm256_setzero_si256()));
-    for (int b = 2; b <= 4; b++)
-        t->hist[row][b] += __builtin_popcount(in & eq_x(d0, d1, _mm256_set1_epi16((short)b)));
-    const uint32_t le4 = le_epu16_x(d0, d1, _mm256_set1_epi16(4)), le8 = le_epu16_x(d0, d1, _mm256_set1_epi16(8));
-    const uint32_t le64 = le_epu16_x(d0, d1, _mm256_set1_epi16(64));
-    t->hist[row][5] += __builtin_popcount(in & le8 & ~le4);
-    t->hist[row][6] += __builtin_popcount(in & le64 & ~le8);
-    t->hist[row][7] += __builtin_popcount(in & ~le64);
+    uint32_t le[5];
+    for (int v = 0; v <= 4; v++)
+        le[v] = le_epu16_x(d0, d1, _mm256_set1_epi16((short)v));
+    add_buckets(t, row, in, le, le_epu16_x(d0, d1, _mm256_set1_epi16(8)), le_epu16_x(d0, d1, _mm256_set1_epi16(64)));
 }
 V3 static void visit_x(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
     if (!c->a || c->budget < 0)
@@ -649,14 +659,11 @@ V4 static void hist_z(alone_buf *a, sl1k_alone_tally *t, ptrdiff_t k) {
             const __mmask32 far = in & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)(t->worst_dist[row] > 0xffff ? 0xffff : t->worst_dist[row])));
             if (far | (in & zs))
                 for (__mmask32 e = far | (in & zs); e; e &= e - 1) { /* in index order, as hist_base */
-                    const int j = __builtin_ctz(e), b = h_bucket(a->dist[k + j]);
-                    if (a->dist[k + j] > t->worst_dist[row])
-                        t->worst_dist[row] = a->dist[k + j], t->worst[row] = a->at[k + j], t->worst_want[row] = a->want[k + j];
-                    if (zs >> j & 1) {
-                        t->zsign[row][b]++;
-                        if (t->first_zsign[row] < 0)
-                            t->first_zsign[row] = a->at[k + j], t->zsign_want[row] = a->want[k + j];
-                    }
+                    const int j = __builtin_ctz(e);
+                    keep_worst(&t->worst_dist[row], &t->worst[row], &t->worst_want[row], a->dist[k + j], a->at[k + j],
+                               a->want[k + j]);
+                    if (zs >> j & 1)
+                        count_zsign(t, row, h_bucket(a->dist[k + j]), a->at[k + j], a->want[k + j]);
                 }
         }
     }
@@ -690,7 +697,7 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
             masks[i / RUN] = mask;
             differ += pop64(mask);
         }
-        /* dense: more than one element in 8 differs (visit_z then counts the first model's own there) */
+        /* dense: more than one element in 8 differs (visit_z and visit_x count the first model's own there) */
         c->mon = c->a && c->nmodels && c->visit != visit_base && differ * 8 > m;
         c->fon = 0;
         if (c->mon)
