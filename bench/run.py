@@ -58,7 +58,7 @@ from sl1conf.conformance.common.files import write_atomic
 from sl1conf.conformance.common.hostinfo import describe_host
 from sl1conf.reference import fast_oracle, kernel, oracle
 
-SECTIONS = (("certify_latency", "certify_latency"), ("search_rate", "search_rate"))
+SECTIONS = (("certify_latency", "certify_latency"), ("search_rate", "search_rate"), ("volume_rate", "volume_rate"))
 """The sections after the kernel's tables: (key in OUT.json, module in bench/ with measure() and markdown())."""
 MPMATH_MAX = 10_000  # the mpmath oracle runs ~40k elements/s: larger sizes would take minutes
 

@@ -23,14 +23,25 @@ the ratios come from one run on a noisy machine; ``REPEATS`` runs, medians shown
 written, never asserted; docs/sweeps.md quotes them. ``SL1CONF_KERNEL_ISA=avx2`` runs the AVX2 +
 F16C loops on an AVX-512 machine (the kernel's and the check's).
 
+A section of bench/run.py (``measure``, ``markdown``: docs/benchmark.md's "A volume of dy
+planes"): the two rows above, the AVX2 row in a subprocess where the CPU has AVX-512, the
+projection, and a measured LocalCluster run (``distributed``, the ``dask`` extra) of
+CLUSTER_PLANES planes of ``around-beta:64`` beside the same sweep with ``--workers 2``, their
+certificates compared (the issue asks for at least 256 planes; docs/sweeps.md quotes a run of
+1,024). Alone it prints the per-core table:
+
     python bench/volume_rate.py [BLOCKS [REPEATS]]
 """
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -44,6 +55,15 @@ ELEMENTS = 1 << 48
 CLUSTER_CORES = 100 * 16  # the issue's 100 16-core Dask workers
 REPEATS = 5
 RUN = 8  # consecutive blocks a run
+BLOCKS = 512
+CLUSTER_PLANES = 256  # the issue's "a LocalCluster run of at least 256 planes"
+CLUSTER_SWEEP = ["--impl", "builtin:kernel", "--beta", "1", "--dy", f"0x3c00-{0x3c00 + CLUSTER_PLANES - 1:#06x}",
+                 "--subset", "around-beta:64"]
+TABLE = ("| implementation | elements/s per core | its own time per element | the judge's per element | "
+         "judge / implementation | projected 2^48 on 1,600 cores | of the judge's: the check (C, with the "
+         "block's rows) | of the judge's: Python's (inputs, probes, sampled blocks' bias counts, tally) | "
+         "elements back to the whole judge | for comparison: the correctly rounded result of every element |",
+         "|---|---|---|---|---|---|---|---|---|---|")
 
 
 def _measure(impl: str, blocks: list) -> dict:
@@ -85,29 +105,133 @@ def _median(runs: list) -> dict:
             "rest": med(lambda m: (m["whole"] - m["own"] - m["check"]) / m["elements"])}
 
 
+def _minutes(m: dict) -> float:
+    """A whole volume (2^48 elements) on CLUSTER_CORES cores at the measured rate per core."""
+    return ELEMENTS / (m["rate"] * CLUSTER_CORES) / 60
+
+
 def _row(m: dict) -> str:
-    hours = ELEMENTS / (m["rate"] * CLUSTER_CORES) / 3600
     return (f"| {m['impl']} | {m['rate'] / 1e6:.0f} M/s | {m['own'] * 1e9:.2f} ns | {m['judge'] * 1e9:.2f} ns | "
-            f"{m['ratio']:.1f} x | {hours * 60:.0f} min | {m['check'] * 1e9:.2f} ns | {m['rest'] * 1e9:.2f} ns | "
+            f"{m['ratio']:.1f} x | {_minutes(m):.0f} min | {m['check'] * 1e9:.2f} ns | {m['rest'] * 1e9:.2f} ns | "
             f"{m['back']:.3%} | {m['cr'] * 1e9:.2f} ns |")
 
 
-def main(argv) -> None:
-    n = int(argv[0]) if argv else 32
-    repeats = int(argv[1]) if len(argv) > 1 else REPEATS
-    if hasattr(os, "sched_setaffinity"):  # one core: the kernel's own threads too (it uses the CPUs it may run on)
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+def per_core(n: "int | None" = None, repeats: "int | None" = None) -> list:
+    """The per-core rows (one a implementation, medians of ``repeats`` runs over ``n`` blocks),
+    this process pinned to one core (the kernel's own threads too: it uses the CPUs it may run on)."""
+    n, repeats = n or BLOCKS, repeats or REPEATS
+    pin = hasattr(os, "sched_setaffinity")
+    cpus = os.sched_getaffinity(0) if pin else None
+    if pin:
+        os.sched_setaffinity(0, {min(cpus)})
     rng = np.random.default_rng(38)
     blocks = sorted({int(k) + j for k in rng.integers(0, (1 << 28) - RUN, max(1, n // RUN)) for j in range(RUN)})
-    print(f"{len(blocks)} blocks of 2^20 of --dy all --subset all (runs of {RUN}), beta 0x3c00, one process on one core "
-          f"({kernel.ISA}), medians of {repeats} runs")
-    print("| implementation | elements/s per core | its own time per element | the judge's per element | "
-          "judge / implementation | projected 2^48 on 1,600 cores | of the judge's: the check (C, with the "
-          "block's rows) | of the judge's: Python's (inputs, probes, sampled blocks' bias counts, tally) | "
-          "elements back to the whole judge | for comparison: the correctly rounded result of every element |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for impl in IMPLS:
-        print(_row(_median([_measure(impl, blocks) for _ in range(repeats)])), flush=True)
+    try:
+        return [_median([_measure(impl, blocks) for _ in range(repeats)]) | {"blocks": len(blocks), "repeats": repeats}
+                for impl in IMPLS]
+    finally:
+        if pin:  # bench/run.py's process goes on with its CPUs (and the cluster's workers start from it)
+            os.sched_setaffinity(0, cpus)
+
+
+def _avx2_rows() -> "list | None":
+    """The per-core rows with the AVX2 + F16C loops forced, in a subprocess (the kernel picks its
+    loops once a process), where this CPU runs AVX-512 (elsewhere the rows above are AVX2's)."""
+    if "AVX-512" not in kernel.ISA:
+        return None
+    proc = subprocess.run([sys.executable, __file__, "--json", str(BLOCKS), "3"], capture_output=True, text=True,
+                          env=dict(os.environ, SL1CONF_KERNEL_ISA="avx2"))
+    if proc.returncode:
+        raise RuntimeError(f"volume_rate with AVX2 forced: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    return json.loads(proc.stdout)
+
+
+def _sweep(*argv) -> float:
+    """Seconds of one ``sl1conf sweep`` command (a new process, as a user runs it)."""
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "sl1conf", "sweep", *map(str, argv)], capture_output=True, text=True)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"sweep: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
+    return time.perf_counter() - t0
+
+
+def _cluster() -> dict:
+    """CLUSTER_PLANES planes on a LocalCluster of 2 worker processes of 1 thread, then with
+    ``--workers 2``: seconds, elements, and whether the certificates are one (but for ``run``,
+    how each was made). {"missing": why} where ``distributed`` is not installed."""
+    try:
+        import distributed
+    except ImportError:
+        return {"missing": "distributed is not installed (the dask extra)"}
+    from sl1conf.conformance.search.sweep_certificate import load_certificate
+
+    with tempfile.TemporaryDirectory() as tmp, distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        out = {"dask": _sweep(*CLUSTER_SWEEP, "--scheduler", cluster.scheduler_address, "--out", Path(tmp) / "dask"),
+               "local": _sweep(*CLUSTER_SWEEP, "--workers", 2, "--out", Path(tmp) / "local")}
+        certs = [load_certificate(Path(tmp) / d) for d in ("dask", "local")]
+    strip = lambda c: {k: v for k, v in c.items() if k != "run"}  # noqa: E731
+    return out | {"planes": CLUSTER_PLANES, "elements": certs[0]["coverage"]["elements_checked"],
+                  "same": strip(certs[0]) == strip(certs[1]), "result": certs[0]["result"].upper()}
+
+
+def measure() -> dict:
+    rows = per_core()
+    return {"rows": {f"volume, {m['impl']}, one core": m["rate"] for m in rows}, "per_core": rows,
+            "avx2": _avx2_rows(), "cluster": _cluster(), "isa": kernel.ISA}
+
+
+def _met(ok: bool, why: str) -> str:
+    return f"**met** ({why})" if ok else f"**not met** ({why})"
+
+
+def markdown(result: dict) -> list:
+    kern, lib = result["per_core"]
+    lines = ["## A volume of dy planes", "",
+             f"Issue 38; bench/volume_rate.py: one sweep worker pinned to one core ({result['isa']}), on "
+             f"{kern['blocks']} blocks of `--dy all --subset all` at beta = 1.0 in runs of {RUN} consecutive blocks at "
+             "random places, each block whole beside the implementation's own call, the check and the correctly "
+             f"rounded result on the same inputs, medians of {kern['repeats']} runs; docs/sweeps.md (\"A volume's "
+             "throughput, and the projection\") explains the columns and keeps the history of the ratio.", "",
+             *TABLE, _row(kern), _row(lib)]
+    if result.get("avx2"):
+        lines.append(_row(result["avx2"][0] | {"impl": "builtin:kernel, AVX2 + F16C forced"}))
+    lines += ["", "| what | measured | target (issue 38) | |", "|---|---|---|---|",
+              f"| the judge's cost, builtin:kernel | {kern['judge'] * 1e9:.2f} ns an element against the kernel's "
+              f"{kern['own'] * 1e9:.2f} ns | at most the built-in kernel's | "
+              + _met(kern["ratio"] <= 1, f"{kern['ratio']:.1f} x") + " |",
+              f"| the judge's cost, ctypes sample (isolated worker) | {lib['judge'] * 1e9:.2f} ns an element against the "
+              f"library's {lib['own'] * 1e9:.2f} ns | at most the implementation's | "
+              + _met(lib["ratio"] <= 1, f"{lib['ratio']:.1f} x") + " |",
+              f"| whole volume for one beta (2^48), projected on 100 workers of 16 cores | about "
+              f"{_minutes(kern):.0f} min (kernel), about {_minutes(lib):.0f} min (ctypes) | at most 1 h | "
+              + _met(max(_minutes(kern), _minutes(lib)) <= 60, "projection from the rates per core above") + " |"]
+    c = result["cluster"]
+    if "missing" in c:
+        lines.append(f"| {CLUSTER_PLANES} planes on a LocalCluster | not measured: {c['missing']} | a measured run of "
+                     f"at least 256 planes | **not measured** |")
+    else:
+        rate = lambda s: f"{c['elements'] / s / 1e6:.1f} M elements/s"  # noqa: E731
+        lines.append(f"| {c['planes']:,} planes of `around-beta:64` ({c['elements'] / 1e9:.1f} G elements), LocalCluster "
+                     f"of 2 x 1 thread | {c['dask']:.0f} s ({rate(c['dask'])}); `--workers 2`: {c['local']:.0f} s "
+                     f"({rate(c['local'])}); result {c['result']}; "
+                     + ("the same certificate" if c["same"] else "**the certificates differ**")
+                     + " | a measured run of at least 256 planes, the local certificate | "
+                     + ("**not met** (the certificates differ)" if not c["same"] else "done" if c["planes"] >= 256
+                        else "**not met** (fewer than 256 planes)") + " |")
+    return lines + [""]
+
+
+def main(argv) -> None:
+    as_json = argv[:1] == ["--json"]
+    argv = argv[1:] if as_json else argv
+    rows = per_core(int(argv[0]) if argv else None, int(argv[1]) if len(argv) > 1 else None)
+    if as_json:
+        print(json.dumps(rows))
+        return
+    print(f"{rows[0]['blocks']} blocks of 2^20 of --dy all --subset all (runs of {RUN}), beta 0x3c00, one process on "
+          f"one core ({kernel.ISA}), medians of {rows[0]['repeats']} runs")
+    print("\n".join([*TABLE, *map(_row, rows)]))
 
 
 if __name__ == "__main__":
