@@ -230,3 +230,25 @@ def test_the_svg_of_a_failing_report_is_reproducible_small_and_text():
         assert len(svg) < 150_000, (caption, len(svg))
         assert not re.search(r"\d{4}-\d\d-\d\dT", svg)  # no date
     assert "error against diff / beta" in first[1][1] and re.search("10[⁸⁹]<", first[1][1])  # text, not paths
+
+
+def test_cool_leaves_nothing_for_the_exit_hook_to_race_with():
+    """plots.cool() after plots.warm() (a command that fails early): the warm processes are gone and
+    so is the pool's manager thread, its wakeup pipe closed, before cool() returns; a manager
+    thread still running at exit races concurrent.futures' exit hook, which then prints a
+    traceback after the command's one error line (seen once in CI)."""
+    import threading
+
+    if P._workers() < 2:
+        pytest.skip("warm() starts nothing on one CPU")
+    before = set(threading.enumerate())
+    P.warm()
+    pool = P._WARM
+    assert pool is not None
+    processes = list(pool._processes.values())
+    wakeup = pool._executor_manager_thread_wakeup
+    P.cool()
+    assert P._WARM is None
+    assert not any(p.is_alive() for p in processes)
+    assert wakeup._closed  # the exit hook's wakeup() writes to nothing
+    assert not [t for t in set(threading.enumerate()) - before if t.is_alive()]

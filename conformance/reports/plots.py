@@ -395,13 +395,25 @@ def warm() -> None:
 
 
 def cool() -> None:
-    """The processes :func:`warm` started, ended now (nothing will be drawn: the command failed)."""
+    """The processes :func:`warm` started, ended now (nothing will be drawn: the command failed),
+    and the pool's manager thread with them. Why wait for it: a manager thread left running
+    closes its wakeup pipe while the interpreter's exit hook (concurrent.futures' _python_exit,
+    unlocked) may be writing to it, and the command that failed with one clear line then prints
+    "Exception ignored ... OSError: [Errno 9] Bad file descriptor" after it (seen once in CI;
+    CPython gh-132969). The processes are terminated first (killed if they outlive a second), so
+    the wait is the manager's noticing that they are gone: milliseconds."""
     global _WARM
     pool, _WARM = _WARM, None
     if pool is not None:
-        for process in list(getattr(pool, "_processes", {}).values()):
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        for process in processes:
             process.terminate()
-        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.join(1.0)
+            if process.is_alive():
+                process.kill()
+                process.join()
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _draw_all(tasks: list) -> list:
