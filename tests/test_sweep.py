@@ -289,6 +289,70 @@ def test_lean_bias_counts_are_the_whole_calls_at_every_class_of_beta(platform):
     assert seen == {True, False}  # calls with the counters and calls without
 
 
+def test_lean_bias_counts_settle_the_shortcuts_deviations_as_the_whole_judge_does():
+    """lean_bias_counts' settled path (accuracy._settled: the deviations judge.within_budget_alone
+    accepts, counted as explained where an enumerated model gives them, open where the rounded
+    diff's alternative moves them, the rest judged) against call_bias_counts (every element
+    judged) on calls built to reach each branch: exact diffs within a few ULPs of +-beta (so that
+    RN16(x1 - x2) is +-beta: the rounded-diff alternative), results that are the enumerated
+    models' (explained), near the oracle's (deviations no model gives, both ways, and past the
+    budget), on ieee and mt7004 (approximate operations allowed)."""
+    from sl1conf.conformance.requirements.accuracy import call_bias_counts, lean_bias_counts
+    from sl1conf.conformance.rules import openbehaviour
+    from test_sweep_shortcut import _got_near, _oracle
+
+    h = lambda a: a.view(np.float16)  # noqa: E731
+    moved_deviations, counted = 0, set()
+    for platform in ("ieee", "mt7004"):
+        profile = load_profile(platform)
+        for seed, beta in enumerate((0x3C00, 0x2E66, 0x3555, 0x0400, 0x7800, 0x5640)):
+            rng = np.random.default_rng(100 + seed)
+            n = 4000
+            bv = float(h(np.array([beta], np.uint16))[0])
+            x2 = (rng.integers(0x2000, 0x5000, n) | (rng.integers(0, 2, n) << 15)).astype(np.uint16)
+            # x1 = x2 +- beta, nudged a few ULPs of x1: exact diffs on, near and off the boundary
+            side = np.where(rng.integers(0, 2, n) == 0, -1.0, 1.0)
+            x1 = (h(x2).astype(np.float64) + side * bv).astype(np.float16).view(np.uint16).astype(np.int32)
+            x1 = np.clip(x1 + rng.integers(-3, 4, n) * np.where(x1 & 0x8000, -1, 1), 0, 0xFBFF)
+            x1 = np.where((x1 & 0x7C00) == 0x7C00, 0x3C00, x1).astype(np.uint16)
+            far = rng.random(n) < 0.2  # and anything
+            x1[far] = rng.integers(0, 0x7C00, int(far.sum())) | (rng.integers(0, 2, int(far.sum())) << 15)
+            dy = (rng.integers(0x3800, 0x4800, n) | (rng.integers(0, 2, n) << 15)).astype(np.uint16)
+            want = _oracle(dy, x1, x2, beta)
+            got = want.copy()
+            how = rng.integers(0, 3, n)
+            for i, model in enumerate(("divmul-fp16", "recipmul-fp32")):
+                bits = np.ascontiguousarray(kernel.smoothl1lossgrad(h(dy), h(x1), h(x2), np.uint16(beta).view(np.float16),
+                                                                   model=model, threads=1)).view(np.uint16)
+                got = np.where(how == i, bits, got)
+            got = np.where(how == 2, _got_near(want, rng, dy), got).astype(np.uint16)
+            whole = call_bias_counts(F.FP16, profile, got, dy, x1, x2, beta)
+            assert lean_bias_counts(F.FP16, profile, got, dy, x1, x2, beta) == whole, (platform, hex(beta))
+            c = whole.get("got", {})
+            counted |= {k for k in ("explained", "differ") if c.get(k)}
+            alts = openbehaviour.alternatives(F.FP16, dy, x1, x2, beta, oracle=want)
+            if "rounded-diff" in alts:
+                d = F.ulp_distance(F.FP16, got, want)
+                moved_deviations += int(((alts["rounded-diff"] != want) & (d >= 1) & (d <= 2)).sum())
+    assert moved_deviations > 0  # deviations the rounded diff's alternative makes open were there
+    assert counted == {"explained", "differ"}
+    # every element past the budget yet reachable (divmul-fp16 at beta = dy = 1000: diff / beta rounded
+    # to fp16 near the subnormals, its error times 1000): no deviation to count, only the counters'
+    # keys, which only the elements the shortcut leaves to the judge give
+    rng = np.random.default_rng(5)
+    n, beta = 200_000, 0x63D0
+    x1, x2 = (rng.integers(0x0400, 0x2000, n).astype(np.uint16) for _ in range(2))
+    dy = np.full(n, beta, np.uint16)
+    got = np.ascontiguousarray(kernel.smoothl1lossgrad(h(dy), h(x1), h(x2), np.uint16(beta).view(np.float16),
+                                                       model="divmul-fp16", threads=1)).view(np.uint16)
+    k = np.flatnonzero(F.ulp_distance(F.FP16, got, _oracle(dy, x1, x2, beta)) > 2)[:200]
+    assert k.size == 200
+    profile = load_profile("ieee")
+    whole = call_bias_counts(F.FP16, profile, got[k], dy[k], x1[k], x2[k], beta)
+    assert whole and not any(whole["got"].values())
+    assert lean_bias_counts(F.FP16, profile, got[k], dy[k], x1[k], x2[k], beta) == whole
+
+
 @pytest.mark.parametrize("impl", ["builtin:kernel", "builtin:kernel:muldiv-fp64", "builtin:kernel:muldiv-fp16",
                                   "planted"])
 def test_a_block_counts_as_add_judge_and_lean_on_the_whole_block(impl):

@@ -105,23 +105,24 @@ def expected_for(fmt: formats.Format, dy, x1, x2, beta: int, *, variant: str = "
         oracle = bits(fast_oracle.smoothl1lossgrad(*args, b))
     with np.errstate(all="ignore"):
         diff = exact_math.exact_diff(fmt, x1, x2)
-    return Expected(oracle, _flushed_oracle(fmt, args, b, beta, oracle), _model_bits(fmt, args, b),
+    return Expected(oracle, _flushed_oracle(fmt, args, b, beta, oracle), model_bits(fmt, args, b),
                     openbehaviour.alternatives(fmt, dy, x1, x2, beta, variant=variant, core_mask=core_mask, oracle=oracle,
                                                diff=diff), diff)
 
 
-def _model_bits(fmt: formats.Format, args, b) -> dict:
+def model_bits(fmt: formats.Format, args, b, names=None) -> dict:
     """Every accepted model's bits (the kernel's: the numpy emulation's but for NaN payloads) for
-    ``args`` (dy, x1, x2 as arrays of the format's dtype) and ``b`` (beta, a scalar of it)."""
+    ``args`` (dy, x1, x2 as arrays of the format's dtype) and ``b`` (beta, a scalar of it);
+    ``names``: only those models."""
     return {m.name: np.ascontiguousarray(kernel.smoothl1lossgrad(*args, b, model=m.name, threads=1)).view(fmt.uint)
-            for m in accepted_models(fmt)}
+            for m in accepted_models(fmt) if names is None or m.name in names}
 
 
 def model_match(fmt: formats.Format, got, dy, x1, x2, beta: int) -> np.ndarray:
     """Where ``got`` is some accepted model's result (NaN as a class): a Judgement's ``models``
     ORed, for elements judged without :func:`expected_for` (:func:`within_budget_alone`)."""
     f = lambda a: np.ascontiguousarray(a, dtype=fmt.uint).view(fmt.dtype)  # noqa: E731
-    bits = _model_bits(fmt, (f(dy), f(x1), f(x2)), f(np.array([beta], fmt.uint))[0])
+    bits = model_bits(fmt, (f(dy), f(x1), f(x2)), f(np.array([beta], fmt.uint))[0])
     return np.logical_or.reduce([formats.same_result(fmt, got, m) for m in bits.values()] or [np.zeros(np.shape(got), bool)])
 
 
