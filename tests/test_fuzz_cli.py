@@ -340,6 +340,37 @@ def test_fuzz_replay_runs_a_sweeps_rejected_elements_again(capsys, tmp_path):
     assert code == 0 and "nothing to replay" in text
 
 
+def test_fuzz_replay_judges_a_vector_set_under_the_platform_asked_for(capsys, tmp_path):
+    """A board team's FTZ library: the rejections of its sweep on ieee (subnormal x2 flushed), and
+    the same set copied away from the sweep, replayed with --platform mt7004 (flushing accepted) are
+    judged under mt7004 and pass; without it they are judged under the sweep's platform, or ieee's
+    for a loose set, and fail. --batch draws under its campaign's platform: --platform refused there."""
+    import shutil
+
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--impl", "builtin:oracle-ftz", "--beta", "1", "--dy", "0x3c00", "--subset", "x2=0x0001",
+                 "--out", str(out)]) == 1  # every subnormal result flushed: rejected on ieee
+    shutil.copytree(out / "rejections-fp16", tmp_path / "loose")
+    board = tmp_path / "board.toml"  # the team's own file: mt7004's
+    shutil.copy(Path(__file__).parents[1] / "conformance" / "rules" / "profiles" / "mt7004.toml", board)
+    capsys.readouterr()
+    ftz = ["--impl", "builtin:oracle-ftz"]
+    for where, more, sweep in ((out, [], True), (tmp_path / "loose", ftz, False)):
+        code, text, _ = run(capsys, "replay", str(where), *more)
+        assert code == 1 and "judged on ieee:" in text and "64 of 64 elements rejected" in text
+        for option in (["--platform", "mt7004"], ["--profile", str(board)]):
+            code, text, err = run(capsys, "replay", str(where), *more, *option)
+            assert code == 0, err
+            assert ("judged on mt7004 (the sweep ran on ieee):" if sweep else "judged on mt7004:") in text
+            assert text.rstrip().endswith("verdict: PASS (none of the 64 elements fails again)")
+    code, _, err = run(capsys, "replay", str(out), "--platform", "nope")
+    assert code == 2 and err.count("\n") == 1 and "--platform nope: unknown platform" in err
+    campaign = tmp_path / "campaign"
+    assert run(capsys, *KERNEL, "--out", str(campaign))[0] == 0
+    code, _, err = run(capsys, "replay", str(campaign), "--batch", "0", "--platform", "mt7004")
+    assert code == 2 and err.count("\n") == 1 and "does not take --platform" in err
+
+
 def test_fuzz_replay_without_batch_names_what_it_takes(capsys, tmp_path):
     out = tmp_path / "o"
     assert run(capsys, *KERNEL, "--out", str(out))[0] == 0

@@ -227,7 +227,7 @@ def test_fuzz_merge_and_replay_have_their_own_help(capsys):
     assert set(options(merge)) == {"--help", "--out", "--force"}
     replay = help_text(capsys, "fuzz", "replay")
     assert replay.startswith("usage: sl1conf fuzz replay DIR --batch K [--impl SPEC]")
-    assert set(options(replay)) == {"--help", "--batch", "--impl"}
+    assert set(options(replay)) == {"--help", "--batch", "--impl", "--platform", "--profile"}  # (vector sets)
 
 
 # ------------------------------------------------------------------ the progress bar

@@ -19,7 +19,7 @@ from sl1conf.conformance.cli.args import (EXIT_FAIL, EXIT_INTERRUPTED, EXIT_OK, 
                                           add_action,
                                           add_platform, count_arg, dtype_arg, path_arg, seed_arg, workers_arg)
 from sl1conf.conformance.common.commands import certify_command
-from sl1conf.conformance.common.platforms import cli_option
+from sl1conf.conformance.common.platforms import cli_option, platform_options
 from sl1conf.conformance.common.progress import Progress
 from sl1conf.conformance.search import fuzz, fuzz_campaign, shards
 
@@ -77,16 +77,19 @@ def register(sub) -> None:
                    help="write into a non-empty folder that is not this campaign's")
     r = add_action(actions, "replay", "run one recorded batch, or a sweep's rejected elements, again",
                    "sl1conf fuzz replay DIR --batch K [--impl SPEC]\n"
-                   "       sl1conf fuzz replay SWEEP_OUT|VECTORS [--impl SPEC]",
+                   "       sl1conf fuzz replay SWEEP_OUT|VECTORS [--impl SPEC] [--platform NAME|FILE | --profile FILE]",
                    "Draw batch K of the campaign recorded in DIR again from its seed and check it (against the "
                    "campaign's implementation, or --impl). Without --batch, DIR is a sweep's output folder (or the "
                    "vector set it wrote, SWEEP_OUT/rejections-fp16, or any vector set with --impl): its rejected "
-                   "elements are called and judged again as a batch is, under the sweep's platform (against the "
-                   "sweep's implementation, or --impl). See docs/fuzzing.md.",
+                   "elements are called and judged again as a batch is, under the sweep's platform or --platform "
+                   "(against the sweep's implementation, or --impl). See docs/fuzzing.md.",
                    "a fuzz output folder (with --batch), a sweep's output folder or a vector set")
     r.add_argument("--batch", type=int, metavar="K", help="the batch index to run again (a fuzz output folder)")
     r.add_argument("--impl", dest="replay_impl", metavar="SPEC",
                    help="another implementation (default: the campaign's or the sweep's)")
+    for flag, keywords in platform_options("the profile that judges a vector set (not with --batch: a batch is "
+                                           "drawn under its campaign's)", ": the sweep's own for its set"):
+        r.add_argument(flag, dest=f"replay_{flag[2:]}", **keywords, **({"type": path_arg} if flag == "--profile" else {}))
     p.set_defaults(run=lambda args: {"merge": _merge, "replay": _replay}.get(args.action, _campaign)(args))
 
 
@@ -215,7 +218,10 @@ def _replay(args) -> int:
     if len(args.dirs) != 1:
         raise UsageError(REPLAY_NEEDS)
     if args.batch is None:
-        return _replay_vectors(Path(args.dirs[0]), args.replay_impl)
+        return _replay_vectors(Path(args.dirs[0]), args.replay_impl, args.replay_platform, args.replay_profile)
+    if args.replay_platform or args.replay_profile:
+        raise UsageError(f"replay --batch K draws the campaign's batch under the campaign's own platform: it does not "
+                         f"take --{'platform' if args.replay_platform else 'profile'}")
     if not args.batch >= 0:
         raise UsageError(f"--batch must be at least 0, not {args.batch}")
     campaign = fuzz_campaign.replayed_campaign(fuzz_campaign.read_summary(Path(args.dirs[0])), args.batch,
@@ -232,11 +238,13 @@ def _replay(args) -> int:
     return EXIT_FAIL if findings else EXIT_OK
 
 
-def _replay_vectors(folder: Path, impl: "str | None") -> int:
+def _replay_vectors(folder: Path, impl: "str | None", platform: "str | None" = None,
+                    profile_file: "str | None" = None) -> int:
     """``sl1conf fuzz replay SWEEP_OUT|VECTORS``: a sweep's rejected elements (its vector set
-    rejections-fp16), or any vector set's calls, called and judged again as a batch is, under the
-    sweep's platform (ieee's for a set no sweep wrote) against the sweep's implementation or
-    ``impl``. Exit 1 when anything fails again, 0 when nothing does."""
+    rejections-fp16), or any vector set's calls, called and judged again as a batch is, under
+    ``platform`` or ``profile_file`` where given, else the sweep's platform (ieee's for a set no
+    sweep wrote), against the sweep's implementation or ``impl``. Exit 1 when anything fails
+    again, 0 when nothing does."""
     from sl1conf.conformance.search.sweep_rejections import SET_FOLDER, replay_source
     from sl1conf.conformance.search.sweep_state import STATE_FILE
 
@@ -257,14 +265,17 @@ def _replay_vectors(folder: Path, impl: "str | None") -> int:
                          "names one)")
     recorded = (folder if (folder / STATE_FILE).is_file() else vectors.resolve().parent) / STATE_FILE
 
-    def option(name: str) -> str:  # the platform is the sweep's: an error about it names where it was read
+    asked = bool(platform or profile_file)
+
+    def option(name: str) -> str:  # the sweep's platform: an error about it names where it was read
         if name == "vectors":
             return "replay"
-        return f"{recorded}: {name}" if name == "platform" and config else cli_option(name)
+        return f"{recorded}: {name}" if name == "platform" and config and not asked else cli_option(name)
 
     from sl1conf.conformance.certify.session import open_session
 
-    session = open_session(config["platform"] if config else None, impl=spec, vector_dirs=[vectors], option=option)
+    session = open_session(platform if asked else config["platform"] if config else None, profile_file, impl=spec,
+                           vector_dirs=[vectors], option=option)
     (vs,) = session.vectors.values()
     adapter, profile = session.implementation, session.profile
     with adapter:
