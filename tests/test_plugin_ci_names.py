@@ -91,6 +91,12 @@ def test_loadgroup_names_waivers_and_reproduce_commands_match_certify(pytester, 
     suite = ET.fromstring(plugin_xml).find("testsuite")
     props = [p.get("value") for p in suite.find("properties") if p.get("name") == "sl1conf_waiver"]
     assert props == want
+    # certify's junit.xml: each run's suite holds its own waived line and every waiver's use
+    said = [w for w in want if w.startswith("waiver ")]
+    ours = [[p.get("value") for p in s.find("properties") if p.get("name") == "sl1conf_waiver"]
+            for s in ET.fromstring(junit).iter("testsuite")]
+    assert [w for w in want if not w.startswith("waiver ")] == [line for lines in ours for line in lines[:-len(said)]]
+    assert all(lines[-len(said):] == said for lines in ours)
 
     # reproduce commands: never into the report folder they came from
     outs = _outs(stdout) | _outs(plugin_xml)

@@ -33,7 +33,7 @@ from sl1conf.conformance.common.tomlfiles import read_toml, schema_problem, toml
 from sl1conf.conformance.requirements import CATALOG, by_id
 from sl1conf.conformance.requirements.results import Report
 
-__all__ = ["WaiverError", "load_waivers", "apply_waivers", "waive", "use_lines"]
+__all__ = ["WaiverError", "load_waivers", "apply_waivers", "waive"]
 
 
 class WaiverError(SuiteError):
@@ -102,19 +102,6 @@ def _pattern_holds(w: dict, result) -> "tuple[bool, int]":
     if d is None:
         return False, 0
     return d.failed == d.of, d.failed
-
-
-def use_lines(used: list[dict]) -> list[str]:
-    """What a run says of each waiver's use (``waive``'s second value, or its sum over runs), one
-    line each: ``waiver R03 waived 1 requirement (392 failures): reason`` or ``waiver R05 matched
-    nothing: reason`` (stale: its failures are gone, or it names the wrong thing). certify prints
-    them; the pytest plugin prints the same lines in its summary and writes them to JUnit."""
-    out = []
-    for w in used:
-        m, f = w.get("matched", 0), w.get("failures", 0)
-        out.append(f"waiver {w['id']} waived {m} requirement{'s' * (m != 1)} ({f:,} failure{'s' * (f != 1)}): "
-                   f"{w['reason']}" if m else f"waiver {w['id']} matched nothing: {w['reason']}")
-    return out
 
 
 def apply_waivers(report: Report, waivers: list[dict]) -> Report:

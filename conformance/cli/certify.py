@@ -95,7 +95,7 @@ def _summary(shown) -> None:
     """What the terminal shows of a report, from the View its files render (``reports.view.View``):
     each run's verdict, the causes shared by several requirements, each failure briefly, the
     waivers' use (those that matched nothing too)."""
-    from sl1conf.conformance.certify.waivers import use_lines
+    from sl1conf.conformance.requirements.results import use_lines
     from sl1conf.conformance.reports.view import failure_text, run_causes
 
     report = shown.report

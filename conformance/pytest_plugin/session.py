@@ -315,7 +315,7 @@ class Conformance:
         keys = [k for k in self.runs if k in self.waiver_use]
         if self.waivers is None or not keys:
             return []
-        from sl1conf.conformance.certify.waivers import use_lines
+        from sl1conf.conformance.requirements.results import use_lines
 
         out = [f"{d} {v}: waived: {', '.join(self.waiver_use[(d, v)]['waived'])}" for d, v in keys
                if self.waiver_use[(d, v)]["waived"]]

@@ -11,7 +11,8 @@ runs the profile lists and the implementation lacks are ``classname="sl1conf"``,
 ``name="missing-runs"``. One test suite per run. A failing case is a <failure> whose message
 is its counts and worst input and whose text holds the statement and the reproduction
 commands; not applicable is <skipped>; recorded behaviour and waivers pass and go to
-<system-out>.
+<system-out>, and each run's suite has a property ``sl1conf_waiver`` per line certify prints of
+the waivers (the run's waived requirements, each waiver's use), as the plugin's JUnit has.
 
 Times: the root's ``time`` is the run's ``duration_s``; each suite's is its share by elements
 (one certify judges all runs in one process), and each case's an equal part of its suite's:
@@ -26,12 +27,25 @@ import xml.etree.ElementTree as ET
 
 from sl1conf.conformance.reports.view import View, by_text, element_text, failure_text, over_the_run
 from sl1conf.conformance.requirements import CATALOG_BY_ID
+from sl1conf.conformance.requirements.results import use_lines
 
 __all__ = ["render_junit", "case_names"]
 
 ROOT = "sl1conf"
 """The first part of every classname: the plugin's root collector (its items' node ids
 begin ``sl1conf::``)."""
+
+
+WAIVER_PROPERTY = "sl1conf_waiver"
+"""A run's suite property per line certify prints of the waivers, as the pytest plugin writes them
+to its JUnit: a CI page that shows a suite's properties shows that a pass rests on waivers."""
+
+
+def _waiver_lines(report, run) -> list:
+    """What certify prints of the waivers that concerns a run: its waived requirements
+    (``fp16 p: waived: R03``), then every waiver's use (``requirements.results.use_lines``)."""
+    waived = [r.id for r in run.requirements if r.status == "waived"]
+    return ([f"{run.dtype} {run.variant}: waived: {', '.join(waived)}"] if waived else []) + use_lines(report.waivers or [])
 
 
 def _case(suite, classname: str, name: str, status: str, message: str = "", text: str = "", out: str = ""):
@@ -122,6 +136,8 @@ def _run_suite(root, v, run, failures: dict, observed: dict):
     props = ET.SubElement(suite, "properties")  # who was tested where (JUnit's hostname is not recorded)
     for label, value in v.identity:
         ET.SubElement(props, "property", name=label, value=str(value))
+    for line in _waiver_lines(report, run):
+        ET.SubElement(props, "property", name=WAIVER_PROPERTY, value=line)
     statuses, suite_out = [], []
     for r in run.requirements:
         f = failures.get((d, var, r.id))

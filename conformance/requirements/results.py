@@ -23,7 +23,7 @@ from sl1conf.conformance.requirements.entries import (
 from sl1conf.conformance.requirements.records import CallNote, ElementRecord
 
 __all__ = ["Counted", "FamilyResult", "RequirementResult", "RunResult", "Report", "as_json", "incomplete_reasons",
-           "NOTHING_OBSERVED"]
+           "use_lines", "NOTHING_OBSERVED"]
 
 NOTHING_OBSERVED = "not observed: "
 """How the entry (``observed``) of a requirement that checked nothing starts: certify says why
@@ -390,4 +390,18 @@ def incomplete_reasons(requirements: list, calls: int, unsupported: int, not_mad
                                 and not r.checked and r.id not in unobserved]
     if empty:
         out.append(f"{', '.join(empty)} not observed: checked nothing")
+    return out
+
+
+def use_lines(used: list[dict]) -> list[str]:
+    """What a run says of each waiver's use (``certify.waivers.waive``'s second value, or its sum
+    over runs), one line each: ``waiver R03 waived 1 requirement (392 failures): reason`` or ``waiver R05 matched
+    nothing: reason`` (stale: its failures are gone, or it names the wrong thing). certify prints
+    them and writes them to junit.xml; the pytest plugin prints the same lines in its summary and
+    writes them to its JUnit."""
+    out = []
+    for w in used:
+        m, f = w.get("matched", 0), w.get("failures", 0)
+        out.append(f"waiver {w['id']} waived {m} requirement{'s' * (m != 1)} ({f:,} failure{'s' * (f != 1)}): "
+                   f"{w['reason']}" if m else f"waiver {w['id']} matched nothing: {w['reason']}")
     return out
