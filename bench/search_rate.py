@@ -28,12 +28,13 @@ SWEEP_TARGET_S = 30.0  # the full plane with --workers 2 (issue 15)
 SWEEP = ["--impl", "builtin:kernel", "--beta", "0x2e66", "--dy", "0x3c01", "--workers", "2"]
 
 
-def _sl1conf(*argv) -> subprocess.CompletedProcess:
+def sl1conf(*argv) -> subprocess.CompletedProcess:
+    """One ``sl1conf`` command in a new process (as a user runs it), its output captured."""
     return subprocess.run([sys.executable, "-m", "sl1conf", *argv], capture_output=True, text=True)
 
 
 def _fuzz(impl: str, out: Path) -> dict:
-    proc = _sl1conf("fuzz", "--impl", impl, "--platform", "mt7004", "--workers", "2", "--seconds",
+    proc = sl1conf("fuzz", "--impl", impl, "--platform", "mt7004", "--workers", "2", "--seconds",
                     str(FUZZ_SECONDS), "--seed", "2026", "--out", str(out))
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"fuzz {impl}: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
@@ -50,7 +51,7 @@ def measure() -> dict:
             detail[label] = _fuzz(impl, Path(tmp) / impl.replace(":", "-"))
             rows[label] = detail[label]["elements_per_s"]
         t0 = time.perf_counter()
-        proc = _sl1conf("sweep", *SWEEP, "--out", str(Path(tmp) / "sweep"))
+        proc = sl1conf("sweep", *SWEEP, "--out", str(Path(tmp) / "sweep"))
         seconds = time.perf_counter() - t0
         if proc.returncode not in (0, 1):
             raise RuntimeError(f"sweep: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")

@@ -11,8 +11,8 @@ share): a worker takes blocks in order, so its dy array is refilled once a plane
 which runs of RUN charge 4,096 / RUN times too often, and one block at a time would charge every
 block (0.05 to 0.1 ns an element of the judge's cost that a volume does not pay). Each is timed whole
 (``sweep._Block.run``: the call, the oracle, the comparison, the judge on the wrong elements,
-the tally) and the implementation alone on the same inputs (``adapter.run``, first, right after the
-block's inputs are written: the state the sweep calls it in). The judge's own
+the tally) and the implementation's call within it (its adapter's ``run``, timed where the sweep
+makes it). The judge's own
 cost is the difference; of it, the check (``sweep._Block.check``: ``kernel.f16_judge_pass`` with
 the block's rows, the correctly rounded result where the branch is not known, the comparison,
 the judge's shortcut and its histogram in C) is timed alone; the rest is Python's, per block
@@ -31,7 +31,7 @@ CLUSTER_PLANES planes of ``around-beta:64`` beside the same sweep with ``--worke
 certificates compared (the issue asks for at least 256 planes; docs/sweeps.md quotes a run of
 1,024). Alone it prints the per-core table:
 
-    python bench/volume_rate.py [BLOCKS [REPEATS]]
+    python bench/volume_rate.py [--kernel] [--json] [BLOCKS [REPEATS]]
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from pathlib import Path
 
 import numpy as np
 
-from sl1conf.adapters.base import Case
 from sl1conf.reference import kernel
 from sl1conf.conformance.search import sweep as S
+from search_rate import sl1conf
 
 BETA = 0x3C00  # 1.0, the DSP team's beta
 IMPLS = ("builtin:kernel", "builtin:sample")
@@ -68,26 +68,39 @@ TABLE = ("| implementation | elements/s per core | its own time per element | th
 
 
 def _measure(impl: str, blocks: list) -> dict:
-    """Seconds of whole blocks, of the implementation's calls alone, of the check and of the
-    correctly rounded result, over ``blocks``; elements, and those the check hands back."""
+    """Seconds of whole blocks, of the implementation's calls within them, of the check and of the
+    correctly rounded result, over ``blocks``; elements, and those the check hands back.
+
+    The implementation's time is its adapter's ``run`` inside each whole block, timed where the
+    sweep makes it (right after the block's inputs are written, on an output just allocated): a
+    second call before or after the block runs on inputs that call or the block had just read
+    (10 to 20 % faster or slower), and the judge would be charged the difference either way. The
+    check is timed once more alone, on the block's result (its share of the judge's cost)."""
     config = S.SweepConfig(impl, BETA, "all", "all")
     worker = S._Block(config, threads=1)  # noqa: SLF001 (the worker a pool process or Dask thread keeps)
+    adapter_run, last = worker.adapter.run, {}
+
+    def timed_run(cases):  # the adapter's run, timed (on a sampled block: the probes' 2 small calls too)
+        t = time.perf_counter()
+        try:
+            last["outcomes"] = adapter_run(cases)
+            return last["outcomes"]
+        finally:
+            last["seconds"] = last.get("seconds", 0.0) + time.perf_counter() - t
+
+    worker.adapter.run = timed_run
     try:
         worker.run(blocks[0])  # warm: the adapter's worker, the arrays
         m = dict.fromkeys(("whole", "own", "check", "cr"), 0.0) | {"impl": impl, "elements": 0, "back": 0}
         for k in blocks:
-            # the implementation alone first, right after the block's inputs are written, as the sweep
-            # calls it: timed after the whole block instead, on inputs and an output its check had just
-            # read, it ran 10 to 20 % faster, and the judge was charged the difference
-            lo, hi, dy, x1, x2 = worker.inputs(k)
-            call = Case("fp16", dy, x1, x2, BETA, variant="p")
-            t = time.perf_counter()
-            got = worker.adapter.run([call])[0].out[:hi - lo]
-            m["own"] += time.perf_counter() - t
+            last["seconds"] = 0.0
             t = time.perf_counter()
             tally = worker.run(k)
             m["whole"] += time.perf_counter() - t
+            m["own"] += last["seconds"]
             m["elements"] += tally.elements
+            lo, hi, dy, x1, x2 = worker.inputs(k)
+            got = last["outcomes"][0].out[:hi - lo]
             t = time.perf_counter()
             m["back"] += worker.check(dy, x1, x2, got)[0].size
             m["check"] += time.perf_counter() - t
@@ -120,9 +133,10 @@ def _row(m: dict) -> str:
             f"{m['back']:.3%} | {m['cr'] * 1e9:.2f} ns |")
 
 
-def per_core(n: "int | None" = None, repeats: "int | None" = None) -> list:
-    """The per-core rows (one a implementation, medians of ``repeats`` runs over ``n`` blocks),
-    this process pinned to one core (the kernel's own threads too: it uses the CPUs it may run on)."""
+def per_core(n: "int | None" = None, repeats: "int | None" = None, impls=IMPLS) -> list:
+    """The per-core rows (one an implementation of ``impls``, medians of ``repeats`` runs over ``n``
+    blocks), this process pinned to one core (the kernel's own threads too: it uses the CPUs it
+    may run on)."""
     n, repeats = n or BLOCKS, repeats or REPEATS
     pin = hasattr(os, "sched_setaffinity")
     cpus = os.sched_getaffinity(0) if pin else None
@@ -132,7 +146,7 @@ def per_core(n: "int | None" = None, repeats: "int | None" = None) -> list:
     blocks = sorted({int(k) + j for k in rng.integers(0, (1 << 28) - RUN, max(1, n // RUN)) for j in range(RUN)})
     try:
         return [_median([_measure(impl, blocks) for _ in range(repeats)]) | {"blocks": len(blocks), "repeats": repeats}
-                for impl in IMPLS]
+                for impl in impls]
     finally:
         if pin:  # bench/run.py's process goes on with its CPUs (and the cluster's workers start from it)
             os.sched_setaffinity(0, cpus)
@@ -143,8 +157,8 @@ def _avx2_rows() -> "list | None":
     loops once a process), where this CPU runs AVX-512 (elsewhere the rows above are AVX2's)."""
     if "AVX-512" not in kernel.ISA:
         return None
-    proc = subprocess.run([sys.executable, __file__, "--json", str(BLOCKS), "3"], capture_output=True, text=True,
-                          env=dict(os.environ, SL1CONF_KERNEL_ISA="avx2"))
+    proc = subprocess.run([sys.executable, __file__, "--json", "--kernel", str(BLOCKS), str(REPEATS)],
+                          capture_output=True, text=True, env=dict(os.environ, SL1CONF_KERNEL_ISA="avx2"))
     if proc.returncode:
         raise RuntimeError(f"volume_rate with AVX2 forced: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
     return json.loads(proc.stdout)
@@ -153,7 +167,7 @@ def _avx2_rows() -> "list | None":
 def _sweep(*argv) -> float:
     """Seconds of one ``sl1conf sweep`` command (a new process, as a user runs it)."""
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "sl1conf", "sweep", *map(str, argv)], capture_output=True, text=True)
+    proc = sl1conf("sweep", *map(str, argv))
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"sweep: exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
     return time.perf_counter() - t0
@@ -194,8 +208,9 @@ def markdown(result: dict) -> list:
     lines = ["## A volume of dy planes", "",
              f"Issue 38; bench/volume_rate.py: one sweep worker pinned to one core ({result['isa']}), on "
              f"{kern['blocks']} blocks of `--dy all --subset all` at beta = 1.0 in runs of {RUN} consecutive blocks at "
-             "random places, each block whole beside the implementation's own call, the check and the correctly "
-             f"rounded result on the same inputs, medians of {kern['repeats']} runs; docs/sweeps.md (\"A volume's "
+             "random places, each block timed whole and the implementation's call within it, the check and the "
+             f"correctly rounded result again on the same inputs, medians of {kern['repeats']} runs (the AVX2 row "
+             "in a process of its own); docs/sweeps.md (\"A volume's "
              "throughput, and the projection\") explains the columns and keeps the history of the ratio.", "",
              *TABLE, _row(kern), _row(lib)]
     if result.get("avx2"):
@@ -227,9 +242,11 @@ def markdown(result: dict) -> list:
 
 
 def main(argv) -> None:
-    as_json = argv[:1] == ["--json"]
-    argv = argv[1:] if as_json else argv
-    rows = per_core(int(argv[0]) if argv else None, int(argv[1]) if len(argv) > 1 else None)
+    flags = {a for a in argv if a.startswith("--")}  # --json: the rows as JSON; --kernel: builtin:kernel alone
+    argv = [a for a in argv if not a.startswith("--")]
+    rows = per_core(int(argv[0]) if argv else None, int(argv[1]) if len(argv) > 1 else None,
+                    IMPLS[:1] if "--kernel" in flags else IMPLS)
+    as_json = "--json" in flags
     if as_json:
         print(json.dumps(rows))
         return

@@ -361,7 +361,8 @@ def test_fuzz_replay_judges_a_vector_set_under_the_platform_asked_for(capsys, tm
         for option in (["--platform", "mt7004"], ["--profile", str(board)]):
             code, text, err = run(capsys, "replay", str(where), *more, *option)
             assert code == 0, err
-            assert ("judged on mt7004 (the sweep ran on ieee):" if sweep else "judged on mt7004:") in text
+            said = f"judged on mt7004 ({' '.join(option)}" + ("; the sweep ran on ieee):" if sweep else "):")
+            assert said in text, text
             assert text.rstrip().endswith("verdict: PASS (none of the 64 elements fails again)")
     code, _, err = run(capsys, "replay", str(out), "--platform", "nope")
     assert code == 2 and err.count("\n") == 1 and "--platform nope: unknown platform" in err

@@ -284,6 +284,10 @@ def _replay_vectors(folder: Path, impl: "str | None", platform: "str | None" = N
             raise UsageError(f"{vs.path}: its calls are of variants {spec} does not offer on {profile.name} "
                              f"(it offers {', '.join(variants)})")
         cases, findings, evidence, reasons = fuzz_campaign.replay_vectors(adapter, profile, vs, variants)
-    print(*summaries.vectors_replay_lines(vs, spec, profile.name, config, cases, findings, evidence, reasons),
+    judged = profile.name  # and where it was read, when an option named it: a file's name field may say anything
+    if asked:
+        judged += f" ({cli_option('platform')} {platform}" if platform else f" ({cli_option('profile')} {profile_file}"
+        judged += f"; the sweep ran on {config['platform']})" if config else ")"
+    print(*summaries.vectors_replay_lines(vs, spec, judged, config, cases, findings, evidence, reasons),
           sep="\n")
     return EXIT_FAIL if findings else EXIT_OK

@@ -7,8 +7,6 @@ into the lines a person reads (docs/fuzzing.md and docs/sweeps.md quote them).
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from sl1conf.conformance.common.commands import explain_command
@@ -145,9 +143,7 @@ def vectors_replay_lines(vs, spec: str, platform: str, config: "dict | None", ca
     rows = len(vs.case_rows())
     whose = (f"the rejections of the sweep of {config['impl']} (beta {config['beta']}, dy {config['dy']}, "
              f"subset {config['subset']})" if config else "a vector set")
-    other = config and Path(str(config["platform"])).stem != platform  # --platform, not the sweep's
-    judged = platform + (f" (the sweep ran on {config['platform']})" if other else "")
-    lines = [f"replay of {vs.path} ({whose}) on {spec}, judged on {judged}: {len(cases)} call(s)"
+    lines = [f"replay of {vs.path} ({whose}) on {spec}, judged on {platform}: {len(cases)} call(s)"
              + (f" of {rows} (the others are of a variant {spec} does not offer)" if len(cases) < rows else "")
              + f", {elements:,} elements, {len(findings)} finding(s)"]
     lines.append("by the judge's reason: " + reasons_text(reasons))

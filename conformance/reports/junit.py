@@ -12,7 +12,8 @@ runs the profile lists and the implementation lacks are ``classname="sl1conf"``,
 is its counts and worst input and whose text holds the statement and the reproduction
 commands; not applicable is <skipped>; recorded behaviour and waivers pass and go to
 <system-out>, and each run's suite has a property ``sl1conf_waiver`` per line certify prints of
-the waivers (the run's waived requirements, each waiver's use), as the plugin's JUnit has.
+the waivers that concerns it (what the run waived and every waiver's use where it waived
+something, the stale waivers elsewhere), as the plugin's JUnit has them.
 
 Times: the root's ``time`` is the run's ``duration_s``; each suite's is its share by elements
 (one certify judges all runs in one process), and each case's an equal part of its suite's:
@@ -42,10 +43,15 @@ to its JUnit: a CI page that shows a suite's properties shows that a pass rests 
 
 
 def _waiver_lines(report, run) -> list:
-    """What certify prints of the waivers that concerns a run: its waived requirements
-    (``fp16 p: waived: R03``), then every waiver's use (``requirements.results.use_lines``)."""
+    """What certify prints of the waivers that concerns a run: where it waived requirements,
+    those (``fp16 p: waived: R03``) and every waiver's use over the report
+    (``requirements.results.use_lines``: what the pass rests on); elsewhere only the waivers that
+    matched nothing (stale in every run: ``waiver R05 matched nothing: ...``)."""
     waived = [r.id for r in run.requirements if r.status == "waived"]
-    return ([f"{run.dtype} {run.variant}: waived: {', '.join(waived)}"] if waived else []) + use_lines(report.waivers or [])
+    used = report.waivers or []
+    if not waived:
+        return use_lines([w for w in used if not w.get("matched")])
+    return [f"{run.dtype} {run.variant}: waived: {', '.join(waived)}", *use_lines(used)]
 
 
 def _case(suite, classname: str, name: str, status: str, message: str = "", text: str = "", out: str = ""):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from sl1conf.conformance.rules import openbehaviour
-from sl1conf.conformance.rules.judge import (expected_for, is_special, is_subnormal, judge, model_bits, overflow_prone,
+from sl1conf.conformance.rules.judge import (expected_for, is_special, is_subnormal, judge, model_match, overflow_prone,
                                              within_budget_alone)
 from sl1conf.reference.exact import beta_value as exact_beta, exact_diff
 from sl1conf.reference.models import accepted_models
@@ -206,10 +206,8 @@ def _settled(fmt, profile, got, want, dy, x1, x2, beta: int, variant: str, core_
     alts = openbehaviour.alternatives(fmt, dy[near], x1[near], x2[near], beta, variant=variant, core_mask=core_mask,
                                       oracle=want[near])
     at = np.setdiff1d(at, near[_open(fmt, alts, want[near])], assume_unique=True)  # the ordinary ones
-    f = lambda a: np.ascontiguousarray(a[at], fmt.uint).view(fmt.dtype)  # noqa: E731
-    bits = model_bits(fmt, (f(dy), f(x1), f(x2)), np.array([beta], fmt.uint).view(fmt.dtype)[0],
-                      _held_models(fmt, profile))
-    explained = np.logical_or.reduce([m == got[at] for m in bits.values()] or [np.zeros(at.size, bool)])
+    # (got is finite here: "the same result" is bias_counts' equal bits)
+    explained = model_match(fmt, got[at], dy[at], x1[at], x2[at], beta, _held_models(fmt, profile))
     rest = np.union1d(np.flatnonzero(~alone), at[~explained])
     return int(explained.sum()), bool(at.size), rest
 

@@ -118,11 +118,12 @@ def model_bits(fmt: formats.Format, args, b, names=None) -> dict:
             for m in accepted_models(fmt) if names is None or m.name in names}
 
 
-def model_match(fmt: formats.Format, got, dy, x1, x2, beta: int) -> np.ndarray:
+def model_match(fmt: formats.Format, got, dy, x1, x2, beta: int, names=None) -> np.ndarray:
     """Where ``got`` is some accepted model's result (NaN as a class): a Judgement's ``models``
-    ORed, for elements judged without :func:`expected_for` (:func:`within_budget_alone`)."""
+    ORed, for elements judged without :func:`expected_for` (:func:`within_budget_alone`);
+    ``names``: of those models only."""
     f = lambda a: np.ascontiguousarray(a, dtype=fmt.uint).view(fmt.dtype)  # noqa: E731
-    bits = model_bits(fmt, (f(dy), f(x1), f(x2)), f(np.array([beta], fmt.uint))[0])
+    bits = model_bits(fmt, (f(dy), f(x1), f(x2)), f(np.array([beta], fmt.uint))[0], names)
     return np.logical_or.reduce([formats.same_result(fmt, got, m) for m in bits.values()] or [np.zeros(np.shape(got), bool)])
 
 
