@@ -4,6 +4,7 @@ defect, resume, shards and merge, the around-beta enumeration, and the command l
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -289,7 +290,7 @@ def test_lean_bias_counts_are_the_whole_calls_at_every_class_of_beta(platform):
     assert seen == {True, False}  # calls with the counters and calls without
 
 
-def test_lean_bias_counts_settle_the_shortcuts_deviations_as_the_whole_judge_does():
+def test_lean_bias_counts_settle_the_shortcuts_deviations_as_the_whole_judge_does(tmp_path):
     """lean_bias_counts' settled path (accuracy._settled: the deviations judge.within_budget_alone
     accepts, counted as explained where an enumerated model gives them, open where the rounded
     diff's alternative moves them, the rest judged) against call_bias_counts (every element
@@ -303,7 +304,14 @@ def test_lean_bias_counts_settle_the_shortcuts_deviations_as_the_whole_judge_doe
 
     h = lambda a: a.view(np.float16)  # noqa: E731
     moved_deviations, counted = 0, set()
-    for platform in ("ieee", "mt7004"):
+    # and a profile that allows no native half (divmul-fp16, an enumerated model, not among its
+    # evaluations): its deviations are not explained, by either path
+    text = (Path(__file__).parents[1] / "conformance" / "rules" / "profiles" / "ieee.toml").read_text()
+    no_half = text.replace('divmul = ["data", "fp32", "fp64"]', 'divmul = ["fp32", "fp64"]').replace(
+        'clamp-divmul = ["data", "fp32", "fp64"]', 'clamp-divmul = ["fp32", "fp64"]')
+    assert no_half.count('["fp32", "fp64"]') == text.count('["fp32", "fp64"]') + 2
+    (tmp_path / "no-half.toml").write_text(no_half)
+    for platform in ("ieee", "mt7004", str(tmp_path / "no-half.toml")):
         profile = load_profile(platform)
         for seed, beta in enumerate((0x3C00, 0x2E66, 0x3555, 0x0400, 0x7800, 0x5640)):
             rng = np.random.default_rng(100 + seed)
