@@ -12,6 +12,7 @@ from sl1conf.conformance.rules import judge as J
 from sl1conf.conformance.rules.profiles import load_profile
 from sl1conf.reference import formats as F
 from sl1conf.reference import kernel, oracle
+from sl1conf.reference.exact import exact_diff
 
 FP16 = F.FP16
 
@@ -98,6 +99,9 @@ def test_the_shortcut_gives_only_what_the_whole_judge_gives(platform, beta):
     g, w, d, a, b = got[bad], want[bad], dy[bad], x1[bad], x2[bad]
     dist = F.ulp_distance(FP16, g, w)
     alone = J.within_budget_alone(FP16, profile, g, w, dist, d, a, b, beta)
+    # given the exact diffs (as a sweep's bias counts pass them), the same answer
+    assert np.array_equal(alone, J.within_budget_alone(FP16, profile, g, w, dist, d, a, b, beta,
+                                                       diff=exact_diff(FP16, a, b)))
     whole = J.judge(FP16, profile, g, J.expected_for(FP16, d, a, b, beta, oracle=w), d, a, b, beta)
     if beta == 0x0001:  # a subnormal beta: all to the whole judge
         assert not alone.any()
@@ -114,3 +118,22 @@ def _step(bits, step):
     out = np.where(moved < 0, (-moved) | 0x8000, moved)
     keep = ((b & 0x7FFF) >= 0x7C00) | (np.abs(moved) >= 0x7C00)
     return np.where(keep, b, out).astype(np.uint16)
+
+
+@pytest.mark.parametrize("beta", [0x0000, 0x8000, 0x0001, 0x0100, 0x8100, 0x0101, 0x3C00, 0x7BFF, 0x7C00, 0xFC00, 0x7E00])
+def test_overflow_prone_of_one_beta_is_that_of_the_beta_given_per_element(beta):
+    """judge.overflow_prone asks 1 / beta once where beta is one pattern (a sweep's sampled block
+    asks it of 10^5 elements): the same answer as the same beta given for every element. By hand:
+    1 / beta overflows fp16 (above 65504) where |beta| < 1 / 65504, that is for the zeros and the
+    subnormals up to 0x0100 = 2^-16 (1 / beta = 65536); 0x0101 (1 / beta about 65281) and larger
+    do not, nor does a NaN beta (no comparison with NaN is true); there only the diff and diff * dy
+    decide."""
+    dy, x1, x2 = _inputs(5000, beta + 7)
+    s = exact_diff(FP16, x1, x2)[0]
+    one = J.overflow_prone(FP16, s, dy, beta)
+    assert np.array_equal(one, J.overflow_prone(FP16, s, dy, np.full(dy.shape, beta, np.uint16)))
+    rest = J.overflow_prone(FP16, s, dy, 0x3C00)  # beta 1: only the diff and diff * dy
+    if (beta & 0x7FFF) <= 0x0100:
+        assert one.all()
+    else:
+        assert np.array_equal(one, rest) and not rest.all() and rest.any()

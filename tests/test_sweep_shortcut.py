@@ -22,6 +22,7 @@ from sl1conf.conformance.search import sweep_tally as T
 from sl1conf.conformance.search.sweep import shortcut_of
 from sl1conf.reference import fast_oracle, kernel
 from sl1conf.reference import formats as F
+from sl1conf.reference.exact import at_boundary as exact_at_boundary
 
 FP16 = F.FP16
 EDGES = (0x0000, 0x8000, 0x0001, 0x8001, 0x0002, 0x03FF, 0x83FF, 0x0400, 0x8400, 0x0401, 0x3800, 0xB800,
@@ -195,6 +196,48 @@ def _rows_case(seed, beta, strict, budget):
     for a, b in zip(plain[:2], shaped[:2]):
         np.testing.assert_array_equal(a, b)
 
+
+
+@pytest.mark.parametrize("beta", [0x3C00, 0x3800, 0x2E66, 0x4000])
+@pytest.mark.parametrize("model", [None, "divmul-fp16"])
+def test_rows_whose_middle_ends_on_the_boundary_hand_back_those_elements(beta, model):
+    """In a block of rows the middle of each stretch (|x1 - x2| <= beta) is found by binary search,
+    and only its first and last element can lie on the boundary (x1 - x2 = +-beta exactly: R02
+    applies there, and the shortcut takes nothing), which the C pass uses. Rows built so that a
+    middle begins or ends on the boundary in each: the table is every positive finite x1 (rising)
+    and every negative one (falling), and x2 + beta and x2 - beta are halves, so x1 = x2 + beta
+    (the last of the rising middle) and x1 = x2 - beta (the first of the rising middle where it is
+    not negative, else the last of the falling one; both zeros where x2 = beta) are in it. With
+    results 1 ULP off everywhere (dense chunks that no model gives) or the built-in kernel's (dense
+    chunks of its own model), the pass hands back what the Python definition hands back, the
+    boundary elements among them."""
+    table = np.concatenate([np.arange(0x0000, 0x7C00), np.arange(0x8000, 0xFC00)]).astype(np.uint16)
+    b = float(np.uint16(beta).view(np.float16))
+    h = lambda v: np.float16(v).view(np.uint16)  # noqa: E731
+    x2s = [v for v in (0.5, 2 * b, 1.0, b, -b, -0.5, -3 * b, 100.0, 0.0) if float(np.float16(v)) == v
+           and float(np.float16(v + b)) == v + b and float(np.float16(v - b)) == v - b]
+    dys = [h(1.0), h(-3.0), h(0.1), h(1000.0), h(1.0), h(-0.75), h(5.0), h(2.0), h(-7.0)][:len(x2s)]
+    x1 = np.tile(table, len(x2s))
+    x2 = np.repeat(np.array([h(v) for v in x2s], np.uint16), table.size)
+    dy = np.repeat(np.array(dys, np.uint16), table.size)
+    want = _oracle(dy, x1, x2, beta)
+    if model is None:
+        got = _got_near(want, np.random.default_rng(beta), dy)
+        got = np.where(want == got, (want + 1).astype(np.uint16), got)  # every finite result off by one ULP or more
+        got = np.where((want & 0x7FFF) >= 0x7BFF, want, got).astype(np.uint16)
+    else:
+        got = np.ascontiguousarray(kernel.smoothl1lossgrad(*(a.view(np.float16) for a in (dy, x1, x2)),
+                                                           np.uint16(beta).view(np.float16), model=model,
+                                                           threads=1)).view(np.uint16)
+    on = np.flatnonzero(exact_at_boundary(FP16, x1, x2, beta))
+    assert on.size >= 2 * len(x2s) and len(x2s) >= 3  # x2 + beta and x2 - beta, in every row
+    profile = _profile(False, 3)
+    _check(dy, x1, x2, beta, got, profile, rows=(table.size, kernel.f16_table_runs(table)))
+    idx = kernel.f16_judge_pass(dy, x1, x2, beta, got, *shortcut_of(profile), rows=(table.size,
+                                kernel.f16_table_runs(table)))[0]
+    differ = on[got[on] != want[on]]
+    assert np.isin(differ, idx).all()  # (the boundary elements that differ: handed back)
+    assert differ.size or model  # (the built-in kernel's are right there: dy's bits)
 
 def _random_checks() -> str:
     """Seeded cases of both hypothesis tests above (every beta, both zero-sign rules, budgets up to

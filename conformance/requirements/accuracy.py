@@ -158,9 +158,12 @@ def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     # only the elements that can be ordinary are judged (the others add nothing, not even the keys)
     picked, want = _differing(fmt, got, dy, x1, x2, beta)
     g, d, a, b = (np.asarray(v)[picked] for v in (got, dy, x1, x2))
-    keep = _may_be_ordinary(fmt, g, want, d, a, b, beta)
+    with np.errstate(all="ignore"):
+        diff = exact_diff(fmt, a, b)  # once, for every condition that asks it
+    keep = _may_be_ordinary(fmt, g, want, d, a, b, beta, diff[0])
     idx, w = picked[keep], want[keep]
-    settled = _settled(fmt, profile, g[keep], w, d[keep], a[keep], b[keep], beta, variant, core_mask)
+    settled = _settled(fmt, profile, g[keep], w, d[keep], a[keep], b[keep], beta, variant, core_mask,
+                       (diff[0][keep], diff[1][keep]))
     if settled is None:
         counts = counted(idx, w) if idx.size else {}
     else:  # the deviations an enumerated model gives counted here, the rest judged
@@ -179,7 +182,8 @@ def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     return counts
 
 
-def _settled(fmt, profile, got, want, dy, x1, x2, beta: int, variant: str, core_mask: int) -> "tuple | None":
+def _settled(fmt, profile, got, want, dy, x1, x2, beta: int, variant: str, core_mask: int,
+             diff: tuple) -> "tuple | None":
     """(explained, any ordinary, the rest) of candidates that :func:`_may_be_ordinary` kept (and
     that differ from ``want``, their correctly rounded bits), without judging most of them: those
     ``judge.within_budget_alone`` accepts (the judge's WITHIN_BUDGET: accepted, not on the
@@ -191,37 +195,41 @@ def _settled(fmt, profile, got, want, dy, x1, x2, beta: int, variant: str, core_
     them. "The rest" (indices into the candidates) are judged whole: those the shortcut does
     not accept and the ordinary ones no such model gives (another order, an approximate
     operation, a lean). None where this does not apply (not fp16; a beta not positive and
-    finite; a shared call with no core), and then every candidate is judged whole. The counts
-    are call_bias_counts' (tests/test_sweep.py)."""
+    finite; a shared call with no core), and then every candidate is judged whole. ``diff``:
+    exact.exact_diff of the candidates. The counts are call_bias_counts' (tests/test_sweep.py)."""
     b = exact_beta(fmt, beta)
     if fmt is not formats.FP16 or not 0 < b < np.inf or (variant == "s" and core_mask == 0):
         return None
-    alone = within_budget_alone(fmt, profile, got, want, formats.ulp_distance(fmt, got, want), dy, x1, x2, beta)
-    at = np.flatnonzero(alone)
+    alone = within_budget_alone(fmt, profile, got, want, formats.ulp_distance(fmt, got, want), dy, x1, x2, beta,
+                                diff=diff)
     # the rounded diff's alternative moves an element off the boundary's side only where RN16(x1 - x2)
     # is +-beta, that is where the exact diff lies within half an ULP of beta's (at most beta * 2^-11):
     # asked (the alternatives' own definition) only of those within beta * 2^-8
-    s = np.abs(exact_diff(fmt, x1[at], x2[at])[0])
-    near = at[np.abs(s - b) <= b * 2.0 ** -8]
+    with np.errstate(invalid="ignore"):
+        near = alone & (np.abs(np.abs(diff[0]) - b) <= b * 2.0 ** -8)
+    ordinary, near = alone & ~near, np.flatnonzero(near)
     alts = openbehaviour.alternatives(fmt, dy[near], x1[near], x2[near], beta, variant=variant, core_mask=core_mask,
                                       oracle=want[near])
-    at = np.setdiff1d(at, near[_open(fmt, alts, want[near])], assume_unique=True)  # the ordinary ones
+    ordinary[near[~_open(fmt, alts, want[near])]] = True
+    at = np.flatnonzero(ordinary)
     # (got is finite here: "the same result" is bias_counts' equal bits)
     explained = model_match(fmt, got[at], dy[at], x1[at], x2[at], beta, _held_models(fmt, profile))
-    rest = np.union1d(np.flatnonzero(~alone), at[~explained])
-    return int(explained.sum()), bool(at.size), rest
+    unexplained = ~alone
+    unexplained[at[~explained]] = True
+    return int(explained.sum()), bool(at.size), np.flatnonzero(unexplained)
 
 
-def _may_be_ordinary(fmt, got, want, dy, x1, x2, beta: int) -> np.ndarray:
+def _may_be_ordinary(fmt, got, want, dy, x1, x2, beta: int, s: "np.ndarray | None" = None) -> np.ndarray:
     """Where an element can be bias_counts' ordinary one, told from the facts that are cheap to
     get (each is one of its conditions): a normal correctly rounded result, a result that is no
     infinity or NaN, no subnormal input, no intermediate that overflows. A block of subnormal
-    x2, of tiny results or of large x2 and dy has none: its elements are not judged for the counts."""
+    x2, of tiny results or of large x2 and dy has none: its elements are not judged for the counts.
+    ``s``: the exact diffs (exact.exact_diff's first), where the caller has them."""
     may = ((want & fmt.exp_mask) != 0) & ~is_special(fmt, want) & ~is_special(fmt, got)
     may &= ~is_subnormal(fmt, dy) & ~is_subnormal(fmt, x1) & ~is_subnormal(fmt, x2)
     at = np.flatnonzero(may)
     with np.errstate(all="ignore"):
-        may[at] = ~overflow_prone(fmt, exact_diff(fmt, x1[at], x2[at])[0], dy[at], beta)
+        may[at] = ~overflow_prone(fmt, exact_diff(fmt, x1[at], x2[at])[0] if s is None else s[at], dy[at], beta)
     return may
 
 

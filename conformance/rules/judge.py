@@ -402,7 +402,8 @@ ALONE_RULES = ("R02", "R03", "R04", "R05", "R06", "R01")
 changes, so that the derivation is made again)."""
 
 
-def within_budget_alone(fmt: formats.Format, profile, got, oracle, dist, dy, x1, x2, beta) -> np.ndarray:
+def within_budget_alone(fmt: formats.Format, profile, got, oracle, dist, dy, x1, x2, beta,
+                        diff: "tuple | None" = None) -> np.ndarray:
     """Where :func:`judge` gives :attr:`Reason.WITHIN_BUDGET`, told from the few facts that decide
     it, for elements that are not exact (``got`` differs from ``oracle`` as a class; ``dist``:
     their ULP distances): a sweep judges 2^48 elements and most of the wrong ones are a rounding
@@ -416,7 +417,8 @@ def within_budget_alone(fmt: formats.Format, profile, got, oracle, dist, dy, x1,
     the profile is strict); R06, where it applies (a subnormal input, or a result flushing would
     change), is R01's rule, so a subnormal input or result changes nothing here (the histogram's
     row, whether the flush-to-zero oracle gives the result, is :func:`flush_match`'s). With a
-    subnormal beta nothing is decided here (every element's flush-to-zero oracle differs then)."""
+    subnormal beta nothing is decided here (every element's flush-to-zero oracle differs then).
+    ``diff``: exact.exact_diff of x1 and x2, where the caller has it."""
     g, w = np.asarray(got, fmt.uint), np.asarray(oracle, fmt.uint)
     alone = _within(fmt, profile, g, w, dist, profile.max_ulp[fmt.name])
     alone &= ~is_special(fmt, g) & ~is_special(fmt, w) & ~(is_zero(fmt, g) & is_zero(fmt, w))
@@ -424,7 +426,8 @@ def within_budget_alone(fmt: formats.Format, profile, got, oracle, dist, dy, x1,
         return np.zeros(g.shape, bool)
     at = np.flatnonzero(alone)
     if at.size:
-        alone[at] = ~exact_math.at_boundary(fmt, np.asarray(x1, fmt.uint)[at], np.asarray(x2, fmt.uint)[at], beta)
+        alone[at] = ~exact_math.at_boundary(fmt, np.asarray(x1, fmt.uint)[at], np.asarray(x2, fmt.uint)[at], beta,
+                                            diff=None if diff is None else (diff[0][at], np.broadcast_to(diff[1], np.shape(diff[0]))[at]))
     return alone
 
 
@@ -467,6 +470,10 @@ def overflow_prone(fmt: formats.Format, s, dy, beta) -> np.ndarray:
     finite value."""
     with np.errstate(all="ignore"):
         top = exact_math.beta_value(fmt, fmt.inf_bits - 1)
+        if np.ndim(beta) == 0:  # one beta: 1 / beta asked once (a sampled block asks it of 10^5 elements)
+            if np.float64(1.0) / np.abs(np.float64(exact_math.beta_value(fmt, int(beta)))) > top:  # (NaN: not)
+                return np.ones(np.broadcast_shapes(np.shape(s), np.shape(dy)), bool)
+            return (np.abs(s) > top) | (np.abs(s * exact_math.as_f64(fmt, dy)) > top)
         b = np.abs(exact_math.as_f64(fmt, np.broadcast_to(np.asarray(beta, fmt.uint), np.shape(s))))
         return (np.abs(s) > top) | (np.abs(s * exact_math.as_f64(fmt, dy)) > top) | (1.0 / b > top)
 

@@ -220,6 +220,13 @@ struct pass {
     int mon, fon;
     ptrdiff_t mstart, mend, fstart;
     ptrdiff_t lim; /* the end of the piece being visited: visit_x reads no element at or past it */
+    /* Where the piece being checked is the middle of a row's stretch (check_row), the only
+     * elements whose exact diff can be +-beta: its first and its last (the diff is strictly
+     * monotone along the stretch, and the middle runs from the first element at or past one
+     * limit to the last at or before the other); bnd_known 0: any element may be (visit_z then
+     * asks binary32 of every lane). */
+    int bnd_known;
+    ptrdiff_t bnd[2];
     int64_t fast_dist[4], fast_at[4], fast_want[4]; /* (rows 2 and 3) */
     uint16_t buf[CHUNK], mbuf[CHUNK], fbuf[CHUNK], fdy[CHUNK], fx1[CHUNK], fx2[CHUNK];
 };
@@ -485,11 +492,19 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
             const __m512i x1 = _mm512_maskz_loadu_epi16(lanes, c->x1 + at), x2 = _mm512_maskz_loadu_epi16(lanes, c->x2 + at);
             const __m512i dy = _mm512_maskz_loadu_epi16(lanes, c->dy + at);
             if (!c->b_open) {
-                const __m512 lo = _mm512_abs_ps(_mm512_sub_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(x1)),
-                                                              _mm512_cvtph_ps(_mm512_castsi512_si256(x2))));
-                const __m512 hi = _mm512_abs_ps(_mm512_sub_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(x1, 1)),
-                                                              _mm512_cvtph_ps(_mm512_extracti64x4_epi64(x2, 1))));
-                __mmask32 maybe = ((__mmask32)_mm512_cmpeq_ps_mask(lo, vb) | (__mmask32)_mm512_cmpeq_ps_mask(hi, vb) << 16) & alone;
+                __mmask32 maybe = 0;
+                if (c->bnd_known) { /* (a row's middle: its first and last element only) */
+                    for (int q = 0; q < 2; q++)
+                        if (c->bnd[q] >= at && c->bnd[q] < at + 32)
+                            maybe |= 1u << (c->bnd[q] - at);
+                } else {
+                    const __m512 lo = _mm512_abs_ps(_mm512_sub_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(x1)),
+                                                                  _mm512_cvtph_ps(_mm512_castsi512_si256(x2))));
+                    const __m512 hi = _mm512_abs_ps(_mm512_sub_ps(_mm512_cvtph_ps(_mm512_extracti64x4_epi64(x1, 1)),
+                                                                  _mm512_cvtph_ps(_mm512_extracti64x4_epi64(x2, 1))));
+                    maybe = (__mmask32)_mm512_cmpeq_ps_mask(lo, vb) | (__mmask32)_mm512_cmpeq_ps_mask(hi, vb) << 16;
+                }
+                maybe &= alone;
                 while (maybe) {
                     const int j = __builtin_ctz(maybe);
                     maybe &= maybe - 1;
@@ -498,7 +513,6 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
                 }
             }
             const __mmask32 subin = subnormal_z(dy) | subnormal_z(x1) | subnormal_z(x2);
-            sub = subin | subnormal_z(ww);
             /* A dense chunk: the first model's result, no zero: row "model", and "model+ftz" where a
              * subnormal input is and got is the flush-to-zero oracle's (a subnormal correctly
              * rounded result alone flushes to a zero, which got is not) */
@@ -514,12 +528,19 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
                     count_buckets(c->t, 2, fast & ~ftz, d);
                     count_buckets(c->t, 3, fast & ftz, d);
                     alone &= ~fast;
-                    /* (only those farther than their row's worst so far can replace it) */
-                    far = (fast & ~ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[2])))
-                          | (fast & ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[3])));
+                    /* (only those farther than their row's worst so far can replace it; once a
+                     * row's worst is 1 ULP or more, only those 2 or more away: usually none) */
+                    const __mmask32 two = fast & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16(1));
+                    if (two || c->fast_dist[2] < 1 || c->fast_dist[3] < 1)
+                        far = (fast & ~ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[2])))
+                              | (fast & ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[3])));
                 }
             }
+            if (alone) /* (a subnormal result or input: read where an element is gathered) */
+                sub = subin | subnormal_z(ww);
         }
+        if (!(far | (m & ~fast))) /* every element of the half counted already */
+            continue;
         uint16_t dist[32] __attribute__((aligned(64))), want[32] __attribute__((aligned(64)));
         _mm512_store_si512(dist, d);
         _mm512_store_si512(want, ww);
@@ -746,6 +767,14 @@ static ptrdiff_t first_where(const uint16_t *table, ptrdiff_t s, ptrdiff_t e, do
     return s;
 }
 
+/* The middle [s, e) of a row's stretch (|diff| <= beta, found by first_where): check_computed,
+ * told that only its first and last element can lie on the boundary (pass.bnd_known). */
+static void check_middle(pass *c, ptrdiff_t s, ptrdiff_t e) {
+    c->bnd_known = 1, c->bnd[0] = s, c->bnd[1] = e - 1;
+    check_computed(c, s, e);
+    c->bnd_known = 0;
+}
+
 /* One row [base, base + rows->row): x1 the table (the row at 0), x2 one value, dy one value. */
 static void check_row(pass *c, const sl1k_rows *rows, ptrdiff_t base) {
     const uint16_t hy = c->dy[base], hx = c->x2[base], gt = hy, lt = hy ^ 0x8000;
@@ -764,12 +793,12 @@ static void check_row(pass *c, const sl1k_rows *rows, ptrdiff_t base) {
         } else if (dir > 0) { /* the diff rises: below -beta, the middle and boundary, above beta */
             const ptrdiff_t lo = first_where(c->x1, s, e, x, -b, GE), hi = first_where(c->x1, lo, e, x, b, GT);
             check_constant(c, base + s, base + lo, lt);
-            check_computed(c, base + lo, base + hi);
+            check_middle(c, base + lo, base + hi);
             check_constant(c, base + hi, base + e, gt);
         } else { /* the diff falls: above beta, the middle and boundary, below -beta */
             const ptrdiff_t lo = first_where(c->x1, s, e, x, b, LE), hi = first_where(c->x1, lo, e, x, -b, LT);
             check_constant(c, base + s, base + lo, gt);
-            check_computed(c, base + lo, base + hi);
+            check_middle(c, base + lo, base + hi);
             check_constant(c, base + hi, base + e, lt);
         }
     }
