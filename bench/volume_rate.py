@@ -6,8 +6,9 @@ volume (every dy for every (x1, x2) pair, 2^48 elements, one beta) onto a cluste
 Rows: ``builtin:kernel`` (the Cython kernel in process) and ``builtin:sample`` (the sample C
 library through ctypes, in its isolated, guarded worker: the transfer included in its own
 time). For each, BLOCKS blocks of the volume ``--dy all --subset all`` for beta = 1.0, in runs of
-RUN consecutive blocks at random places (seeded; the sampled blocks, every 64th, come in at their
-share): a worker takes blocks in order, so its dy array is refilled once a plane (4,096 blocks),
+RUN consecutive blocks (``sample_blocks``: stratified over the places in a plane and the dy
+patterns, seeded; the middle line's blocks and the sampled ones, every 64th, come in at their
+exact shares): a worker takes blocks in order, so its dy array is refilled once a plane (4,096 blocks),
 which runs of RUN charge 4,096 / RUN times too often, and one block at a time would charge every
 block (0.05 to 0.1 ns an element of the judge's cost that a volume does not pay). Each is timed whole
 (``sweep._Block.run``: the call, the oracle, the comparison, the judge on the wrong elements,
@@ -228,8 +229,8 @@ def markdown(result: dict) -> list:
     kern, lib = result["per_core"]
     lines = ["## A volume of dy planes", "",
              f"Issue 38; bench/volume_rate.py: one sweep worker pinned to one core ({result['isa']}), on "
-             f"{kern['blocks']} blocks of `--dy all --subset all` at beta = 1.0 in runs of {RUN} consecutive blocks at "
-             "random places, each block timed whole and the implementation's call within it, the check and the "
+             f"{kern['blocks']} blocks of `--dy all --subset all` at beta = 1.0 in runs of {RUN} consecutive blocks "
+             "(stratified: the middle line's blocks and the sampled ones at their exact shares), each block timed whole and the implementation's call within it, the check and the "
              f"correctly rounded result again on the same inputs, medians of {kern['repeats']} runs (the AVX2 row "
              "in a process of its own); docs/sweeps.md (\"A volume's "
              "throughput, and the projection\") explains the columns and keeps the history of the ratio.", "",
