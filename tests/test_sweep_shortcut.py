@@ -239,6 +239,35 @@ def test_rows_whose_middle_ends_on_the_boundary_hand_back_those_elements(beta, m
     assert np.isin(differ, idx).all()  # (the boundary elements that differ: handed back)
     assert differ.size or model  # (the built-in kernel's are right there: dy's bits)
 
+
+def test_a_boundary_element_that_is_the_first_models_result_is_still_handed_back():
+    """No accepted model deviates on the boundary (the diff is +-beta exactly there, and each of
+    them gives dy's bits), so the kernel's results cannot test it; recipmul-fp16 does for beta =
+    0x3E01 (RN16(1 / beta) * beta is not 1). With it as the pass's only model and its bits as the
+    results, the boundary elements of rows are, in the dense chunks of the middle, that model's
+    results a rounding away: the pass must still hand them back (R02 decides them), as
+    within_budget_alone does, and count nothing else differently."""
+    beta, b = 0x3E01, float(np.uint16(0x3E01).view(np.float16))
+    table = np.concatenate([np.arange(0x0000, 0x7C00), np.arange(0x8000, 0xFC00)]).astype(np.uint16)
+    x2s = np.array([0.0, b, -b, 2 * b], np.float16).view(np.uint16)
+    x1 = np.tile(table, x2s.size)
+    x2 = np.repeat(x2s, table.size)
+    dy = np.repeat(np.array([1.0, -3.0, 0.75, 1000.0], np.float16).view(np.uint16), table.size)
+    got = np.ascontiguousarray(kernel.smoothl1lossgrad(*(a.view(np.float16) for a in (dy, x1, x2)),
+                                                       np.uint16(beta).view(np.float16), model="recipmul-fp16",
+                                                       threads=1)).view(np.uint16)
+    want = _oracle(dy, x1, x2, beta)
+    on = np.flatnonzero(exact_at_boundary(FP16, x1, x2, beta))
+    off = on[(got[on] != want[on]) & (F.ulp_distance(FP16, got[on], want[on]) <= 3)]
+    assert off.size >= x2s.size  # the model's deviations on the boundary, within the budget
+    bad = T._wrong(got, want)  # noqa: SLF001
+    alone = J.within_budget_alone(FP16, _profile(False, 3), got[bad], want[bad],
+                                  F.ulp_distance(FP16, got[bad], want[bad]), dy[bad], x1[bad], x2[bad], beta)
+    idx, w, counted = kernel.f16_judge_pass(dy, x1, x2, beta, got, 3, False, ("recipmul-fp16",),
+                                            rows=(table.size, kernel.f16_table_runs(table)))
+    np.testing.assert_array_equal(idx, bad[~alone])
+    assert np.isin(off, idx).all() and counted["count"] == int(alone.sum())
+
 def _random_checks() -> str:
     """Seeded cases of both hypothesis tests above (every beta, both zero-sign rules, budgets up to
     70000, blocks with and without rows), checked against the Python definitions: run in a

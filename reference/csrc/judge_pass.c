@@ -26,7 +26,10 @@
  * judge: their indices in idx and the correctly rounded bits in want (a NaN as the canonical
  * quiet NaN 0x7e00). On AVX-512 the shortcut's conditions are masks over 32 lanes (visit_z),
  * and in a dense chunk (more than one element in 8 differs) the first model's bits are computed
- * for the whole chunk so that an element that is its result is counted where it is found.
+ * for the whole chunk so that an element that is its result is counted where it is found; in
+ * a row's middle, where only the first and last element can lie on the boundary, a half whose
+ * differing elements are all that model's results a rounding away is counted with fewer steps
+ * (visit_dense_z).
  * tests/test_sweep_shortcut.py checks all of it, with and without rows, on every variant,
  * against the Python definitions. */
 #include "loops.h"
@@ -209,6 +212,7 @@ struct pass {
     const_fn diffc, number;
     skip_fn skip;
     visit_fn visit;
+    visit_fn dense; /* a dense chunk of a row's middle: visit_dense_z on AVX-512, else NULL (visit) */
     hist_fn hist;
     /* Dense chunks (more than one element in 8 differs; mon): the first model's bits of the
      * whole chunk in mbuf (from mstart to mend), so that an element that is that model's
@@ -225,7 +229,7 @@ struct pass {
      * monotone along the stretch, and the middle runs from the first element at or past one
      * limit to the last at or before the other); bnd_known 0: any element may be (visit_z then
      * asks binary32 of every lane). */
-    int bnd_known;
+    int bnd_known, row_sub; /* row_sub: the row's dy or x2 is subnormal (known with bnd) */
     ptrdiff_t bnd[2];
     int64_t fast_dist[4], fast_at[4], fast_want[4]; /* (rows 2 and 3) */
     uint16_t buf[CHUNK], mbuf[CHUNK], fbuf[CHUNK], fdy[CHUNK], fx1[CHUNK], fx2[CHUNK];
@@ -548,6 +552,57 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
     }
 }
 
+/* visit_z for a dense chunk of a row's middle (check_middle: the first model's bits in mbuf, the
+ * boundary's candidates known, the row's dy and x2 one value each), where almost every element
+ * that differs is the first model's result a rounding or two away: a half all of whose elements
+ * are so (finite, no zero on either side, within the budget, not a boundary candidate, no
+ * subnormal input: row "model") is counted here with fewer steps; any other half goes to
+ * visit_z whole, so that each row's worst is still offered in index order. */
+V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
+    if (c->budget < 0 || c->row_sub)
+        return visit_z(c, base, mask, w, wc);
+    const __m512i mag = _mm512_set1_epi16(0x7fff), inf = _mm512_set1_epi16(0x7c00), sgn = _mm512_set1_epi16((short)0x8000);
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi16(1);
+    const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
+    for (int h = 0; h < 2; h++) {
+        const __mmask32 m = (__mmask32)(mask >> (32 * h));
+        if (!m)
+            continue;
+        const ptrdiff_t at = base + 32 * h, o = at - c->mstart;
+        const __m512i r = _mm512_maskz_loadu_epi16(m, c->got + at), ww = _mm512_loadu_si512(w + 32 * h);
+        const __m512i mr = _mm512_and_si512(r, mag), mw = _mm512_and_si512(ww, mag);
+        const __mmask32 sd = _mm512_test_epi16_mask(_mm512_xor_si512(r, ww), sgn);
+        const __m512i d = _mm512_mask_blend_epi16(sd, _mm512_sub_epi16(_mm512_max_epu16(mr, mw), _mm512_min_epu16(mr, mw)),
+                                                  _mm512_add_epi16(mr, mw));
+        __mmask32 fast = _mm512_cmplt_epu16_mask(mr, inf) & _mm512_cmplt_epu16_mask(mw, inf)
+                         & _mm512_cmpneq_epi16_mask(mr, zero) & _mm512_cmpneq_epi16_mask(mw, zero)
+                         & _mm512_cmple_epu16_mask(d, budget)
+                         & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->mbuf + o))
+                         & ~subnormal_z(_mm512_maskz_loadu_epi16(m, c->x1 + at));
+        for (int q = 0; q < 2; q++)
+            if (c->bnd[q] >= at && c->bnd[q] < at + 32)
+                fast &= ~(1u << (c->bnd[q] - at));
+        if (m & ~fast) { /* (not all so: the whole half as visit_z sorts it) */
+            visit_z(c, at, m, w + 32 * h, wc);
+            continue;
+        }
+        c->t->alone += __builtin_popcount(m);
+        count_buckets(c->t, 2, m, d);
+        /* each row's worst, in index order: only those farther than it (usually none: at 1 ULP) */
+        if (_mm512_cmpgt_epu16_mask(d, one) & m || c->fast_dist[2] < 1) {
+            __mmask32 far = m & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[2]));
+            if (far) {
+                uint16_t dist[32] __attribute__((aligned(64)));
+                _mm512_store_si512(dist, d);
+                for (; far; far &= far - 1) {
+                    const int j = __builtin_ctz(far);
+                    keep_worst(&c->fast_dist[2], &c->fast_at[2], &c->fast_want[2], dist[j], at + j, w[32 * h + j]);
+                }
+            }
+        }
+    }
+}
+
 /* visit_z on AVX2: the same masks from two vectors of 16 lanes a half (ones32_x), unsigned
  * comparisons through max/min, the buckets of the fast elements counted with popcounts; a half
  * that reaches the piece's end (lim) is read through a copy (AVX2 has no masked 16-bit loads). */
@@ -724,9 +779,10 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
         if (c->mon)
             sl1k_f16(c->models[c->a->first], c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->mbuf, m), c->mstart = s, c->mend = s + m;
         c->lim = s + m;
+        const visit_fn visit = c->mon && c->bnd_known && c->dense ? c->dense : c->visit;
         for (ptrdiff_t i = 0; i < m; i += RUN)
             if (masks[i / RUN])
-                c->visit(c, s + i, masks[i / RUN], c->buf + i, 0);
+                visit(c, s + i, masks[i / RUN], c->buf + i, 0);
         c->mon = 0;
     }
 }
@@ -771,6 +827,7 @@ static ptrdiff_t first_where(const uint16_t *table, ptrdiff_t s, ptrdiff_t e, do
  * told that only its first and last element can lie on the boundary (pass.bnd_known). */
 static void check_middle(pass *c, ptrdiff_t s, ptrdiff_t e) {
     c->bnd_known = 1, c->bnd[0] = s, c->bnd[1] = e - 1;
+    c->row_sub = h_subnormal(c->dy[s]) | h_subnormal(c->x2[s]);
     check_computed(c, s, e);
     c->bnd_known = 0;
 }
@@ -821,6 +878,7 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
     switch (sl1k_variant()) {
     case 2:
         c->diff = diff64_z, c->diffc = diffc64_z, c->number = number64_z, c->skip = skip_z, c->visit = visit_z, c->hist = hist_z;
+        c->dense = visit_dense_z;
         break;
     case 1:
         c->diff = diff64_x, c->diffc = diffc64_x, c->number = number64_x, c->skip = skip_x, c->visit = visit_x;
