@@ -142,11 +142,11 @@ def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     where it gives the correctly rounded result adds nothing but the counters' keys, which exist
     as soon as one element of the call is ordinary. So this judges the elements where the
     implementation differs (found by the sweep's check in C for fp16), and only if none of those
-    is ordinary, the others in growing slices until one is (usually the first slice); of either,
+    is ordinary, the others until one is (a look across the call, then growing slices); of either,
     only those that can be ordinary (:func:`_may_be_ordinary`: the others add nothing). Of the
     differing ones, those the judge's shortcut accepts are settled without the whole judge where
-    an enumerated model gives them (:func:`_settled`: 7 ms instead of 15 to 20 for a sampled
-    block of a sweep's middle line, whose 113,000 deviations are all the kernel's model's). Every
+    an enumerated model gives them (:func:`_settled`: a sampled block of a sweep's middle line has
+    about 110,000 deviations, all the kernel's model's; docs/sweeps.md gives the cost). Every
     rule is a function of the element alone, so the counts are those of the call judged whole
     (tests/test_sweep.py checks it against :func:`call_bias_counts`)."""
     def counted(idx, w):
