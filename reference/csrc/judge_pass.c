@@ -459,6 +459,17 @@ static void flushed_oracle(pass *c, ptrdiff_t from) {
     c->fon = 1, c->fstart = from;
 }
 
+/* The ULP distance of 32 results r from the correctly rounded ww, in 16 bits (between two
+ * numbers: |m1 - m2| of the magnitudes for one sign, m1 + m2 for two, below 2^16 for finite
+ * halves), with the magnitudes (mr, mw) and where the signs differ (sd). */
+V4 static inline __m512i distance_z(__m512i r, __m512i ww, __m512i *mr, __m512i *mw, __mmask32 *sd) {
+    const __m512i mag = _mm512_set1_epi16(0x7fff);
+    *mr = _mm512_and_si512(r, mag), *mw = _mm512_and_si512(ww, mag);
+    *sd = _mm512_test_epi16_mask(_mm512_xor_si512(r, ww), _mm512_set1_epi16((short)0x8000));
+    return _mm512_mask_blend_epi16(*sd, _mm512_sub_epi16(_mm512_max_epu16(*mr, *mw), _mm512_min_epu16(*mr, *mw)),
+                                   _mm512_add_epi16(*mr, *mw));
+}
+
 /* visit_base 32 lanes at a time: within_budget_alone's conditions as masks (the distance
  * between two numbers in 16 bits: |m1 - m2| of the magnitudes for one sign, m1 + m2 for two,
  * below 2^16 for finite halves), the boundary asked exactly only where binary32 says it may be
@@ -467,7 +478,7 @@ static void flushed_oracle(pass *c, ptrdiff_t from) {
 V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
     if (!c->a || c->budget < 0)
         return visit_base(c, base, mask, w, wc);
-    const __m512i mag = _mm512_set1_epi16(0x7fff), inf = _mm512_set1_epi16(0x7c00), sgn = _mm512_set1_epi16((short)0x8000);
+    const __m512i inf = _mm512_set1_epi16(0x7c00);
     const __m512i zero = _mm512_setzero_si512();
     const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
     const __m512 vb = _mm512_set1_ps((float)c->bv);
@@ -481,12 +492,11 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
         const __mmask32 lanes = m;
         const __m512i r = _mm512_maskz_loadu_epi16(lanes, c->got + at);
         const __m512i ww = w ? _mm512_loadu_si512(w + 32 * h) : _mm512_set1_epi16((short)wc);
-        const __m512i mr = _mm512_and_si512(r, mag), mw = _mm512_and_si512(ww, mag);
+        __m512i mr, mw;
+        __mmask32 sd;
+        const __m512i d = distance_z(r, ww, &mr, &mw, &sd);
         m &= ~(_mm512_cmpgt_epu16_mask(mr, inf) & _mm512_cmpgt_epu16_mask(mw, inf)); /* both NaN: the same result */
         const __mmask32 zr = _mm512_cmpeq_epi16_mask(mr, zero), zw = _mm512_cmpeq_epi16_mask(mw, zero);
-        const __mmask32 sd = _mm512_test_epi16_mask(_mm512_xor_si512(r, ww), sgn);
-        const __m512i d = _mm512_mask_blend_epi16(sd, _mm512_sub_epi16(_mm512_max_epu16(mr, mw), _mm512_min_epu16(mr, mw)),
-                                                  _mm512_add_epi16(mr, mw));
         __mmask32 alone = m & ~_mm512_cmpge_epu16_mask(mr, inf) & ~_mm512_cmpge_epu16_mask(mw, inf) & ~(zr & zw)
                           & _mm512_cmple_epu16_mask(d, budget);
         if (c->strict)
@@ -561,7 +571,7 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
 V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
     if (c->budget < 0 || c->row_sub)
         return visit_z(c, base, mask, w, wc);
-    const __m512i mag = _mm512_set1_epi16(0x7fff), inf = _mm512_set1_epi16(0x7c00), sgn = _mm512_set1_epi16((short)0x8000);
+    const __m512i inf = _mm512_set1_epi16(0x7c00);
     const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi16(1);
     const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
     for (int h = 0; h < 2; h++) {
@@ -570,10 +580,9 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
             continue;
         const ptrdiff_t at = base + 32 * h, o = at - c->mstart;
         const __m512i r = _mm512_maskz_loadu_epi16(m, c->got + at), ww = _mm512_loadu_si512(w + 32 * h);
-        const __m512i mr = _mm512_and_si512(r, mag), mw = _mm512_and_si512(ww, mag);
-        const __mmask32 sd = _mm512_test_epi16_mask(_mm512_xor_si512(r, ww), sgn);
-        const __m512i d = _mm512_mask_blend_epi16(sd, _mm512_sub_epi16(_mm512_max_epu16(mr, mw), _mm512_min_epu16(mr, mw)),
-                                                  _mm512_add_epi16(mr, mw));
+        __m512i mr, mw;
+        __mmask32 sd;
+        const __m512i d = distance_z(r, ww, &mr, &mw, &sd);
         __mmask32 fast = _mm512_cmplt_epu16_mask(mr, inf) & _mm512_cmplt_epu16_mask(mw, inf)
                          & _mm512_cmpneq_epi16_mask(mr, zero) & _mm512_cmpneq_epi16_mask(mw, zero)
                          & _mm512_cmple_epu16_mask(d, budget)
