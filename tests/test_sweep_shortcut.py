@@ -306,8 +306,11 @@ def guarded(a):
     out[:] = a
     return g, out
 
+# (the last two: a row whose middle is empty at its end, rising and falling: nothing past it is read)
 for n, table, x2v, beta in ((100, None, 0x3400, 0x3C00), (2048, (0x3000 + np.arange(2048)).astype(np.uint16), 0x3400, 0x2C00),
-                            (3 * 777, (0x3A00 + np.arange(777)).astype(np.uint16), 0x3B00, 0x3C00), (64, None, 0x3C00, 0x3C00)):
+                            (3 * 777, (0x3A00 + np.arange(777)).astype(np.uint16), 0x3B00, 0x3C00), (64, None, 0x3C00, 0x3C00),
+                            (2048, (0x3000 + np.arange(2048)).astype(np.uint16), 0x4000, 0x3C00),
+                            (2048, (0xB000 + np.arange(2048)).astype(np.uint16), 0xC000, 0x3C00)):
     rng = np.random.default_rng(n)
     x1 = np.tile(table, n // table.size) if table is not None else rng.integers(0x3000, 0x4000, n).astype(np.uint16)
     dy, x2 = np.full(n, 0x3555, np.uint16), np.full(n, x2v, np.uint16)

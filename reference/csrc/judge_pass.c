@@ -835,6 +835,8 @@ static ptrdiff_t first_where(const uint16_t *table, ptrdiff_t s, ptrdiff_t e, do
 /* The middle [s, e) of a row's stretch (|diff| <= beta, found by first_where): check_computed,
  * told that only its first and last element can lie on the boundary (pass.bnd_known). */
 static void check_middle(pass *c, ptrdiff_t s, ptrdiff_t e) {
+    if (s >= e) /* (none: at a row's end, s may be the arrays' end, where nothing may be read) */
+        return;
     c->bnd_known = 1, c->bnd[0] = s, c->bnd[1] = e - 1;
     c->row_sub = h_subnormal(c->dy[s]) | h_subnormal(c->x2[s]);
     check_computed(c, s, e);
