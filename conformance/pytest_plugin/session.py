@@ -315,10 +315,9 @@ class Conformance:
         keys = [k for k in self.runs if k in self.waiver_use]
         if self.waivers is None or not keys:
             return []
-        from sl1conf.conformance.requirements.results import use_lines
+        from sl1conf.conformance.requirements.results import use_lines, waived_line
 
-        out = [f"{d} {v}: waived: {', '.join(self.waiver_use[(d, v)]['waived'])}" for d, v in keys
-               if self.waiver_use[(d, v)]["waived"]]
+        out = [waived_line(d, v, self.waiver_use[(d, v)]["waived"]) for d, v in keys if self.waiver_use[(d, v)]["waived"]]
         uses = [self.waiver_use[k]["use"] for k in keys]
         return out + use_lines([{**w, "matched": sum(u[i][0] for u in uses if i < len(u)),
                                  "failures": sum(u[i][1] for u in uses if i < len(u))}

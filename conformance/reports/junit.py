@@ -28,7 +28,7 @@ import xml.etree.ElementTree as ET
 
 from sl1conf.conformance.reports.view import View, by_text, element_text, failure_text, over_the_run
 from sl1conf.conformance.requirements import CATALOG_BY_ID
-from sl1conf.conformance.requirements.results import use_lines
+from sl1conf.conformance.requirements.results import use_lines, waived_line
 
 __all__ = ["render_junit", "case_names"]
 
@@ -51,7 +51,7 @@ def _waiver_lines(report, run) -> list:
     used = report.waivers or []
     if not waived:
         return use_lines([w for w in used if not w.get("matched")])
-    return [f"{run.dtype} {run.variant}: waived: {', '.join(waived)}", *use_lines(used)]
+    return [waived_line(run.dtype, run.variant, waived), *use_lines(used)]
 
 
 def _case(suite, classname: str, name: str, status: str, message: str = "", text: str = "", out: str = ""):

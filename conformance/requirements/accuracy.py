@@ -73,7 +73,7 @@ def bias_counts(judged, profile) -> dict:
         honest = reachable_evaluations(fmt, profile.error_model)
         # the enumerated models' bits are at hand (the kernel's, per judgement): most deviations are
         # one of theirs; only the others are evaluated in every other order the profile allows
-        held = [name for name, _, _ in honest if all(name in j.expected.models for j, _ in picked)]
+        held = [name for name in _held_models(fmt, profile) if all(name in j.expected.models for j, _ in picked)]
         explained = np.zeros(at.size, bool)
         for name in held:
             explained |= np.concatenate([j.expected.models[name][k] for j, k in picked])[at] == got[at]

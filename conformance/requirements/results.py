@@ -23,7 +23,7 @@ from sl1conf.conformance.requirements.entries import (
 from sl1conf.conformance.requirements.records import CallNote, ElementRecord
 
 __all__ = ["Counted", "FamilyResult", "RequirementResult", "RunResult", "Report", "as_json", "incomplete_reasons",
-           "use_lines", "NOTHING_OBSERVED"]
+           "use_lines", "waived_line", "NOTHING_OBSERVED"]
 
 NOTHING_OBSERVED = "not observed: "
 """How the entry (``observed``) of a requirement that checked nothing starts: certify says why
@@ -391,6 +391,12 @@ def incomplete_reasons(requirements: list, calls: int, unsupported: int, not_mad
     if empty:
         out.append(f"{', '.join(empty)} not observed: checked nothing")
     return out
+
+
+def waived_line(dtype: str, variant: str, ids: list) -> str:
+    """What a run says of the requirements it waived (``fp16 p: waived: R03``): certify's junit.xml
+    and the pytest plugin's summary and JUnit."""
+    return f"{dtype} {variant}: waived: {', '.join(ids)}"
 
 
 def use_lines(used: list[dict]) -> list[str]:

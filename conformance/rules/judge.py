@@ -427,7 +427,7 @@ def within_budget_alone(fmt: formats.Format, profile, got, oracle, dist, dy, x1,
     at = np.flatnonzero(alone)
     if at.size:
         alone[at] = ~exact_math.at_boundary(fmt, np.asarray(x1, fmt.uint)[at], np.asarray(x2, fmt.uint)[at], beta,
-                                            diff=None if diff is None else (diff[0][at], np.broadcast_to(diff[1], np.shape(diff[0]))[at]))
+                                            diff=None if diff is None else (diff[0][at], diff[1][at]))
     return alone
 
 

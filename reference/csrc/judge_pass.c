@@ -603,10 +603,7 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
             if (far) {
                 uint16_t dist[32] __attribute__((aligned(64)));
                 _mm512_store_si512(dist, d);
-                for (; far; far &= far - 1) {
-                    const int j = __builtin_ctz(far);
-                    keep_worst(&c->fast_dist[2], &c->fast_at[2], &c->fast_want[2], dist[j], at + j, w[32 * h + j]);
-                }
+                sort_half(c, at, far, 0, 0, 0, 0, dist, w + 32 * h); /* (row 2 only: nothing gathered or back) */
             }
         }
     }
