@@ -67,6 +67,10 @@ cdef extern from "csrc/loops.h" nogil:
                                    uint16_t beta, const uint16_t *got, Py_ssize_t n, int budget,
                                    int strict_zero_sign, const int *models, int nmodels,
                                    const sl1k_rows *rows, int64_t *idx, uint16_t *want, sl1k_alone_tally *t)
+    Py_ssize_t sl1k_f16_bias_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                                  uint16_t beta, const uint16_t *got, Py_ssize_t n, int budget,
+                                  const int *held, int nheld, const sl1k_rows *rows, int64_t *idx, uint16_t *want,
+                                  int64_t *explained)
 
 _ORDERS = {"divmul": 0, "recipmul": 1, "muldiv": 2}
 _COMPUTES = {"fp16": 0, "fp32": 1, "fp64": 2}
@@ -228,6 +232,13 @@ def f32_filtered(const unsigned int[::1] dy, const float[::1] x1, const float[::
     return count
 
 
+cdef tuple _outputs(Py_ssize_t n, Py_ssize_t n1, Py_ssize_t n2, Py_ssize_t ng, str what):
+    """A pass's (idx, want) of n each, where dy's n elements have x1's, x2's and got's lengths."""
+    if not (n1 == n2 == ng == n):
+        raise ValueError(f"{what}: dy, x1, x2 and got must have one length")
+    return np.empty(n, np.int64), np.empty(n, np.uint16)
+
+
 def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
                    const uint16_t[::1] got):
     """(indices, correctly rounded bits there): the elements of ``got`` (fp16 bits) that are
@@ -237,10 +248,7 @@ def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     and compared in the cache, one thread: the sweep's check of a block at the cost of the
     arithmetic (loops.c; the sweep itself calls :func:`f16_judge_pass`)."""
     cdef Py_ssize_t n = dy.shape[0], count
-    if not (x1.shape[0] == x2.shape[0] == got.shape[0] == n):
-        raise ValueError("f16_mismatches: dy, x1, x2 and got must have one length")
-    idx = np.empty(n, np.int64)
-    want = np.empty(n, np.uint16)
+    idx, want = _outputs(n, x1.shape[0], x2.shape[0], got.shape[0], "f16_mismatches")
     cdef int64_t[::1] i = idx
     cdef uint16_t[::1] w = want
     if n:
@@ -291,6 +299,39 @@ cdef bint _rows_cover(Py_ssize_t row, Py_ssize_t n, const int64_t[:, ::1] runs):
     return at == row
 
 
+cdef _model_ids(models, int *mids, str what):
+    """The kernel ids of the fp16 models named in ``models`` into mids (at most 16); their number."""
+    ids = [_MODEL_IDS["fp16", m] for m in models]
+    if len(ids) > 16:
+        raise ValueError(f"{what}: at most 16 models")
+    cdef int k
+    for k in range(len(ids)):
+        mids[k] = ids[k]
+    return len(ids)
+
+
+cdef class _Shape:
+    """A block's rows for judge_pass.c (``rows`` as :func:`f16_judge_pass` takes it), checked; ``p``
+    NULL where there are none."""
+    cdef sl1k_rows shape
+    cdef const sl1k_rows *p
+    cdef object runs_arr
+
+    def __cinit__(self, rows, Py_ssize_t n, str what):
+        cdef const int64_t[:, ::1] runs
+        self.p = NULL
+        if rows is None:
+            return
+        row, runs_arr = rows
+        self.runs_arr = np.ascontiguousarray(runs_arr, np.int64).reshape(-1, 3)  # (kept: the pointer is into it)
+        runs = self.runs_arr
+        if not _rows_cover(row, n, runs):
+            raise ValueError(f"{what}: rows must cut the elements into whole rows and runs cover one row, "
+                             "in order, without gaps (f16_table_runs)")
+        self.shape.row, self.shape.nruns, self.shape.runs = row, runs.shape[0], &runs[0, 0]  # (at least one run)
+        self.p = &self.shape
+
+
 def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
                    const uint16_t[::1] got, int budget, bint strict_zero_sign, models, rows=None):
     """:func:`f16_mismatches` with ``judge.within_budget_alone``'s shortcut taken in C:
@@ -308,34 +349,16 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     shape, which is the caller's to know (sweep._Block made them so; it is not read back: that
     would cost a pass over three arrays); the runs are checked. One thread."""
     cdef Py_ssize_t n = dy.shape[0], count
-    if not (x1.shape[0] == x2.shape[0] == got.shape[0] == n):
-        raise ValueError("f16_judge_pass: dy, x1, x2 and got must have one length")
-    ids = [_MODEL_IDS["fp16", m] for m in models]
-    if len(ids) > 16:
-        raise ValueError("f16_judge_pass: at most 16 models")
+    idx, want = _outputs(n, x1.shape[0], x2.shape[0], got.shape[0], "f16_judge_pass")
     cdef int mids[16]
-    cdef int nm = len(ids), k
-    for k in range(nm):
-        mids[k] = ids[k]
-    cdef sl1k_rows shape
-    cdef const sl1k_rows *shape_p = NULL
-    cdef const int64_t[:, ::1] runs
-    if rows is not None:
-        row, runs_arr = rows
-        runs = np.ascontiguousarray(runs_arr, np.int64).reshape(-1, 3)
-        if not _rows_cover(row, n, runs):
-            raise ValueError("f16_judge_pass: rows must cut the elements into whole rows and runs cover one row, "
-                             "in order, without gaps (f16_table_runs)")
-        shape.row, shape.nruns, shape.runs = row, runs.shape[0], &runs[0, 0]  # (at least one run: _rows_cover)
-        shape_p = &shape
-    idx = np.empty(n, np.int64)
-    want = np.empty(n, np.uint16)
+    cdef int nm = _model_ids(models, mids, "f16_judge_pass")
+    cdef _Shape shape = _Shape(rows, n, "f16_judge_pass")
     cdef int64_t[::1] i = idx
     cdef uint16_t[::1] w = want
     cdef sl1k_alone_tally t
     with nogil:
         count = sl1k_f16_judge_pass(&dy[0] if n else NULL, &x1[0] if n else NULL, &x2[0] if n else NULL, beta,
-                                    &got[0] if n else NULL, n, budget, strict_zero_sign, mids, nm, shape_p,
+                                    &got[0] if n else NULL, n, budget, strict_zero_sign, mids, nm, shape.p,
                                     &i[0] if n else NULL, &w[0] if n else NULL, &t)
     if count < 0:
         raise MemoryError("f16_judge_pass")
@@ -344,6 +367,31 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
              "first_zsign": np.array(t.first_zsign, np.int64), "worst_want": np.array(t.worst_want, np.uint16),
              "zsign_want": np.array(t.zsign_want, np.uint16), "count": int(t.alone)}
     return idx[:count].copy(), want[:count].copy(), alone
+
+
+def f16_bias_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
+                  const uint16_t[::1] got, int budget, held, rows=None):
+    """:func:`f16_mismatches` less the deviations the rounding-bias counts surely count as
+    "explained" (accuracy.bias_counts: an ordinary element within ``budget`` ULPs whose result a
+    model of ``held``, names of accepted models the profile's error model allows, gives bit
+    for bit; judge_pass.c gives the conditions): (indices, correctly rounded bits there, how
+    many were so counted). For a positive, finite, normal beta (else none are counted); ``rows``
+    as :func:`f16_judge_pass` takes it. One thread."""
+    cdef Py_ssize_t n = dy.shape[0], count
+    idx, want = _outputs(n, x1.shape[0], x2.shape[0], got.shape[0], "f16_bias_pass")
+    cdef int mids[16]
+    cdef int nm = _model_ids(held, mids, "f16_bias_pass")
+    cdef _Shape shape = _Shape(rows, n, "f16_bias_pass")
+    cdef int64_t[::1] i = idx
+    cdef uint16_t[::1] w = want
+    cdef int64_t explained = 0
+    with nogil:
+        count = sl1k_f16_bias_pass(&dy[0] if n else NULL, &x1[0] if n else NULL, &x2[0] if n else NULL, beta,
+                                   &got[0] if n else NULL, n, budget, mids, nm, shape.p,
+                                   &i[0] if n else NULL, &w[0] if n else NULL, &explained)
+    if count < 0:
+        raise MemoryError("f16_bias_pass")
+    return idx[:count].copy(), want[:count].copy(), int(explained)
 
 
 def f16_correctly_rounded(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta):

@@ -135,7 +135,8 @@ def call_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     return bias_counts([judge(fmt, profile, got, exp, dy, x1, x2, beta)], profile)
 
 
-def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p", core_mask: int = 0xFF) -> dict:
+def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p", core_mask: int = 0xFF,
+                     rows=None) -> dict:
     """:func:`call_bias_counts` with less work, for a long call (a sweep's block).
 
     The counts count the implementation's deviations on the ordinary elements: an element
@@ -148,7 +149,9 @@ def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     an enumerated model gives them (:func:`_settled`: a sampled block of a sweep's middle line has
     about 110,000 deviations, all the kernel's model's; docs/sweeps.md gives the cost). Every
     rule is a function of the element alone, so the counts are those of the call judged whole
-    (tests/test_sweep.py checks it against :func:`call_bias_counts`)."""
+    (tests/test_sweep.py checks it against :func:`call_bias_counts`). For fp16 the bulk is done in
+    C (:func:`_differing_lean`); ``rows``: the call's shape where it is a sweep block of whole runs
+    (``kernel.f16_judge_pass``'s), which makes that pass cheaper."""
     def counted(idx, w):
         exp = expected_for(fmt, dy[idx], x1[idx], x2[idx], beta, variant=variant, core_mask=core_mask, oracle=w)
         return bias_counts([judge(fmt, profile, got[idx], exp, dy[idx], x1[idx], x2[idx], beta)], profile)
@@ -156,7 +159,7 @@ def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     if is_subnormal(fmt, np.array([beta], fmt.uint))[0]:
         return {}  # every element has a subnormal input: none is ordinary
     # only the elements that can be ordinary are judged (the others add nothing, not even the keys)
-    picked, want = _differing(fmt, got, dy, x1, x2, beta)
+    picked, want, explained_c = _differing_lean(fmt, profile, got, dy, x1, x2, beta, variant, core_mask, rows)
     g, d, a, b = (np.asarray(v)[picked] for v in (got, dy, x1, x2))
     with np.errstate(all="ignore"):
         diff = exact_diff(fmt, a, b)  # once, for every condition that asks it
@@ -171,6 +174,8 @@ def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
         counts = counted(idx[rest], w[rest]) if rest.size else {}
         if ordinary:
             counts = add_bias_counts({"got": _no_counts(profile) | {"explained": explained}}, counts)
+    if explained_c:  # (ordinary elements: the counters' keys)
+        counts = add_bias_counts({"got": _no_counts(profile) | {"explained": explained_c}}, counts)
     # no ordinary element among them: does the rest hold one (the keys)? Any will do, so first a
     # look at one element in about a thousand across the call (a sweep block's rows differ by x2,
     # and its table begins with zeros and subnormals, none ordinary), then the call in growing slices
@@ -250,6 +255,24 @@ def _oracle(fmt, dy, x1, x2, beta: int) -> np.ndarray:
     return fast_oracle.smoothl1lossgrad(f(dy), f(x1), f(x2), np.array(beta, fmt.uint).view(fmt.dtype)).view(fmt.uint)
 
 
+def _differing_lean(fmt, profile, got, dy, x1, x2, beta: int, variant: str, core_mask: int, rows) -> tuple:
+    """(indices, correctly rounded bits there, explained) for :func:`lean_bias_counts`: the
+    elements where ``got`` differs from the correctly rounded result, but for those that add
+    nothing to the counts and those counted here as "explained" (their number). For fp16 where
+    :func:`_settled` applies, in one pass in C (``kernel.f16_bias_pass``, with the call's
+    ``rows`` where it has them: the exact conditions of _may_be_ordinary, within_budget_alone
+    and _settled on deviations a model of _held_models gives; a sampled block of a sweep's
+    middle line has about 110,000 such, the kernel's model's), else :func:`_differing`, 0."""
+    b = exact_beta(fmt, beta)
+    if fmt is formats.FP16 and 0 < b < np.inf and not (variant == "s" and core_mask == 0):
+        from sl1conf.reference import kernel
+
+        c = lambda a: np.ascontiguousarray(a, np.uint16)  # noqa: E731
+        return kernel.f16_bias_pass(c(dy), c(x1), c(x2), beta, c(got), profile.max_ulp[fmt.name],
+                                    _held_models(fmt, profile), rows=rows)
+    return (*_differing(fmt, got, dy, x1, x2, beta), 0)
+
+
 def _differing(fmt, got, dy, x1, x2, beta: int) -> tuple:
     """(indices, correctly rounded bits there) of the elements where ``got`` is not the
     correctly rounded result (NaN as a class): for fp16 in one pass of the sweep's check in C
@@ -269,17 +292,20 @@ def _batch_bias(batch: Batch) -> dict:
     a campaign's batch: its first ``batch.sample`` elements judged whole, or (no sample) the
     whole call counted lean."""
     longest: dict = {}
-    for _, c, o in batch.returned():
+    for i, c, o in batch.returned():
         run = f"{c.dtype}/{c.variant}"
         if c.elements_written and c.n > longest.get(run, (None, -1))[1]:
-            longest[run] = ((c, o), c.n)
+            longest[run] = ((i, c, o), c.n)
     out: dict = {}
-    for run, ((c, o), _) in longest.items():
+    for run, ((i, c, o), _) in longest.items():
         w = c.elements_written if batch.sample is None else min(c.elements_written, batch.sample)
-        count = call_bias_counts if batch.sample is not None else lean_bias_counts
-        add_bias_counts(out.setdefault(run, {}), count(c.format, batch.profile, o.out[:w],
-                                                       *(a[:w] for a in (c.dy, c.x1, c.x2)), c.beta,
-                                                       variant=c.variant, core_mask=c.core_mask))
+        inputs = (o.out[:w], *(a[:w] for a in (c.dy, c.x1, c.x2)), c.beta)
+        if batch.sample is not None:
+            counts = call_bias_counts(c.format, batch.profile, *inputs, variant=c.variant, core_mask=c.core_mask)
+        else:  # (a block's rows hold for its whole length only)
+            counts = lean_bias_counts(c.format, batch.profile, *inputs, variant=c.variant, core_mask=c.core_mask,
+                                      rows=batch.rows.get(i) if w == c.n else None)
+        add_bias_counts(out.setdefault(run, {}), counts)
     return out
 
 

@@ -16,7 +16,9 @@ class Batch:
     their ``outcomes``, the probe's own ``calls`` ((index of the case, call), as its
     :attr:`Probe.calls` asked) with their ``answers``, whether it may ``ask_late`` the adapter
     what was written after a call returned (a wait the driver may save), and how many elements
-    of a call a :class:`Statistic` reads (``sample``; None: all)."""
+    of a call a :class:`Statistic` reads (``sample``; None: all); ``rows``: index of a case -> its
+    shape, where the driver made it a sweep block of whole runs (``kernel.f16_judge_pass``'s
+    rows), which the statistics' passes in C take."""
 
     cases: list
     outcomes: list
@@ -26,6 +28,7 @@ class Batch:
     answers: list = field(default_factory=list)
     ask_late: bool = True
     sample: Optional[int] = None
+    rows: dict = field(default_factory=dict)
 
     def returned(self) -> list:
         """(index, case, outcome) of every call that returned a result."""

@@ -31,7 +31,7 @@ class Probed:
 
 
 def run_probed(adapter, profile, cases: list, *, ask_late: bool = True, sampled: bool = True,
-               statistics: bool = True, sample: "int | None" = None, first=None) -> Probed:
+               statistics: bool = True, sample: "int | None" = None, first=None, rows: "dict | None" = None) -> Probed:
     """``cases`` and every probe's calls for them in one adapter run, then ``first(outcomes)``
     (the driver's own judging: its result is ``Probed.first``), every probe's check (those
     marked ``last`` after the others) and (``statistics``) every statistic's counts.
@@ -39,7 +39,8 @@ def run_probed(adapter, profile, cases: list, *, ask_late: bool = True, sampled:
     sample); ``ask_late`` False: no probe waits for the adapter's watch of writes after the
     return; ``sample``: elements of a call a statistic reads (None: all). Why the driver's work
     comes first: a probe marked last may wait for the adapter (the watch of dx1 after the last
-    calls returned), and that wait has passed by the time the elements are judged."""
+    calls returned), and that wait has passed by the time the elements are judged. ``rows``: the
+    shape of the campaign's calls where the driver knows it (Batch.rows)."""
     planned, extra = [], []
     for probe in requirements.PROBES:
         calls = probe.calls(cases, profile) if sampled or not probe.sampled else []
@@ -56,6 +57,6 @@ def run_probed(adapter, profile, cases: list, *, ask_late: bool = True, sampled:
     for probe, batch in sorted(batches, key=lambda pb: pb[0].last):
         probed.seen += probe.check(batch)
     if statistics:
-        batch = Batch(cases, own, profile, adapter, ask_late=ask_late, sample=sample)
+        batch = Batch(cases, own, profile, adapter, ask_late=ask_late, sample=sample, rows=rows or {})
         probed.counts = {s.name: s.counts(batch) for s in requirements.STATISTICS}
     return probed

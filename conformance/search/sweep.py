@@ -160,8 +160,12 @@ class _Block:
         rounded result, but for those within_budget_alone accepts (counted in C), with their
         correctly rounded bits; given the block's rows where it is whole runs of one dy (the
         outer branches then cost a comparison)."""
-        rows = self.runs if self.runs is not None and self.dy_is is not None else None
-        return kernel.f16_judge_pass(dy, x1, x2, self.config.beta, got, *self.shortcut, rows=rows)
+        return kernel.f16_judge_pass(dy, x1, x2, self.config.beta, got, *self.shortcut, rows=self.rows())
+
+    def rows(self) -> "tuple | None":
+        """The block's rows (``kernel.f16_judge_pass``'s) where it is whole runs of one dy, else None:
+        of the block :meth:`inputs` gave last."""
+        return self.runs if self.runs is not None and self.dy_is is not None else None
 
     def run(self, k: int) -> PlaneTally:
         c = self.config
@@ -170,7 +174,8 @@ class _Block:
         call = Case("fp16", dy, x1, x2, c.beta, variant=c.variant, core_mask=self.profile.core_mask, id=f"block {k}",
                     guard=("end", "start")[k % 2])  # reads and writes before the start fault in odd blocks
         sampled = k % SAMPLE_EVERY == 0
-        probed = run_probed(self.adapter, self.profile, [call], ask_late=False, sampled=sampled, statistics=sampled)
+        probed = run_probed(self.adapter, self.profile, [call], ask_late=False, sampled=sampled, statistics=sampled,
+                            rows={0: self.rows()})
         outcome = probed.outcomes[0]
         if outcome.status == "rejected" and openbehaviour.open_input(FP16, c.beta, c.variant, call.core_mask):
             tally.refused(hi - lo)  # refused for a beta the manual leaves open: an answer, nothing checked

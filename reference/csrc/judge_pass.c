@@ -31,7 +31,13 @@
  * differing elements are all that model's results a rounding away is counted with fewer steps
  * (visit_dense_z).
  * tests/test_sweep_shortcut.py checks all of it, with and without rows, on every variant,
- * against the Python definitions. */
+ * against the Python definitions.
+ *
+ * The rounding-bias pass (sl1k_f16_bias_pass: the counts of a sweep's sampled block,
+ * accuracy.lean_bias_counts) walks the same way, rows and all, with its own visit: the
+ * deviations that cannot be ordinary are left out, those a held model gives that are surely
+ * ordinary are counted as "explained", the rest handed back (visit_bias_base, visit_bias_z);
+ * tests/test_sweep_bias_pass.py checks it against the Python definitions on every variant. */
 #include "loops.h"
 #include "half_bits.h"
 
@@ -232,6 +238,13 @@ struct pass {
     int bnd_known, row_sub; /* row_sub: the row's dy or x2 is subnormal (known with bnd) */
     ptrdiff_t bnd[2];
     int64_t fast_dist[4], fast_at[4], fast_want[4]; /* (rows 2 and 3) */
+    /* The rounding-bias pass (sl1k_f16_bias_pass; bias 1, no tally): the deviations a held model
+     * gives that are surely ordinary are counted in explained, with the held model's bits of a
+     * dense chunk in mbuf (bon); held[hcur] the one tried, the next where most missed it in a chunk
+     * (hit, miss); prone: 1 / beta overflows (no element is ordinary). */
+    int bias, bon, nheld, hcur, prone;
+    const int *held;
+    int64_t explained, hit, miss;
     uint16_t buf[CHUNK], mbuf[CHUNK], fbuf[CHUNK], fdy[CHUNK], fx1[CHUNK], fx2[CHUNK];
 };
 
@@ -413,6 +426,49 @@ static inline void sort_half(pass *c, ptrdiff_t at, uint32_t far, uint32_t ftz, 
     for (uint32_t b = back; b; b &= b - 1) {
         const int j = __builtin_ctz(b);
         hand_back(c, at + j, want[j]);
+    }
+}
+
+/* The rounding-bias pass (accuracy.lean_bias_counts' conditions, in C): of the elements that
+ * differ, those that cannot be bias_counts' ordinary ones (accuracy._may_be_ordinary: the
+ * correctly rounded result w not normal, got an infinity or NaN, a subnormal input, an
+ * intermediate that overflows: judge.overflow_prone, |s| or |s * dy| in binary64 beyond 65504
+ * for the exact diff s, or 1 / beta) add nothing to the counts, not even their keys: left out.
+ * Those a held model gives (its bits in mbuf) that are surely ordinary and "explained" are
+ * counted: judge.within_budget_alone accepts them (within the budget, both finite and no zero,
+ * not on the boundary), no input is subnormal (so flushing changes nothing), and the rounded
+ * diff's open alternative cannot move them (accuracy._settled: s farther than beta * 2^-8 from
+ * +-beta, which leaves the boundary out too). The others are handed back, for the caller to
+ * judge. The conditions on the inputs are the exact ones, in binary64 as numpy asks them
+ * (bias_inputs); visit_bias_z asks the same. */
+enum { MAY = 1, FAR = 2 }; /* may be ordinary; and not near the boundary */
+static inline int bias_inputs(const pass *c, ptrdiff_t k) {
+    if (c->prone || h_subnormal(c->dy[k]) | h_subnormal(c->x1[k]) | h_subnormal(c->x2[k]))
+        return 0;
+    const double s = h_value(c->x1[k]) - h_value(c->x2[k]), a = fabs(s);
+    if (a > 65504.0 || fabs(s * h_value(c->dy[k])) > 65504.0)
+        return 0;
+    return fabs(a - c->bv) <= c->bv * 0x1p-8 ? MAY : MAY | FAR;
+}
+static void visit_bias_base(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
+    while (mask) {
+        const int j = __builtin_ctzll(mask);
+        mask &= mask - 1;
+        const ptrdiff_t k = base + j;
+        const uint16_t r = c->got[k], ww = w ? w[j] : wc;
+        if (h_special(r) || h_special(ww) || !(ww & 0x7c00))
+            continue; /* (both NaN: the same result) */
+        const int in = bias_inputs(c, k);
+        if (!in)
+            continue;
+        if (c->bon && in & FAR && !h_zero(r) && llabs(h_ordered(r) - h_ordered(ww)) <= c->budget) {
+            if (r == c->mbuf[k - c->mstart]) {
+                c->explained++, c->hit++;
+                continue;
+            }
+            c->miss++;
+        }
+        hand_back(c, k, ww);
     }
 }
 
@@ -609,6 +665,60 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
     }
 }
 
+/* visit_bias_base 32 lanes at a time: the conditions on the results as masks, those on the
+ * inputs in binary64, 8 lanes a step (bias_inputs' operations), the elements handed back in
+ * index order. */
+V4 static void visit_bias_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
+    if (!c->bon || c->prone)
+        return visit_bias_base(c, base, mask, w, wc);
+    const __m512i inf = _mm512_set1_epi16(0x7c00), zero = _mm512_setzero_si512(), least = _mm512_set1_epi16(0x0400);
+    const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
+    const __m512d vb = _mm512_set1_pd(c->bv), near = _mm512_set1_pd(c->bv * 0x1p-8), top = _mm512_set1_pd(65504.0);
+    for (int h = 0; h < 2; h++) {
+        __mmask32 m = (__mmask32)(mask >> (32 * h));
+        if (!m)
+            continue;
+        const ptrdiff_t at = base + 32 * h;
+        const __m512i r = _mm512_maskz_loadu_epi16(m, c->got + at);
+        const __m512i ww = w ? _mm512_loadu_si512(w + 32 * h) : _mm512_set1_epi16((short)wc);
+        __m512i mr, mw;
+        __mmask32 sd;
+        const __m512i d = distance_z(r, ww, &mr, &mw, &sd);
+        /* may be ordinary: got finite, w normal, no subnormal input (then no intermediate overflow, below) */
+        __mmask32 may = m & _mm512_cmplt_epu16_mask(mr, inf) & _mm512_cmplt_epu16_mask(mw, inf)
+                        & _mm512_cmpge_epu16_mask(mw, least);
+        __mmask32 far = 0;
+        if (may) {
+            const __m512i x1 = _mm512_maskz_loadu_epi16(may, c->x1 + at), x2 = _mm512_maskz_loadu_epi16(may, c->x2 + at);
+            const __m512i dy = _mm512_maskz_loadu_epi16(may, c->dy + at);
+            may &= ~(subnormal_z(dy) | subnormal_z(x1) | subnormal_z(x2));
+            __mmask32 prone = 0, close = 0;
+            for (int q = 0; q < 4; q++) { /* lanes 8q to 8q + 7, in binary64 (masked: none read past the arrays) */
+                const __mmask8 l = (__mmask8)(may >> (8 * q));
+                if (!l)
+                    continue;
+                const __m512d a = _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_maskz_loadu_epi16(l, c->x1 + at + 8 * q)));
+                const __m512d b = _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_maskz_loadu_epi16(l, c->x2 + at + 8 * q)));
+                const __m512d y = _mm512_cvtps_pd(_mm256_cvtph_ps(_mm_maskz_loadu_epi16(l, c->dy + at + 8 * q)));
+                const __m512d s = _mm512_sub_pd(a, b), as = _mm512_abs_pd(s);
+                prone |= (__mmask32)(uint8_t)(_mm512_cmp_pd_mask(as, top, _CMP_GT_OQ)
+                                              | _mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_mul_pd(s, y)), top, _CMP_GT_OQ)) << (8 * q);
+                close |= (__mmask32)(uint8_t)_mm512_cmp_pd_mask(_mm512_abs_pd(_mm512_sub_pd(as, vb)), near, _CMP_LE_OQ) << (8 * q);
+            }
+            may &= ~prone;
+            far = may & ~close;
+        }
+        const __mmask32 ok = far & _mm512_cmpneq_epi16_mask(mr, zero) & _mm512_cmple_epu16_mask(d, budget);
+        const __mmask32 hit = ok & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->mbuf + (at - c->mstart)));
+        c->explained += __builtin_popcount(hit), c->hit += __builtin_popcount(hit);
+        c->miss += __builtin_popcount(ok & ~hit);
+        for (__mmask32 b = may & ~hit; b; b &= b - 1) {
+            const int j = __builtin_ctz(b);
+            hand_back(c, at + j, w ? w[32 * h + j] : wc);
+        }
+    }
+}
+
 /* visit_z on AVX2: the same masks from two vectors of 16 lanes a half (ones32_x), unsigned
  * comparisons through max/min, the buckets of the fast elements counted with popcounts; a half
  * that reaches the piece's end (lim) is read through a copy (AVX2 has no masked 16-bit loads). */
@@ -784,12 +894,20 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
         c->fon = 0;
         if (c->mon)
             sl1k_f16(c->models[c->a->first], c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->mbuf, m), c->mstart = s, c->mend = s + m;
+        /* the bias pass: a held model's bits of a dense chunk (a sparse one is the caller's to judge) */
+        c->bon = c->bias && c->nheld && !c->prone && differ * 8 > m;
+        if (c->bon) {
+            sl1k_f16(c->held[c->hcur], c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->mbuf, m), c->mstart = s, c->mend = s + m;
+            c->hit = c->miss = 0;
+        }
         c->lim = s + m;
         const visit_fn visit = c->mon && c->bnd_known && c->dense ? c->dense : c->visit;
         for (ptrdiff_t i = 0; i < m; i += RUN)
             if (masks[i / RUN])
                 visit(c, s + i, masks[i / RUN], c->buf + i, 0);
-        c->mon = 0;
+        if (c->bon && c->miss > c->hit) /* most were not its results: the next held model in the next chunk */
+            c->hcur = (c->hcur + 1) % c->nheld;
+        c->mon = c->bon = 0;
     }
 }
 
@@ -869,17 +987,17 @@ static void check_row(pass *c, const sl1k_rows *rows, ptrdiff_t base) {
     }
 }
 
-ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
-                              uint16_t beta, const uint16_t *got, ptrdiff_t n, int budget,
-                              int strict_zero_sign, const int *models, int nmodels,
-                              const sl1k_rows *rows, int64_t *idx, uint16_t *want, sl1k_alone_tally *t) {
+/* A pass over n elements with the ISA's loops (its inputs, got, beta and the outputs idx and
+ * want set); NULL where memory ran out. */
+static pass *new_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta, const uint16_t *got,
+                      int budget, int64_t *idx, uint16_t *want) {
     pass *c = malloc(sizeof *c);
     if (!c)
-        return -1;
+        return NULL;
     const double bv = h_value(beta);
     *c = (pass){.dy = dy, .x1 = x1, .x2 = x2, .got = got, .beta = beta, .budget = budget,
-                .strict = strict_zero_sign, .b_open = !(bv > 0 && bv < INFINITY), /* exact.at_boundary: none then */
-                .bv = bv, .models = models, .nmodels = nmodels, .idx = idx, .want = want, .t = t,
+                .b_open = !(bv > 0 && bv < INFINITY), /* exact.at_boundary: none then */
+                .bv = bv, .idx = idx, .want = want,
                 .diff = diff64_base, .diffc = diffc64_base, .number = number64_base, .skip = skip_base,
                 .visit = visit_base, .hist = hist_base};
 #ifdef SL1_HAVE_V3
@@ -893,6 +1011,26 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
         break;
     }
 #endif
+    return c;
+}
+
+/* Every element of the pass checked: row by row where the block has rows, else computed. */
+static void walk(pass *c, const sl1k_rows *rows, ptrdiff_t n) {
+    if (rows && rows->row > 0 && n % rows->row == 0)
+        for (ptrdiff_t base = 0; base < n; base += rows->row)
+            check_row(c, rows, base);
+    else
+        check_computed(c, 0, n);
+}
+
+ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                              uint16_t beta, const uint16_t *got, ptrdiff_t n, int budget,
+                              int strict_zero_sign, const int *models, int nmodels,
+                              const sl1k_rows *rows, int64_t *idx, uint16_t *want, sl1k_alone_tally *t) {
+    pass *c = new_pass(dy, x1, x2, beta, got, budget, idx, want);
+    if (!c)
+        return -1;
+    c->strict = strict_zero_sign, c->models = models, c->nmodels = nmodels, c->t = t;
     if (t) {
         memset(t, 0, sizeof *t);
         for (int r = 0; r < 4; r++)
@@ -906,11 +1044,7 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
             c->a->n = c->a->nsub = 0, c->a->first = 0;
         }
     }
-    if (rows && rows->row > 0 && n % rows->row == 0)
-        for (ptrdiff_t base = 0; base < n; base += rows->row)
-            check_row(c, rows, base);
-    else
-        check_computed(c, 0, n);
+    walk(c, rows, n);
     if (c->a) {
         alone_flush(c);
         for (int row = 2; row < 4; row++)
@@ -920,6 +1054,27 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
     }
     const ptrdiff_t count = c->count;
     free(c->a);
+    free(c);
+    return count;
+}
+
+ptrdiff_t sl1k_f16_bias_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                             uint16_t beta, const uint16_t *got, ptrdiff_t n, int budget,
+                             const int *held, int nheld, const sl1k_rows *rows, int64_t *idx, uint16_t *want,
+                             int64_t *explained) {
+    pass *c = new_pass(dy, x1, x2, beta, got, budget, idx, want);
+    if (!c)
+        return -1;
+    c->bias = 1, c->held = held, c->nheld = c->b_open || h_subnormal(beta) || budget < 1 ? 0 : nheld;
+    c->prone = 1.0 / fabs(c->bv) > 65504.0; /* (judge.overflow_prone: 1 / beta, a zero beta too) */
+    c->visit = visit_bias_base;
+#ifdef SL1_HAVE_V3
+    if (sl1k_variant() == 2)
+        c->visit = visit_bias_z;
+#endif
+    walk(c, rows, n);
+    const ptrdiff_t count = c->count;
+    *explained = c->explained;
     free(c);
     return count;
 }

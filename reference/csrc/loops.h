@@ -72,6 +72,16 @@ ptrdiff_t sl1k_f16_judge_pass(const uint16_t *dy, const uint16_t *x1, const uint
                               int strict_zero_sign, const int *models, int nmodels,
                               const sl1k_rows *rows, int64_t *idx, uint16_t *want, sl1k_alone_tally *t);
 
+/* The rounding-bias counts' pass (judge_pass.c, accuracy.lean_bias_counts): the elements of got
+ * that differ from the correctly rounded result, as sl1k_f16_mismatches gives them, but for
+ * those that accuracy.bias_counts surely counts as "explained" (an ordinary element, within the
+ * budget, whose result a held model (kernel ids, in held) gives bit for bit), which are counted
+ * in *explained. Returns -1 where memory ran out. */
+ptrdiff_t sl1k_f16_bias_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2,
+                             uint16_t beta, const uint16_t *got, ptrdiff_t n, int budget,
+                             const int *held, int nheld, const sl1k_rows *rows, int64_t *idx, uint16_t *want,
+                             int64_t *explained);
+
 /* The instruction-set variant the loops run (0 baseline, 1 AVX2 + F16C, 2 AVX-512 F/BW/VL). */
 int sl1k_variant(void);
 
