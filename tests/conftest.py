@@ -6,12 +6,21 @@ reproduced; ``dev`` draws fresh examples each run. Choose one explicitly with
 SL1CONF_HYPOTHESIS_PROFILE.
 """
 
+import concurrent.futures.process  # noqa: F401 (imported before any test: below)
 import os
 import shutil
 import subprocess
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+# Why concurrent.futures.process is imported above: the pytester fixture puts sys.modules back as it
+# found it after its test, so a module first imported during such a test is dropped. concurrent.futures
+# imports its process pool lazily and keeps the class it first got; where that happened inside a
+# pytester test, a later test's process pool is the dropped copy's, whose functions and processes no
+# longer pickle ("PicklingError: ... it's not the same object as concurrent.futures.process.
+# _process_worker", or multiprocessing.context.SpawnProcess: tests/test_fuzz.py's local-workers test
+# failed so once in a -n 2 run). Imported here, with multiprocessing, it is in every snapshot.
 
 _COMMON = dict(
     deadline=None,  # the exact oracle is slow by design; timing is not what we test
