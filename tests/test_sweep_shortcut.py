@@ -240,6 +240,30 @@ def test_rows_whose_middle_ends_on_the_boundary_hand_back_those_elements(beta, m
     assert differ.size or model  # (the built-in kernel's are right there: dy's bits)
 
 
+@pytest.mark.parametrize("order", ["rising", "falling"])
+def test_subnormal_x1_in_a_dense_middle_counts_the_flush_to_zero_row(order):
+    """Rows whose middle holds every subnormal x1, with the built-in kernel's dense deviations
+    there (x1 - x2 rounds to -x2: the flush-to-zero oracle's result, row "model+ftz"): rows of
+    different x2 and dy one after another (each row's flushed result is its own), the
+    subnormals at the start of the middle (rising) or at its end, after the normal x1 have set
+    row "model"'s worst (falling): the tally is the Python definitions'."""
+    table = np.arange(0, 0x3C01, dtype=np.uint16)
+    table = table if order == "rising" else table[::-1].copy()
+    rows = (table.size, kernel.f16_table_runs(table))
+    x2v = np.array([0x3555, 0x2E66, 0xB400, 0x3A01, 0x3555], np.uint16)
+    dyv = np.array([0x3555, 0x4100, 0x3555, 0xB9F0, 0x3C01], np.uint16)
+    x1, x2, dy = np.tile(table, x2v.size), np.repeat(x2v, table.size), np.repeat(dyv, table.size)
+    got = np.ascontiguousarray(kernel.smoothl1lossgrad(*(a.view(np.float16) for a in (dy, x1, x2)), np.float16(1),
+                                                       model="divmul-fp16", threads=1)).view(np.uint16)
+    sub = J.is_subnormal(FP16, x1)
+    want = _oracle(dy, x1, x2, 0x3C00)
+    assert ((got != want) & sub).sum() > 500  # deviations at subnormal x1, in every row
+    for strict in (False, True):
+        _, _, alone = kernel.f16_judge_pass(dy, x1, x2, 0x3C00, got, *shortcut_of(_profile(strict, 2)), rows=rows)
+        assert alone["hist"][3].sum() > 500  # (counted in row "model+ftz")
+        _check(dy, x1, x2, 0x3C00, got, _profile(strict, 2), rows=rows)
+
+
 def test_a_boundary_element_that_is_the_first_models_result_is_still_handed_back():
     """No accepted model deviates on the boundary (the diff is +-beta exactly there, and each of
     them gives dy's bits), so the kernel's results cannot test it; recipmul-fp16 does for beta =

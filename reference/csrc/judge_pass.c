@@ -236,6 +236,8 @@ struct pass {
      * limit to the last at or before the other); bnd_known 0: any element may be (visit_z then
      * asks binary32 of every lane). */
     int bnd_known, row_sub; /* row_sub: the row's dy or x2 is subnormal (known with bnd) */
+    uint16_t fz[2]; /* (with bnd, where fz_ok) the flush-to-zero oracle's bits of the row for x1 = +0 and -0 */
+    int fz_ok;
     ptrdiff_t bnd[2];
     int64_t fast_dist[4], fast_at[4], fast_want[4]; /* (rows 2 and 3) */
     /* The rounding-bias pass (sl1k_f16_bias_pass; bias 1, no tally): the deviations a held model
@@ -619,16 +621,18 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
 }
 
 /* visit_z for a dense chunk of a row's middle (check_middle: the first model's bits in mbuf, the
- * boundary's candidates known, the row's dy and x2 one value each), where almost every element
- * that differs is the first model's result a rounding or two away: a half all of whose elements
- * are so (finite, no zero on either side, within the budget, not a boundary candidate, no
- * subnormal input: row "model") is counted here with fewer steps; any other half goes to
- * visit_z whole, so that each row's worst is still offered in index order. */
+ * boundary's candidates known, the row's dy and x2 one value each, neither subnormal), where
+ * almost every element that differs is the first model's result a rounding or two away: a half
+ * all of whose elements are so (finite, no zero on either side, within the budget, not a boundary
+ * candidate) is counted here with fewer steps, in row "model", or "model+ftz" where x1 is
+ * subnormal and got is the flush-to-zero oracle's (x1 read as a zero of its sign: one value per
+ * sign for the row, fz); any other half goes to visit_z whole, so that each row's worst is still
+ * offered in index order. */
 V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
     if (c->budget < 0 || c->row_sub)
         return visit_z(c, base, mask, w, wc);
     const __m512i inf = _mm512_set1_epi16(0x7c00);
-    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi16(1);
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi16(1), sign = _mm512_set1_epi16((short)0x8000);
     const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
     for (int h = 0; h < 2; h++) {
         const __mmask32 m = (__mmask32)(mask >> (32 * h));
@@ -642,8 +646,7 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
         __mmask32 fast = _mm512_cmplt_epu16_mask(mr, inf) & _mm512_cmplt_epu16_mask(mw, inf)
                          & _mm512_cmpneq_epi16_mask(mr, zero) & _mm512_cmpneq_epi16_mask(mw, zero)
                          & _mm512_cmple_epu16_mask(d, budget)
-                         & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->mbuf + o))
-                         & ~subnormal_z(_mm512_maskz_loadu_epi16(m, c->x1 + at));
+                         & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->mbuf + o));
         for (int q = 0; q < 2; q++)
             if (c->bnd[q] >= at && c->bnd[q] < at + 32)
                 fast &= ~(1u << (c->bnd[q] - at));
@@ -651,15 +654,30 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
             visit_z(c, at, m, w + 32 * h, wc);
             continue;
         }
+        __mmask32 ftz = 0;
+        const __m512i x1 = _mm512_maskz_loadu_epi16(m, c->x1 + at);
+        const __mmask32 sub = m & subnormal_z(x1);
+        if (sub && !c->fz_ok) { /* flushed_oracle's bits for x1 a zero of either sign, the row's dy and x2 (neither subnormal) */
+            const uint16_t fdy[2] = {c->dy[at], c->dy[at]}, fx1[2] = {0x0000, 0x8000}, fx2[2] = {c->x2[at], c->x2[at]};
+            sl1k_f16_cr(fdy, fx1, fx2, c->beta, c->fz, 2);
+            c->fz[0] = h_flush(c->fz[0]), c->fz[1] = h_flush(c->fz[1]), c->fz_ok = 1;
+        }
+        if (sub) /* (the flush-to-zero oracle's bits where x1 is subnormal: fz by x1's sign) */
+            ftz = sub & _mm512_cmpeq_epi16_mask(r, _mm512_mask_blend_epi16(_mm512_test_epi16_mask(x1, sign),
+                                                                             _mm512_set1_epi16((short)c->fz[0]),
+                                                                             _mm512_set1_epi16((short)c->fz[1])));
         c->t->alone += __builtin_popcount(m);
-        count_buckets(c->t, 2, m, d);
+        count_buckets(c->t, 2, m & ~ftz, d);
+        if (ftz)
+            count_buckets(c->t, 3, ftz, d);
         /* each row's worst, in index order: only those farther than it (usually none: at 1 ULP) */
-        if (_mm512_cmpgt_epu16_mask(d, one) & m || c->fast_dist[2] < 1) {
-            __mmask32 far = m & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[2]));
+        if (_mm512_cmpgt_epu16_mask(d, one) & m || c->fast_dist[2] < 1 || (ftz && c->fast_dist[3] < 1)) {
+            const __mmask32 far = (m & ~ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[2])))
+                                  | (ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[3])));
             if (far) {
                 uint16_t dist[32] __attribute__((aligned(64)));
                 _mm512_store_si512(dist, d);
-                sort_half(c, at, far, 0, 0, 0, 0, dist, w + 32 * h); /* (row 2 only: nothing gathered or back) */
+                sort_half(c, at, far, ftz, 0, 0, 0, dist, w + 32 * h); /* (rows 2 and 3: nothing gathered or back) */
             }
         }
     }
@@ -954,6 +972,7 @@ static void check_middle(pass *c, ptrdiff_t s, ptrdiff_t e) {
         return;
     c->bnd_known = 1, c->bnd[0] = s, c->bnd[1] = e - 1;
     c->row_sub = h_subnormal(c->dy[s]) | h_subnormal(c->x2[s]);
+    c->fz_ok = 0;
     check_computed(c, s, e);
     c->bnd_known = 0;
 }
