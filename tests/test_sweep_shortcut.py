@@ -244,14 +244,16 @@ def test_rows_whose_middle_ends_on_the_boundary_hand_back_those_elements(beta, m
 def test_subnormal_x1_in_a_dense_middle_counts_the_flush_to_zero_row(order):
     """Rows whose middle holds every subnormal x1, with the built-in kernel's dense deviations
     there (x1 - x2 rounds to -x2: the flush-to-zero oracle's result, row "model+ftz"): rows of
-    different x2 and dy one after another (each row's flushed result is its own), the
+    different x2 and dy one after another (each row's flushed result is its own; some of them
+    subnormal, where every element has a subnormal input), the
     subnormals at the start of the middle (rising) or at its end, after the normal x1 have set
     row "model"'s worst (falling): the tally is the Python definitions'."""
     table = np.arange(0, 0x3C01, dtype=np.uint16)
     table = table if order == "rising" else table[::-1].copy()
     rows = (table.size, kernel.f16_table_runs(table))
-    x2v = np.array([0x3555, 0x2E66, 0xB400, 0x3A01, 0x3555], np.uint16)
-    dyv = np.array([0x3555, 0x4100, 0x3555, 0xB9F0, 0x3C01], np.uint16)
+    # (and rows of a subnormal x2 or dy: every element's flush-to-zero oracle computed, not one per row)
+    x2v = np.array([0x3555, 0x2E66, 0xB400, 0x3A01, 0x3555, 0x0007, 0x3555, 0x8203], np.uint16)
+    dyv = np.array([0x3555, 0x4100, 0x3555, 0xB9F0, 0x3C01, 0x3555, 0x0003, 0xC100], np.uint16)
     x1, x2, dy = np.tile(table, x2v.size), np.repeat(x2v, table.size), np.repeat(dyv, table.size)
     got = np.ascontiguousarray(kernel.smoothl1lossgrad(*(a.view(np.float16) for a in (dy, x1, x2)), np.float16(1),
                                                        model="divmul-fp16", threads=1)).view(np.uint16)

@@ -621,15 +621,16 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
 }
 
 /* visit_z for a dense chunk of a row's middle (check_middle: the first model's bits in mbuf, the
- * boundary's candidates known, the row's dy and x2 one value each, neither subnormal), where
+ * boundary's candidates known, the row's dy and x2 one value each), where
  * almost every element that differs is the first model's result a rounding or two away: a half
  * all of whose elements are so (finite, no zero on either side, within the budget, not a boundary
- * candidate) is counted here with fewer steps, in row "model", or "model+ftz" where x1 is
- * subnormal and got is the flush-to-zero oracle's (x1 read as a zero of its sign: one value per
- * sign for the row, fz); any other half goes to visit_z whole, so that each row's worst is still
- * offered in index order. */
+ * candidate) is counted here with fewer steps, in row "model", or "model+ftz" where an input is
+ * subnormal and got is the flush-to-zero oracle's (for a subnormal x1 in a row of normal dy and
+ * x2, x1 read as a zero of its sign: one value per sign for the row, fz; in a row of subnormal dy
+ * or x2, flushed_oracle's bits of the chunk); any other half goes to visit_z whole, so that each
+ * row's worst is still offered in index order. */
 V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
-    if (c->budget < 0 || c->row_sub)
+    if (c->budget < 0)
         return visit_z(c, base, mask, w, wc);
     const __m512i inf = _mm512_set1_epi16(0x7c00);
     const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi16(1), sign = _mm512_set1_epi16((short)0x8000);
@@ -654,9 +655,15 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
             visit_z(c, at, m, w + 32 * h, wc);
             continue;
         }
-        __mmask32 ftz = 0;
+        __mmask32 ftz = 0, sub = 0;
         const __m512i x1 = _mm512_maskz_loadu_epi16(m, c->x1 + at);
-        const __mmask32 sub = m & subnormal_z(x1);
+        if (c->row_sub) { /* every input row's dy or x2 subnormal: flushed_oracle's bits, for the rest of the chunk */
+            if (!c->fon)
+                flushed_oracle(c, at);
+            ftz = m & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->fbuf + (at - c->fstart)));
+        } else {
+            sub = m & subnormal_z(x1);
+        }
         if (sub && !c->fz_ok) { /* flushed_oracle's bits for x1 a zero of either sign, the row's dy and x2 (neither subnormal) */
             const uint16_t fdy[2] = {c->dy[at], c->dy[at]}, fx1[2] = {0x0000, 0x8000}, fx2[2] = {c->x2[at], c->x2[at]};
             sl1k_f16_cr(fdy, fx1, fx2, c->beta, c->fz, 2);
