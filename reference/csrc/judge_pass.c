@@ -694,7 +694,7 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
  * inputs in binary64, 8 lanes a step (bias_inputs' operations), the elements handed back in
  * index order. */
 V4 static void visit_bias_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
-    if (!c->bon || c->prone)
+    if (!c->bon) /* (bon: a chunk with a held model's bits, beta not prone) */
         return visit_bias_base(c, base, mask, w, wc);
     const __m512i inf = _mm512_set1_epi16(0x7c00), zero = _mm512_setzero_si512(), least = _mm512_set1_epi16(0x0400);
     const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
