@@ -192,15 +192,16 @@ def campaign_probe(name: str, *rules: CallRule, said: "Callable | None" = None, 
     ``said(batch, i, [Compared that differ])`` ([Seen]; the first rule's twins), then ``more(batch)``
     (what no call alone says: the adapter's watch of late writes)."""
     twinned = next((r for r in rules if r.twins is not no_twins), None)
+    faulting = tuple(r for r in rules if r.fault)  # (asked once: a sweep checks 2^28 blocks)
 
     def calls(cases: list, profile) -> list:
         return twinned.twins(cases, profile) if twinned else []
 
     def check(batch: Batch) -> list:
         out = []
-        if any(r.fault for r in rules):
+        if faulting:
             for i, (c, o) in enumerate(zip(batch.cases, batch.outcomes)):
-                out += [r.seen(i, f) for r in rules if r.fault and (o.status == "ok" or not r.returned_only)
+                out += [r.seen(i, f) for r in faulting if o.status == "ok" or not r.returned_only
                         for f in [r.fault(c, o)] if f]
         if twinned:
             by_base: dict = {}

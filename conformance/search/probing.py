@@ -49,8 +49,12 @@ def run_probed(adapter, profile, cases: list, *, ask_late: bool = True, sampled:
     outcomes = adapter.run([*cases, *extra])
     own, answers = outcomes[:len(cases)], outcomes[len(cases):]
     probed, at, batches = Probed(own), 0, []
+    plain = None  # one Batch for every probe without calls of its own (a sweep block's, mostly: none reads more)
     for probe, calls in planned:
-        batches.append((probe, Batch(cases, own, profile, adapter, calls, answers[at:at + len(calls)], ask_late, sample)))
+        if not calls:
+            plain = plain or Batch(cases, own, profile, adapter, [], [], ask_late, sample)
+        batches.append((probe, Batch(cases, own, profile, adapter, calls, answers[at:at + len(calls)], ask_late, sample)
+                        if calls else plain))
         at += len(calls)
     if first is not None:
         probed.first = first(own)
