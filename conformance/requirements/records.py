@@ -140,13 +140,14 @@ def element_record(fmt, dy, x1, x2, beta, expected, got, *, distance: "int | Non
     judge measured it already (else formats.ulp_distance; NaN as a class). ``not_written``: the
     result has dx1's fill bits, all but surely never written (``may_be_fill`` False: an in-place
     call, whose dx1 held an input). ``context``: the record's other fields (``at``, ``case`` ...)."""
-    want, bits = np.array([expected], fmt.uint), np.array([got], fmt.uint)
+    arrays = lambda: (np.array([got], fmt.uint), np.array([expected], fmt.uint))  # noqa: E731 (where asked)
     if distance is None:
+        bits, want = arrays()
         distance = 0 if formats.same_result(fmt, bits, want)[0] else int(formats.ulp_distance(fmt, bits, want)[0])
     g, w = int(got), int(expected)
     plain = ((g ^ w) & fmt.sign_mask) == 0 and all((v & fmt.exp_mask) != fmt.exp_mask and v & ~fmt.sign_mask
                                                    for v in (g, w))
-    cls = -1 if plain else int(special_class(fmt, bits, want)[0])  # (one sign, finite, nonzero: no class)
+    cls = -1 if plain else int(special_class(fmt, *arrays())[0])  # (one sign, finite, nonzero: no class)
     hexes = (formats.hex_bits(fmt, v) for v in (dy, x1, x2, beta, expected, got))
     return ElementRecord(*hexes, ulp=SPECIALS[cls] if cls >= 0 else distance, distance=distance,
                          # dx1's bits from before the call: all but surely never written
