@@ -232,13 +232,6 @@ def f32_filtered(const unsigned int[::1] dy, const float[::1] x1, const float[::
     return count
 
 
-cdef tuple _outputs(Py_ssize_t n, Py_ssize_t n1, Py_ssize_t n2, Py_ssize_t ng, str what):
-    """A pass's (idx, want) of n each, where dy's n elements have x1's, x2's and got's lengths."""
-    if not (n1 == n2 == ng == n):
-        raise ValueError(f"{what}: dy, x1, x2 and got must have one length")
-    return np.empty(n, np.int64), np.empty(n, np.uint16)
-
-
 def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
                    const uint16_t[::1] got):
     """(indices, correctly rounded bits there): the elements of ``got`` (fp16 bits) that are
@@ -247,18 +240,12 @@ def f16_mismatches(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     bits (``fast_oracle``'s proof), computed as :func:`f16_correctly_rounded` computes them
     and compared in the cache, one thread: the sweep's check of a block at the cost of the
     arithmetic (loops.c; the sweep itself calls :func:`f16_judge_pass`)."""
-    cdef Py_ssize_t n = dy.shape[0], count
-    idx, want = _outputs(n, x1.shape[0], x2.shape[0], got.shape[0], "f16_mismatches")
-    cdef int64_t[::1] i = idx
-    cdef uint16_t[::1] w = want
+    cdef Py_ssize_t n = dy.shape[0], count = 0
+    cdef _Pass p = _Pass(n, x1.shape[0], x2.shape[0], got.shape[0], (), None, "f16_mismatches")
     if n:
         with nogil:
-            count = sl1k_f16_mismatches(&dy[0], &x1[0], &x2[0], beta, &got[0], n, &i[0], &w[0])
-        if count < 0:
-            raise MemoryError("f16_mismatches")
-    else:
-        count = 0
-    return idx[:count].copy(), want[:count].copy()
+            count = sl1k_f16_mismatches(&dy[0], &x1[0], &x2[0], beta, &got[0], n, p.ip, p.wp)
+    return p.found(count, "f16_mismatches")
 
 
 def f16_table_runs(const uint16_t[::1] table):
@@ -299,37 +286,52 @@ cdef bint _rows_cover(Py_ssize_t row, Py_ssize_t n, const int64_t[:, ::1] runs):
     return at == row
 
 
-cdef _model_ids(models, int *mids, str what):
-    """The kernel ids of the fp16 models named in ``models`` into mids (at most 16); their number."""
-    ids = [_MODEL_IDS["fp16", m] for m in models]
-    if len(ids) > 16:
-        raise ValueError(f"{what}: at most 16 models")
-    cdef int k
-    for k in range(len(ids)):
-        mids[k] = ids[k]
-    return len(ids)
-
-
-cdef class _Shape:
-    """A block's rows for judge_pass.c (``rows`` as :func:`f16_judge_pass` takes it), checked; ``p``
-    NULL where there are none."""
+cdef class _Pass:
+    """What judge_pass.c's passes take beside the arrays, checked: the outputs idx and want (n
+    each: dy's n elements must be x1's, x2's and got's), the fp16 models' kernel ids (at most 16)
+    and the block's rows (``rows`` as :func:`f16_judge_pass` takes it; ``shape_p`` NULL where
+    there are none). ``what``: the function, for the errors."""
+    cdef object idx, want, runs_arr
+    cdef int64_t *ip
+    cdef uint16_t *wp
+    cdef int mids[16]
+    cdef int nm
     cdef sl1k_rows shape
-    cdef const sl1k_rows *p
-    cdef object runs_arr
+    cdef const sl1k_rows *shape_p
 
-    def __cinit__(self, rows, Py_ssize_t n, str what):
+    def __cinit__(self, Py_ssize_t n, Py_ssize_t n1, Py_ssize_t n2, Py_ssize_t ng, models, rows, str what):
+        cdef int64_t[::1] i
+        cdef uint16_t[::1] w
         cdef const int64_t[:, ::1] runs
-        self.p = NULL
-        if rows is None:
-            return
-        row, runs_arr = rows
-        self.runs_arr = np.ascontiguousarray(runs_arr, np.int64).reshape(-1, 3)  # (kept: the pointer is into it)
-        runs = self.runs_arr
-        if not _rows_cover(row, n, runs):
-            raise ValueError(f"{what}: rows must cut the elements into whole rows and runs cover one row, "
-                             "in order, without gaps (f16_table_runs)")
-        self.shape.row, self.shape.nruns, self.shape.runs = row, runs.shape[0], &runs[0, 0]  # (at least one run)
-        self.p = &self.shape
+        if not (n1 == n2 == ng == n):
+            raise ValueError(f"{what}: dy, x1, x2 and got must have one length")
+        ids = [_MODEL_IDS["fp16", m] for m in models]
+        if len(ids) > 16:
+            raise ValueError(f"{what}: at most 16 models")
+        self.nm = len(ids)
+        for k in range(self.nm):
+            self.mids[k] = ids[k]
+        self.shape_p = NULL
+        if rows is not None:
+            row, runs_arr = rows
+            self.runs_arr = np.ascontiguousarray(runs_arr, np.int64).reshape(-1, 3)  # (kept: shape points into it)
+            runs = self.runs_arr
+            if not _rows_cover(row, n, runs):
+                raise ValueError(f"{what}: rows must cut the elements into whole rows and runs cover one row, "
+                                 "in order, without gaps (f16_table_runs)")
+            self.shape.row, self.shape.nruns, self.shape.runs = row, runs.shape[0], &runs[0, 0]  # (at least one run)
+            self.shape_p = &self.shape
+        self.idx, self.want = np.empty(n, np.int64), np.empty(n, np.uint16)
+        self.ip, self.wp = NULL, NULL
+        if n:
+            i, w = self.idx, self.want
+            self.ip, self.wp = &i[0], &w[0]
+
+    cdef tuple found(self, Py_ssize_t count, str what):
+        """(indices, correctly rounded bits) of the ``count`` elements the pass handed back."""
+        if count < 0:
+            raise MemoryError(what)
+        return self.idx[:count].copy(), self.want[:count].copy()
 
 
 def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
@@ -349,24 +351,18 @@ def f16_judge_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_
     shape, which is the caller's to know (sweep._Block made them so; it is not read back: that
     would cost a pass over three arrays); the runs are checked. One thread."""
     cdef Py_ssize_t n = dy.shape[0], count
-    idx, want = _outputs(n, x1.shape[0], x2.shape[0], got.shape[0], "f16_judge_pass")
-    cdef int mids[16]
-    cdef int nm = _model_ids(models, mids, "f16_judge_pass")
-    cdef _Shape shape = _Shape(rows, n, "f16_judge_pass")
-    cdef int64_t[::1] i = idx
-    cdef uint16_t[::1] w = want
+    cdef _Pass p = _Pass(n, x1.shape[0], x2.shape[0], got.shape[0], models, rows, "f16_judge_pass")
     cdef sl1k_alone_tally t
     with nogil:
         count = sl1k_f16_judge_pass(&dy[0] if n else NULL, &x1[0] if n else NULL, &x2[0] if n else NULL, beta,
-                                    &got[0] if n else NULL, n, budget, strict_zero_sign, mids, nm, shape.p,
-                                    &i[0] if n else NULL, &w[0] if n else NULL, &t)
-    if count < 0:
-        raise MemoryError("f16_judge_pass")
+                                    &got[0] if n else NULL, n, budget, strict_zero_sign, p.mids, p.nm, p.shape_p,
+                                    p.ip, p.wp, &t)
+    idx, want = p.found(count, "f16_judge_pass")
     alone = {"hist": np.array(t.hist, np.int64).reshape(4, 10), "zsign": np.array(t.zsign, np.int64).reshape(4, 10),
              "worst": np.array(t.worst, np.int64), "worst_dist": np.array(t.worst_dist, np.int64),
              "first_zsign": np.array(t.first_zsign, np.int64), "worst_want": np.array(t.worst_want, np.uint16),
              "zsign_want": np.array(t.zsign_want, np.uint16), "count": int(t.alone)}
-    return idx[:count].copy(), want[:count].copy(), alone
+    return idx, want, alone
 
 
 def f16_bias_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta,
@@ -378,20 +374,12 @@ def f16_bias_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t
     many were so counted). For a positive, finite, normal beta (else none are counted); ``rows``
     as :func:`f16_judge_pass` takes it. One thread."""
     cdef Py_ssize_t n = dy.shape[0], count
-    idx, want = _outputs(n, x1.shape[0], x2.shape[0], got.shape[0], "f16_bias_pass")
-    cdef int mids[16]
-    cdef int nm = _model_ids(held, mids, "f16_bias_pass")
-    cdef _Shape shape = _Shape(rows, n, "f16_bias_pass")
-    cdef int64_t[::1] i = idx
-    cdef uint16_t[::1] w = want
+    cdef _Pass p = _Pass(n, x1.shape[0], x2.shape[0], got.shape[0], held, rows, "f16_bias_pass")
     cdef int64_t explained = 0
     with nogil:
         count = sl1k_f16_bias_pass(&dy[0] if n else NULL, &x1[0] if n else NULL, &x2[0] if n else NULL, beta,
-                                   &got[0] if n else NULL, n, budget, mids, nm, shape.p,
-                                   &i[0] if n else NULL, &w[0] if n else NULL, &explained)
-    if count < 0:
-        raise MemoryError("f16_bias_pass")
-    return idx[:count].copy(), want[:count].copy(), int(explained)
+                                   &got[0] if n else NULL, n, budget, p.mids, p.nm, p.shape_p, p.ip, p.wp, &explained)
+    return (*p.found(count, "f16_bias_pass"), int(explained))
 
 
 def f16_correctly_rounded(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta):

@@ -167,15 +167,13 @@ def lean_bias_counts(fmt, profile, got, dy, x1, x2, beta: int, variant: str = "p
     idx, w = picked[keep], want[keep]
     settled = _settled(fmt, profile, g[keep], w, d[keep], a[keep], b[keep], beta, variant, core_mask,
                        (diff[0][keep], diff[1][keep]))
-    if settled is None:
+    if settled is None:  # (then the pass in C settled nothing either: the same conditions)
         counts = counted(idx, w) if idx.size else {}
-    else:  # the deviations an enumerated model gives counted here, the rest judged
+    else:  # the deviations an enumerated model gives counted here (and in C), the rest judged
         explained, ordinary, rest = settled
         counts = counted(idx[rest], w[rest]) if rest.size else {}
-        if ordinary:
-            counts = add_bias_counts({"got": _no_counts(profile) | {"explained": explained}}, counts)
-    if explained_c:  # (ordinary elements: the counters' keys)
-        counts = add_bias_counts({"got": _no_counts(profile) | {"explained": explained_c}}, counts)
+        if ordinary or explained_c:  # (an ordinary element: the counters' keys)
+            counts = add_bias_counts({"got": _no_counts(profile) | {"explained": explained + explained_c}}, counts)
     # no ordinary element among them: does the rest hold one (the keys)? Any will do, so first a
     # look at one element in about a thousand across the call (a sweep block's rows differ by x2,
     # and its table begins with zeros and subnormals, none ordinary), then the call in growing slices

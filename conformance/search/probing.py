@@ -49,10 +49,9 @@ def run_probed(adapter, profile, cases: list, *, ask_late: bool = True, sampled:
     outcomes = adapter.run([*cases, *extra])
     own, answers = outcomes[:len(cases)], outcomes[len(cases):]
     probed, at, batches = Probed(own), 0, []
-    plain = None  # one Batch for every probe without calls of its own (a sweep block's, mostly: none reads more)
+    # one Batch for the statistics and every probe without calls of its own (a sweep block's six of seven)
+    plain = Batch(cases, own, profile, adapter, ask_late=ask_late, sample=sample, rows=rows or {})
     for probe, calls in planned:
-        if not calls:
-            plain = plain or Batch(cases, own, profile, adapter, [], [], ask_late, sample)
         batches.append((probe, Batch(cases, own, profile, adapter, calls, answers[at:at + len(calls)], ask_late, sample)
                         if calls else plain))
         at += len(calls)
@@ -61,6 +60,5 @@ def run_probed(adapter, profile, cases: list, *, ask_late: bool = True, sampled:
     for probe, batch in sorted(batches, key=lambda pb: pb[0].last):
         probed.seen += probe.check(batch)
     if statistics:
-        batch = Batch(cases, own, profile, adapter, ask_late=ask_late, sample=sample, rows=rows or {})
-        probed.counts = {s.name: s.counts(batch) for s in requirements.STATISTICS}
+        probed.counts = {s.name: s.counts(plain) for s in requirements.STATISTICS}
     return probed
