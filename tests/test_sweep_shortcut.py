@@ -266,6 +266,81 @@ def test_subnormal_x1_in_a_dense_middle_counts_the_flush_to_zero_row(order):
         _check(dy, x1, x2, 0x3C00, got, _profile(strict, 2), rows=rows)
 
 
+def _kernel_bits(model, dy, x1, x2, beta):
+    """The built-in kernel's results for ``model`` (bits in, bits out)."""
+    return np.ascontiguousarray(kernel.smoothl1lossgrad(*(a.view(np.float16) for a in (dy, x1, x2)),
+                                                       np.uint16(beta).view(np.float16), model=model,
+                                                       threads=1)).view(np.uint16)
+
+
+def _other_neighbour(got, want, every):
+    """Every ``every``-th element that differs from the correctly rounded ``want`` moved to the
+    other side of it, as far (no longer the model's result, as close): the finite ones."""
+    o_g, o_w = F.ordered(FP16, got), F.ordered(FP16, want)
+    at = np.flatnonzero((got != want) & ((got & 0x7FFF) < 0x7C00) & ((want & 0x7FFF) < 0x7C00))[::every]
+    o = np.clip(2 * o_w[at] - o_g[at], -0x7BFF, 0x7BFF)
+    out = got.copy()
+    out[at] = np.where(o < 0, (-o) | 0x8000, o).astype(np.uint16)
+    return out
+
+
+@pytest.mark.parametrize("order", ["rising", "falling"])
+@pytest.mark.parametrize("k, k2", [(62, 33), (33, 62)])
+def test_a_dense_middle_of_one_ulp_model_results_counts_as_the_python_definitions(order, k, k2):
+    """A row's middle where the first model's results are each one ULP from the correctly rounded
+    one (the common case of a sweep, counted without distances by the pass) and x1 crosses the
+    subnormals (row "model+ftz" only there): x2 = 0.75 and dy = 1 + 2^-10 or 1 + 3 * 2^-10 make
+    x2 * dy a tie that the kernel's divmul-fp16 rounds to even, and the exact result away from it
+    for subnormal x1 of one sign (positive, then negative), so the first and the last subnormal x1
+    each deviate in one row, with the flush-to-zero oracle's result. The table runs from
+    -(2^-14 + k ULPs) to 2^-14 + k2 ULPs (or back), so that the first subnormal x1 is the last lane
+    of a run of 32 (k or k2 = 62) and the last one the first lane of one (33), neither in the
+    middle's first or last run (which hold the boundary's candidates) nor at a chunk's start: the
+    pass looks for subnormal x1 only within the middle's stretch of them. In other rows, every fifth deviation is moved to the other side of
+    the correctly rounded result (one ULP away, no model's result), and then the
+    tally is the Python definitions'."""
+    table = np.concatenate([np.arange(0x8400 + k, 0x8000, -1), np.arange(0x0000, 0x0401 + k2)]).astype(np.uint16)
+    table = table if order == "rising" else table[::-1].copy()
+    rows = (table.size, kernel.f16_table_runs(table))
+    assert rows[1].shape[0] == 1  # one strictly monotone stretch: the whole row is its middle
+    dyv = np.array([0x3C01, 0x3C03, 0x3C01, 0x3C03], np.uint16)
+    x1, dy = np.tile(table, dyv.size), np.repeat(dyv, table.size)
+    x2 = np.full(x1.size, 0x3A00, np.uint16)
+    got = _kernel_bits("divmul-fp16", dy, x1, x2, 0x3C00)
+    want = _oracle(dy, x1, x2, 0x3C00)
+    half = 2 * table.size
+    got[half:] = _other_neighbour(got[half:], want[half:], 5)
+    ends = [int(np.flatnonzero(table == p)[0]) + row * table.size for row, p in ((0, 0x03FF), (1, 0x83FF))]
+    assert (got[ends] != want[ends]).all()  # the largest subnormal x1 of each sign deviates in one row
+    for strict in (False, True):
+        _, _, alone = kernel.f16_judge_pass(dy, x1, x2, 0x3C00, got, *shortcut_of(_profile(strict, 2)), rows=rows)
+        assert alone["hist"][3].sum() > 1000 and alone["hist"][2].sum() > 0
+        _check(dy, x1, x2, 0x3C00, got, _profile(strict, 2), rows=rows)
+
+
+def test_a_dense_middle_where_the_model_gives_zero_one_ulp_from_the_result_counts_as_the_python_definitions():
+    """The kernel's divmul-fp16 gives +-0 where the correctly rounded result is the least subnormal
+    (x1 - x2 rounded to half before the product): a zero on one side, whose flush-to-zero row the
+    Python definition decides (the flushed result is 0), in dense middles of normal inputs (every
+    third result elsewhere off by a rounding), each alone in its run of 32."""
+    table = np.arange(0x0000, 0x7C00, dtype=np.uint16)
+    rows = (table.size, kernel.f16_table_runs(table))
+    dyv = np.array([0x0400, 0x0400, 0x0555, 0x0555, 0x0800], np.uint16)
+    x2v = np.array([0x1400, 0x0C01, 0x1000, 0x1001, 0x1000], np.uint16)
+    x1, x2, dy = np.tile(table, dyv.size), np.repeat(x2v, table.size), np.repeat(dyv, table.size)
+    got = _kernel_bits("divmul-fp16", dy, x1, x2, 0x3C00)
+    want = _oracle(dy, x1, x2, 0x3C00)
+    zero = ((got & 0x7FFF) == 0) & ((want & 0x7FFF) == 1) & ~J.is_subnormal(FP16, x1)
+    assert zero.sum() >= dyv.size
+    # every third result elsewhere a rounding off, so that each chunk is dense, but for the runs
+    # around those zeros (each then the only element of its run that differs)
+    near = np.convolve(zero, np.ones(129, bool), mode="same")
+    off = (np.arange(x1.size) % 3 == 0) & ~near & ((want & 0x7FFF) < 0x7BFF)
+    got = np.where(off, want ^ 1, got).astype(np.uint16)
+    for budget in (1, 2):
+        _check(dy, x1, x2, 0x3C00, got, _profile(False, budget), rows=rows)
+
+
 def test_a_boundary_element_that_is_the_first_models_result_is_still_handed_back():
     """No accepted model deviates on the boundary (the diff is +-beta exactly there, and each of
     them gives dy's bits), so the kernel's results cannot test it; recipmul-fp16 does for beta =

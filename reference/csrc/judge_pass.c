@@ -29,7 +29,9 @@
  * for the whole chunk so that an element that is its result is counted where it is found; in
  * a row's middle, where only the first and last element can lie on the boundary, a half whose
  * differing elements are all that model's results a rounding away is counted with fewer steps
- * (visit_dense_z).
+ * (visit_dense_z), and one whose differing elements are each one ULP away (bits that differ by
+ * one: the common case) with fewer still, no distance computed and x1 read only where the
+ * middle's subnormal x1 are (unit_model_z, count_unit_z).
  * tests/test_sweep_shortcut.py checks all of it, with and without rows, on every variant,
  * against the Python definitions.
  *
@@ -239,6 +241,7 @@ struct pass {
     uint16_t fz[2]; /* (with bnd, where fz_ok) the flush-to-zero oracle's bits of the row for x1 = +0 and -0 */
     int fz_ok;
     ptrdiff_t bnd[2];
+    ptrdiff_t sub_lo, sub_hi; /* (with bnd) the middle's elements whose x1 may be subnormal lie in [sub_lo, sub_hi) */
     int64_t fast_dist[4], fast_at[4], fast_want[4]; /* (rows 2 and 3) */
     /* The rounding-bias pass (sl1k_f16_bias_pass; bias 1, no tally): the deviations a held model
      * gives that are surely ordinary are counted in explained, with the held model's bits of a
@@ -620,6 +623,65 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
     }
 }
 
+/* The lanes of a half at `at` of a row's middle (visit_dense_z) that are the first model's result
+ * (mb) one ULP from the correctly rounded ww and not boundary candidates: bits that differ by
+ * one with both magnitudes in [1, 0x7bff] (finite, no zero on either side) are halves of one
+ * sign one ULP apart (a carry across the sign would need a magnitude of 0x7fff or 0), which
+ * judge.within_budget_alone accepts wherever the budget is at least 1. */
+V4 static inline __mmask32 unit_model_z(const pass *c, ptrdiff_t at, __m512i r, __m512i ww, __m512i mb) {
+    const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
+    const __m512i mr = _mm512_and_si512(r, mag), mw = _mm512_and_si512(ww, mag);
+    __mmask32 unit = _mm512_cmpeq_epi16_mask(r, mb)
+                     & (_mm512_cmpeq_epi16_mask(r, _mm512_add_epi16(ww, one)) | _mm512_cmpeq_epi16_mask(r, _mm512_sub_epi16(ww, one)))
+                     & _mm512_cmpneq_epi16_mask(_mm512_min_epu16(mr, mw), _mm512_setzero_si512())
+                     & _mm512_cmple_epu16_mask(_mm512_max_epu16(mr, mw), _mm512_set1_epi16(0x7bff));
+    for (int q = 0; q < 2; q++)
+        if (c->bnd[q] >= at && c->bnd[q] < at + 32)
+            unit &= ~(1u << (c->bnd[q] - at));
+    return unit;
+}
+
+/* Where x1 is subnormal in the half at `at` (m: its lanes that differ) of a row's middle, the
+ * lanes whose got is the flush-to-zero oracle's (row "model+ftz"): for a row of subnormal dy or
+ * x2, flushed_oracle's bits of the chunk; else x1 read as a zero of its sign, one value per sign
+ * for the row (fz), only where the half meets the middle's subnormal x1 (sub_lo, sub_hi). */
+V4 static inline __mmask32 ftz_half_z(pass *c, ptrdiff_t at, __mmask32 m, __m512i r) {
+    if (c->row_sub) { /* every input row's dy or x2 subnormal: flushed_oracle's bits, for the rest of the chunk */
+        if (!c->fon)
+            flushed_oracle(c, at);
+        return m & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->fbuf + (at - c->fstart)));
+    }
+    if (at + 32 <= c->sub_lo || at >= c->sub_hi)
+        return 0;
+    const __m512i x1 = _mm512_maskz_loadu_epi16(m, c->x1 + at);
+    const __mmask32 sub = m & subnormal_z(x1);
+    if (!sub)
+        return 0;
+    if (!c->fz_ok) { /* flushed_oracle's bits for x1 a zero of either sign, the row's dy and x2 (neither subnormal) */
+        const uint16_t fdy[2] = {c->dy[at], c->dy[at]}, fx1[2] = {0x0000, 0x8000}, fx2[2] = {c->x2[at], c->x2[at]};
+        sl1k_f16_cr(fdy, fx1, fx2, c->beta, c->fz, 2);
+        c->fz[0] = h_flush(c->fz[0]), c->fz[1] = h_flush(c->fz[1]), c->fz_ok = 1;
+    }
+    return sub & _mm512_cmpeq_epi16_mask(r, _mm512_mask_blend_epi16(_mm512_test_epi16_mask(x1, _mm512_set1_epi16((short)0x8000)),
+                                                                    _mm512_set1_epi16((short)c->fz[0]),
+                                                                    _mm512_set1_epi16((short)c->fz[1])));
+}
+
+/* A half all of whose differing elements (m) unit_model_z accepts counted: rows "model" and
+ * "model+ftz", bucket 1, each row's worst offered only while it has none (every distance is 1). */
+V4 static inline void count_unit_z(pass *c, ptrdiff_t at, __mmask32 m, __m512i r, const uint16_t *want) {
+    const __mmask32 ftz = ftz_half_z(c, at, m, r);
+    c->t->alone += __builtin_popcount(m);
+    c->t->hist[2][1] += __builtin_popcount(m & ~ftz);
+    c->t->hist[3][1] += __builtin_popcount(ftz);
+    const __mmask32 far = (c->fast_dist[2] < 1 ? m & ~ftz : 0) | (c->fast_dist[3] < 1 ? ftz : 0);
+    if (far) {
+        uint16_t dist[32] __attribute__((aligned(64)));
+        _mm512_store_si512(dist, _mm512_set1_epi16(1));
+        sort_half(c, at, far, ftz, 0, 0, 0, dist, want);
+    }
+}
+
 /* visit_z for a dense chunk of a row's middle (check_middle: the first model's bits in mbuf, the
  * boundary's candidates known, the row's dy and x2 one value each), where
  * almost every element that differs is the first model's result a rounding or two away: a half
@@ -633,7 +695,7 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
     if (c->budget < 0)
         return visit_z(c, base, mask, w, wc);
     const __m512i inf = _mm512_set1_epi16(0x7c00);
-    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi16(1), sign = _mm512_set1_epi16((short)0x8000);
+    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi16(1);
     const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
     for (int h = 0; h < 2; h++) {
         const __mmask32 m = (__mmask32)(mask >> (32 * h));
@@ -641,13 +703,17 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
             continue;
         const ptrdiff_t at = base + 32 * h, o = at - c->mstart;
         const __m512i r = _mm512_maskz_loadu_epi16(m, c->got + at), ww = _mm512_loadu_si512(w + 32 * h);
+        const __m512i mb = _mm512_loadu_si512(c->mbuf + o);
+        if (c->budget >= 1 && !(m & ~unit_model_z(c, at, r, ww, mb))) {
+            count_unit_z(c, at, m, r, w + 32 * h);
+            continue;
+        }
         __m512i mr, mw;
         __mmask32 sd;
         const __m512i d = distance_z(r, ww, &mr, &mw, &sd);
         __mmask32 fast = _mm512_cmplt_epu16_mask(mr, inf) & _mm512_cmplt_epu16_mask(mw, inf)
                          & _mm512_cmpneq_epi16_mask(mr, zero) & _mm512_cmpneq_epi16_mask(mw, zero)
-                         & _mm512_cmple_epu16_mask(d, budget)
-                         & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->mbuf + o));
+                         & _mm512_cmple_epu16_mask(d, budget) & _mm512_cmpeq_epi16_mask(r, mb);
         for (int q = 0; q < 2; q++)
             if (c->bnd[q] >= at && c->bnd[q] < at + 32)
                 fast &= ~(1u << (c->bnd[q] - at));
@@ -655,24 +721,7 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
             visit_z(c, at, m, w + 32 * h, wc);
             continue;
         }
-        __mmask32 ftz = 0, sub = 0;
-        const __m512i x1 = _mm512_maskz_loadu_epi16(m, c->x1 + at);
-        if (c->row_sub) { /* every input row's dy or x2 subnormal: flushed_oracle's bits, for the rest of the chunk */
-            if (!c->fon)
-                flushed_oracle(c, at);
-            ftz = m & _mm512_cmpeq_epi16_mask(r, _mm512_loadu_si512(c->fbuf + (at - c->fstart)));
-        } else {
-            sub = m & subnormal_z(x1);
-        }
-        if (sub && !c->fz_ok) { /* flushed_oracle's bits for x1 a zero of either sign, the row's dy and x2 (neither subnormal) */
-            const uint16_t fdy[2] = {c->dy[at], c->dy[at]}, fx1[2] = {0x0000, 0x8000}, fx2[2] = {c->x2[at], c->x2[at]};
-            sl1k_f16_cr(fdy, fx1, fx2, c->beta, c->fz, 2);
-            c->fz[0] = h_flush(c->fz[0]), c->fz[1] = h_flush(c->fz[1]), c->fz_ok = 1;
-        }
-        if (sub) /* (the flush-to-zero oracle's bits where x1 is subnormal: fz by x1's sign) */
-            ftz = sub & _mm512_cmpeq_epi16_mask(r, _mm512_mask_blend_epi16(_mm512_test_epi16_mask(x1, sign),
-                                                                             _mm512_set1_epi16((short)c->fz[0]),
-                                                                             _mm512_set1_epi16((short)c->fz[1])));
+        const __mmask32 ftz = ftz_half_z(c, at, m, r);
         c->t->alone += __builtin_popcount(m);
         count_buckets(c->t, 2, m & ~ftz, d);
         if (ftz)
@@ -973,11 +1022,17 @@ static ptrdiff_t first_where(const uint16_t *table, ptrdiff_t s, ptrdiff_t e, do
     return s;
 }
 
-/* The middle [s, e) of a row's stretch (|diff| <= beta, found by first_where): check_computed,
- * told that only its first and last element can lie on the boundary (pass.bnd_known). */
-static void check_middle(pass *c, ptrdiff_t s, ptrdiff_t e) {
-    if (s >= e) /* (none: at a row's end, s may be the arrays' end, where nothing may be read) */
+/* The middle [lo, hi) of a row's stretch at base (|diff| <= beta, found by first_where; x1 rises
+ * or falls strictly along it): check_computed, told that only its first and last element can lie
+ * on the boundary (pass.bnd_known) and where x1 may be subnormal (|x1| < 2^-14: between the
+ * first element past -2^-14 and the first at or past 2^-14, the other way where x1 falls). */
+static void check_middle(pass *c, ptrdiff_t base, ptrdiff_t lo, ptrdiff_t hi, int rising) {
+    if (lo >= hi) /* (none: at a row's end, base + lo may be the arrays' end, where nothing may be read) */
         return;
+    const double t = 0x1p-14;
+    const ptrdiff_t a = first_where(c->x1, lo, hi, 0.0, rising ? -t : t, rising ? GT : LT);
+    c->sub_lo = base + a, c->sub_hi = base + first_where(c->x1, a, hi, 0.0, rising ? t : -t, rising ? GE : LE);
+    const ptrdiff_t s = base + lo, e = base + hi;
     c->bnd_known = 1, c->bnd[0] = s, c->bnd[1] = e - 1;
     c->row_sub = h_subnormal(c->dy[s]) | h_subnormal(c->x2[s]);
     c->fz_ok = 0;
@@ -1003,12 +1058,12 @@ static void check_row(pass *c, const sl1k_rows *rows, ptrdiff_t base) {
         } else if (dir > 0) { /* the diff rises: below -beta, the middle and boundary, above beta */
             const ptrdiff_t lo = first_where(c->x1, s, e, x, -b, GE), hi = first_where(c->x1, lo, e, x, b, GT);
             check_constant(c, base + s, base + lo, lt);
-            check_middle(c, base + lo, base + hi);
+            check_middle(c, base, lo, hi, 1);
             check_constant(c, base + hi, base + e, gt);
         } else { /* the diff falls: above beta, the middle and boundary, below -beta */
             const ptrdiff_t lo = first_where(c->x1, s, e, x, b, LE), hi = first_where(c->x1, lo, e, x, -b, LT);
             check_constant(c, base + s, base + lo, gt);
-            check_middle(c, base + lo, base + hi);
+            check_middle(c, base, lo, hi, 0);
             check_constant(c, base + hi, base + e, lt);
         }
     }
