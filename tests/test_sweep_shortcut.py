@@ -369,6 +369,40 @@ def test_a_boundary_element_that_is_the_first_models_result_is_still_handed_back
     np.testing.assert_array_equal(idx, bad[~alone])
     assert np.isin(off, idx).all() and counted["count"] == int(alone.sum())
 
+ROW_BETAS = (0x3C00, 0x3800, 0x2E66, 0x0001, 0x03FF, 0x7BFF)
+
+
+def _row_cr_checks() -> str:
+    """Every fp16 x1 against rows of edge x2 and dy values (zeros, subnormals, the largest finite,
+    dy infinite), for betas normal and subnormal: with results that are all wrong and no shortcut
+    (budget -1), the pass hands back every element that differs with the correctly rounded bits,
+    which in a row's middle come from its own loop (loops.c's sl1k_f16_cr_row): the oracle's."""
+    table = np.arange(1 << 16, dtype=np.uint16)
+    rows = (table.size, kernel.f16_table_runs(table))
+    x2v = np.array([0x3A00, 0xB800, 0x0001, 0x8400, 0x3C00, 0x5640, 0x0000, 0x83FF, 0x7BFF, 0x2E66], np.uint16)
+    dyv = np.array([0x3C01, 0x7BFF, 0x0001, 0x8000, 0x3555, 0xFC00, 0x0400, 0xC100, 0x03FF, 0x7C00], np.uint16)
+    x1, x2, dy = np.tile(table, x2v.size), np.repeat(x2v, table.size), np.repeat(dyv, table.size)
+    got = np.zeros(x1.size, np.uint16)
+    for beta in ROW_BETAS:
+        want = _oracle(dy, x1, x2, beta)
+        idx, w, _ = kernel.f16_judge_pass(dy, x1, x2, beta, got, -1, False, (), rows=rows)
+        np.testing.assert_array_equal(idx, T._wrong(got, want))  # noqa: SLF001
+        np.testing.assert_array_equal(w, want[idx])
+    return "ok"
+
+
+@pytest.mark.parametrize("forced", [None, "avx2", "baseline"])
+def test_a_rows_middle_gets_the_correctly_rounded_result_on_every_variant(forced):
+    """The correctly rounded result along a row's middle (one dy and x2, x1 the table), which the
+    pass computes with its own loop, is the oracle's for every x1 and edge rows, on every variant."""
+    if forced is None:
+        assert _row_cr_checks() == "ok"
+    else:
+        from test_sweep_check_f32 import digest_on
+
+        assert digest_on(forced, "test_sweep_shortcut", "_row_cr_checks")[1] == "ok"
+
+
 def _random_checks() -> str:
     """Seeded cases of both hypothesis tests above (every beta, both zero-sign rules, budgets up to
     70000, blocks with and without rows), checked against the Python definitions: run in a

@@ -951,7 +951,10 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
     for (; s < e; s += CHUNK) {
         const ptrdiff_t m = e - s < CHUNK ? e - s : CHUNK;
         const uint16_t *g = c->got + s;
-        sl1k_f16_cr(c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->buf, m);
+        if (c->bnd_known) /* (a row's middle: one dy and x2) */
+            sl1k_f16_cr_row(c->x1 + s, c->dy[s], c->x2[s], c->beta, c->buf, m);
+        else
+            sl1k_f16_cr(c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->buf, m);
         ptrdiff_t differ = 0;
         for (ptrdiff_t i = 0; i < m; i += RUN) {
             uint64_t mask = 0;
