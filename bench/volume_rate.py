@@ -12,7 +12,8 @@ exact shares): a worker takes blocks in order, so its dy array is refilled once 
 which runs of RUN charge 4,096 / RUN times too often, and one block at a time would charge every
 block (0.05 to 0.1 ns an element of the judge's cost that a volume does not pay). Each is timed whole
 (``sweep._Block.run``: the call, the oracle, the comparison, the judge on the wrong elements,
-the tally) and the implementation's call within it (its adapter's ``run``, timed where the sweep
+the tally, into one tally a run of RUN blocks as ``sweep.blocks_task`` adds a task's, that
+tally's making included) and the implementation's call within it (its adapter's ``run``, timed where the sweep
 makes it). The judge's own
 cost is the difference; of it, the check (``sweep._Block.check``: ``kernel.f16_judge_pass`` with
 the block's rows, the correctly rounded result where the branch is not known, the comparison,
@@ -94,13 +95,16 @@ def _measure(impl: str, blocks: list) -> dict:
     try:
         worker.run(blocks[0])  # warm: the adapter's worker, the arrays
         m = dict.fromkeys(("whole", "own", "check", "cr"), 0.0) | {"impl": impl, "elements": 0, "back": 0}
-        for k in blocks:
+        for i, k in enumerate(blocks):
             last["seconds"] = 0.0
             t = time.perf_counter()
-            tally = worker.run(k)
+            if i % RUN == 0:  # a task's tally (sweep.blocks_task: each block of the task adds to it)
+                tally = S.PlaneTally()
+            before = tally.elements
+            worker.run(k, tally)
             m["whole"] += time.perf_counter() - t
             m["own"] += last["seconds"]
-            m["elements"] += tally.elements
+            m["elements"] += tally.elements - before
             lo, hi, dy, x1, x2 = worker.inputs(k)
             got = last["outcomes"][0].out[:hi - lo]
             t = time.perf_counter()

@@ -94,6 +94,9 @@ _ALIASES = {
 
 def format_by_name(name: "str | Format | np.dtype") -> Format:
     """The data format for a name (``fp16``, ``half``, ``float32``, ...) or a numpy dtype."""
+    fmt = _ALIASES.get(name) if type(name) is str else None  # (the common case first: a case's dtype, each call)
+    if fmt is not None:
+        return fmt
     if isinstance(name, Format):
         return name
     if isinstance(name, np.dtype) or (isinstance(name, type) and issubclass(name, np.generic)):

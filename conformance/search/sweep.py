@@ -167,10 +167,12 @@ class _Block:
         of the block :meth:`inputs` gave last."""
         return self.runs if self.runs is not None and self.dy_is is not None else None
 
-    def run(self, k: int) -> PlaneTally:
+    def run(self, k: int, tally: "PlaneTally | None" = None) -> PlaneTally:
+        """Block ``k`` checked, its findings added to ``tally`` (a task's: blocks_task) or to a
+        new one; that tally returned."""
         c = self.config
         lo, hi, dy, x1, x2 = self.inputs(k)
-        tally = PlaneTally()
+        tally = PlaneTally() if tally is None else tally
         call = Case("fp16", dy, x1, x2, c.beta, variant=c.variant, core_mask=self.profile.core_mask, id=f"block {k}",
                     guard=("end", "start")[k % 2])  # reads and writes before the start fault in odd blocks
         sampled = k % SAMPLE_EVERY == 0
@@ -214,18 +216,23 @@ def block_task(config: SweepConfig, k: int) -> tuple:
     process or a Dask worker's thread. A block is a pure function of (config, k); the adapter,
     profile and arrays are made once per process and thread and kept for the next block of the
     same sweep (``campaign.per_worker``: a thread's earlier sweep is closed)."""
+    return k, _worker(config).run(k)
+
+
+def _worker(config: SweepConfig) -> "_Block":
+    """This process's (or Dask thread's) worker for ``config``'s blocks."""
     # the pool or the cluster fills the CPUs: the oracle on one thread
-    worker = per_worker(("sweep", config), functools.partial(_Block, config, threads=1), _close_block)
-    return k, worker.run(k)
+    return per_worker(("sweep", config), functools.partial(_Block, config, threads=1), _close_block)
 
 
 def blocks_task(config: SweepConfig, blocks: list) -> tuple:
-    """(``blocks``, their PlaneTallies merged): one task of a local pool or a cluster. Merged in
-    the worker: the process that keeps the checkpoint merges one tally per task, not per block
-    (a whole volume is 2^28 blocks; at about 0.1 ms a merge, one process could not keep up)."""
-    tally = PlaneTally()
+    """(``blocks``, their PlaneTally): one task of a local pool or a cluster. One tally for the
+    task, in the worker: each block adds to it (no tally made and merged a block), and the process
+    that keeps the checkpoint merges one tally per task, not per block (a whole volume is 2^28
+    blocks; at about 0.1 ms a merge, one process could not keep up)."""
+    worker, tally = _worker(config), PlaneTally()
     for k in blocks:
-        tally.merge(block_task(config, k)[1])
+        worker.run(k, tally)
     return blocks, tally
 
 

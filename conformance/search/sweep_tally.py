@@ -189,13 +189,17 @@ class PlaneTally:
         self.zsign += alone["zsign"]
         ex = lambda i, w, d=None: element_example(lo + i, dy[i], x1[i], x2[i], beta, w, got[i],  # noqa: E731
                                                   formats.ulp_distance(FP16, got[i], w) if d is None else d)
+        # each row's worst and first zero-sign element, made a record only where it replaces the
+        # tally's (pick's orders, on the pair number and distance: a worker's tally takes block
+        # after block, and a later block's 1-ULP worst never does)
         for r in range(len(ROWS)):
-            if alone["worst"][r] >= 0:
-                self.worst[r] = pick(self.worst[r], ex(int(alone["worst"][r]), alone["worst_want"][r],
-                                                       int(alone["worst_dist"][r])), worst_order)
-            if alone["first_zsign"][r] >= 0:
-                self.first_zsign[r] = pick(self.first_zsign[r], ex(int(alone["first_zsign"][r]), alone["zsign_want"][r]),
-                                           _first)
+            i, z = int(alone["worst"][r]), int(alone["first_zsign"][r])
+            if i >= 0:
+                d, cur = int(alone["worst_dist"][r]), self.worst[r]
+                if cur is None or (-d, (lo + i,)) < worst_order(cur):
+                    self.worst[r] = ex(i, alone["worst_want"][r], d)
+            if z >= 0 and (self.first_zsign[r] is None or lo + z < _first(self.first_zsign[r])):
+                self.first_zsign[r] = ex(z, alone["zsign_want"][r])
 
     def judge(self, lo, dy, x1, x2, beta, got, want, profile) -> None:
         """One block's verdicts, by the one judge in full, on the elements that are not the
