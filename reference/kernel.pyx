@@ -50,6 +50,8 @@ cdef extern from "csrc/loops.h" nogil:
                                    int64_t *idx, uint16_t *want)
     void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
                      uint16_t *out, Py_ssize_t n)
+    void sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
+                      Py_ssize_t n)
     ctypedef struct sl1k_alone_tally:
         int64_t hist[4][10]
         int64_t zsign[4][10]
@@ -380,6 +382,21 @@ def f16_bias_pass(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t
         count = sl1k_f16_bias_pass(&dy[0] if n else NULL, &x1[0] if n else NULL, &x2[0] if n else NULL, beta,
                                    &got[0] if n else NULL, n, budget, p.mids, p.nm, p.shape_p, p.ip, p.wp, &explained)
     return (*p.found(count, "f16_bias_pass"), int(explained))
+
+
+def f16_row_bits(model, const uint16_t[::1] x1, uint16_t dy, uint16_t x2, uint16_t beta):
+    """The bits the sweep's check computes along a row's middle (judge_pass.c's check_middle:
+    one dy and one x2, every exact |x1 - x2| <= beta, which the caller must hold to): ``model``'s
+    (a name), or the correctly rounded result's (None): loops.c's sl1k_f16_row.
+    For tests: they must be the whole loops' bits (``smoothl1lossgrad``, ``f16_correctly_rounded``)."""
+    cdef Py_ssize_t n = x1.shape[0]
+    cdef int mid = -1 if model is None else _MODEL_IDS["fp16", model]
+    out = np.empty(n, np.uint16)
+    cdef uint16_t[::1] o = out
+    if n:
+        with nogil:
+            sl1k_f16_row(mid, &x1[0], dy, x2, beta, &o[0], n)
+    return out
 
 
 def f16_correctly_rounded(const uint16_t[::1] dy, const uint16_t[::1] x1, const uint16_t[::1] x2, uint16_t beta):

@@ -376,7 +376,7 @@ def _row_cr_checks() -> str:
     """Every fp16 x1 against rows of edge x2 and dy values (zeros, subnormals, the largest finite,
     dy infinite), for betas normal and subnormal: with results that are all wrong and no shortcut
     (budget -1), the pass hands back every element that differs with the correctly rounded bits,
-    which in a row's middle come from its own loop (loops.c's sl1k_f16_cr_row): the oracle's."""
+    which in a row's middle come from its own loop (loops.c's sl1k_f16_row): the oracle's."""
     table = np.arange(1 << 16, dtype=np.uint16)
     rows = (table.size, kernel.f16_table_runs(table))
     x2v = np.array([0x3A00, 0xB800, 0x0001, 0x8400, 0x3C00, 0x5640, 0x0000, 0x83FF, 0x7BFF, 0x2E66], np.uint16)
@@ -389,6 +389,47 @@ def _row_cr_checks() -> str:
         np.testing.assert_array_equal(idx, T._wrong(got, want))  # noqa: SLF001
         np.testing.assert_array_equal(w, want[idx])
     return "ok"
+
+
+def _row_model_checks() -> str:
+    """Each model's bits and the correctly rounded bits as the pass computes them along a row's
+    middle (kernel.f16_row_bits: one dy and x2, every x1 with |x1 - x2| <= beta exactly) against
+    the whole loops' (the kernel's smoothl1lossgrad for the model; the oracle), for edge rows
+    (subnormal, zero and large dy and x2, dy infinite) and betas normal, subnormal, large."""
+    from sl1conf.reference.models import MODELS
+
+    every = np.arange(1 << 16, dtype=np.uint16)
+    every = every[(every & 0x7C00) != 0x7C00]  # the finite x1
+    h = lambda a: np.ascontiguousarray(a, np.uint16).view(np.float16)  # noqa: E731
+    for beta in ROW_BETAS + (0x5BFF,):
+        b = float(h(np.array([beta]))[0])
+        for x2, dy in ((0x3A00, 0x3C01), (0xB800, 0x7BFF), (0x0001, 0x0001), (0x8400, 0x8000), (0x0000, 0x3555),
+                       (0x2E66, 0xFC00), (0x83FF, 0x03FF), (0x5640, 0xC100)):
+            x1 = every[np.abs(h(every).astype(np.float64) - float(h(np.array([x2]))[0])) <= b]
+            if not x1.size:
+                continue
+            dys, x2s = np.full(x1.size, dy, np.uint16), np.full(x1.size, x2, np.uint16)
+            np.testing.assert_array_equal(kernel.f16_row_bits(None, x1, dy, x2, beta), _oracle(dys, x1, x2s, beta)
+                                          if not (dy & 0x7C00) == 0x7C00 else
+                                          kernel.f16_correctly_rounded(dys, x1, x2s, beta))
+            for model in MODELS:
+                whole = kernel.smoothl1lossgrad(h(dys), h(x1), h(x2s), h(np.array([beta]))[0], model=model, threads=1)
+                np.testing.assert_array_equal(kernel.f16_row_bits(model, x1, dy, x2, beta),
+                                              np.ascontiguousarray(whole).view(np.uint16), err_msg=f"{model} {beta:#x}")
+    return "ok"
+
+
+@pytest.mark.parametrize("forced", [None, "avx2", "baseline"])
+def test_a_rows_middle_gets_each_models_bits_on_every_variant(forced):
+    """The models' bits along a row's middle (the dense chunks' first model, the rounding-bias
+    pass's held model), which the pass computes with loops of its own, are the whole loops' bits
+    for every model, on every variant."""
+    if forced is None:
+        assert _row_model_checks() == "ok"
+    else:
+        from test_sweep_check_f32 import digest_on
+
+        assert digest_on(forced, "test_sweep_shortcut", "_row_model_checks")[1] == "ok"
 
 
 @pytest.mark.parametrize("forced", [None, "avx2", "baseline"])

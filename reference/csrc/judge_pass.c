@@ -945,16 +945,24 @@ static inline int pop64(uint64_t x) {
     return (int)((((x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full) * 0x0101010101010101ull) >> 56);
 }
 
+/* The bits of model (a kernel id; -1: the correctly rounded result) for the elements [s, s + m)
+ * into out: along a row's middle (bnd_known), the row loops for one dy and x2 (the same bits). */
+static void model_bits(const pass *c, int model, ptrdiff_t s, ptrdiff_t m, uint16_t *out) {
+    if (c->bnd_known)
+        sl1k_f16_row(model, c->x1 + s, c->dy[s], c->x2[s], c->beta, out, m);
+    else if (model < 0)
+        sl1k_f16_cr(c->dy + s, c->x1 + s, c->x2 + s, c->beta, out, m);
+    else
+        sl1k_f16(model, c->dy + s, c->x1 + s, c->x2 + s, c->beta, out, m);
+}
+
 /* Elements [s, e) by the arithmetic: sl1k_f16_cr, CHUNK at a time, compared 64 at a time. */
 static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
     uint64_t masks[CHUNK / RUN];
     for (; s < e; s += CHUNK) {
         const ptrdiff_t m = e - s < CHUNK ? e - s : CHUNK;
         const uint16_t *g = c->got + s;
-        if (c->bnd_known) /* (a row's middle: one dy and x2) */
-            sl1k_f16_cr_row(c->x1 + s, c->dy[s], c->x2[s], c->beta, c->buf, m);
-        else
-            sl1k_f16_cr(c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->buf, m);
+        model_bits(c, -1, s, m, c->buf);
         ptrdiff_t differ = 0;
         for (ptrdiff_t i = 0; i < m; i += RUN) {
             uint64_t mask = 0;
@@ -970,12 +978,12 @@ static void check_computed(pass *c, ptrdiff_t s, ptrdiff_t e) {
         c->mon = c->a && c->nmodels && c->visit != visit_base && differ * 8 > m;
         c->fon = 0;
         if (c->mon)
-            sl1k_f16(c->models[c->a->first], c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->mbuf, m), c->mstart = s, c->mend = s + m;
+            model_bits(c, c->models[c->a->first], s, m, c->mbuf), c->mstart = s, c->mend = s + m;
         /* the bias pass: a held model's bits of every chunk where an element differs (a sampled block
          * only: a sparse chunk's model costs about 1,000 cycles, numpy's judging its 28 deviations far more) */
         c->bon = c->bias && c->nheld && !c->prone && differ;
         if (c->bon) {
-            sl1k_f16(c->held[c->hcur], c->dy + s, c->x1 + s, c->x2 + s, c->beta, c->mbuf, m), c->mstart = s, c->mend = s + m;
+            model_bits(c, c->held[c->hcur], s, m, c->mbuf), c->mstart = s, c->mend = s + m;
             c->hit = c->miss = 0;
         }
         c->lim = s + m;

@@ -242,28 +242,34 @@ void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uin
         sl1k_f16(SL1_MULDIV * 3 + SL1_C64, dy + done, x1 + done, x2 + done, beta, out + done, n - done);
 }
 
-void sl1k_f16_cr_row(const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out, ptrdiff_t n) {
+void sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
+                  ptrdiff_t n) {
     ptrdiff_t done = 0;
 #ifdef SL1_HAVE_V3
     const float b = (float)h_value(beta);
-    if (b > 0 && b < INFINITY && !h_special(dy) && !h_special(x2)) { /* f16_simd.inc's cr_row_f32 */
+    /* f16_simd.inc's cr_row_f32 (0 < beta < inf, as sl1k_f16_cr's cr_f32) and f16_row */
+    if (!h_special(dy) && !h_special(x2) && (model >= 0 || (b > 0 && b < INFINITY))) {
         switch (pick()) {
         case 2:
-            done = cr_row_f32_z(x1, dy, x2, b, out, n);
-            done += cr_row_f32_x(x1 + done, dy, x2, b, out + done, n - done);
+            done = model < 0 ? cr_row_f32_z(x1, dy, x2, b, out, n) : f16_row_z(model, x1, dy, x2, beta, out, n);
+            done += model < 0 ? cr_row_f32_x(x1 + done, dy, x2, b, out + done, n - done)
+                              : f16_row_x(model, x1 + done, dy, x2, beta, out + done, n - done);
             break;
         case 1:
-            done = cr_row_f32_x(x1, dy, x2, b, out, n);
+            done = model < 0 ? cr_row_f32_x(x1, dy, x2, b, out, n) : f16_row_x(model, x1, dy, x2, beta, out, n);
             break;
         }
     }
 #endif
-    uint16_t cdy[256], cx2[256]; /* the rest: sl1k_f16_cr, the row's dy and x2 repeated */
+    uint16_t cdy[256], cx2[256]; /* the rest: the whole loops, the row's dy and x2 repeated */
     for (int j = 0; j < 256; j++)
         cdy[j] = dy, cx2[j] = x2;
     while (done < n) {
         const ptrdiff_t m = n - done < 256 ? n - done : 256;
-        sl1k_f16_cr(cdy, x1 + done, cx2, beta, out + done, m);
+        if (model < 0)
+            sl1k_f16_cr(cdy, x1 + done, cx2, beta, out + done, m);
+        else
+            sl1k_f16(model, cdy, x1 + done, cx2, beta, out + done, m);
         done += m;
     }
 }

@@ -43,10 +43,12 @@ ptrdiff_t sl1k_f16_mismatches(const uint16_t *dy, const uint16_t *x1, const uint
  * elsewhere (loops.c, f16_simd.inc's cr_f32). One thread. */
 void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
                  uint16_t *out, ptrdiff_t n);
-/* sl1k_f16_cr for a row's middle: dy and x2 one value each, |x1 - x2| <= beta exactly for every
- * element (the caller's binary search says so); the same bits, with fewer steps (f16_simd.inc's
- * cr_row_f32) where beta, dy and x2 are finite. */
-void sl1k_f16_cr_row(const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out, ptrdiff_t n);
+/* sl1k_f16 (model 0 to 8), or sl1k_f16_cr (model -1), for a row's middle: dy and x2 one value
+ * each, |x1 - x2| <= beta exactly for every element (the caller's binary search says so); the
+ * same bits, with fewer steps (f16_simd.inc's f16_row and cr_row_f32) where dy and x2 are
+ * finite (and beta, for the correctly rounded result). */
+void sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
+                  ptrdiff_t n);
 
 /* The sweep's check with judge.within_budget_alone's shortcut (judge_pass.c says how): the
  * elements of got that differ from the correctly rounded result and that the shortcut does
