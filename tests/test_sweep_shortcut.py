@@ -401,7 +401,7 @@ def _row_model_checks() -> str:
     every = np.arange(1 << 16, dtype=np.uint16)
     every = every[(every & 0x7C00) != 0x7C00]  # the finite x1
     h = lambda a: np.ascontiguousarray(a, np.uint16).view(np.float16)  # noqa: E731
-    for beta in ROW_BETAS + (0x5BFF,):
+    for beta in ROW_BETAS + (0x5BFF, 0x0400, 0x7800, 0x4400):  # (powers of two: divmul as recipmul)
         b = float(h(np.array([beta]))[0])
         for x2, dy in ((0x3A00, 0x3C01), (0xB800, 0x7BFF), (0x0001, 0x0001), (0x8400, 0x8000), (0x0000, 0x3555),
                        (0x2E66, 0xFC00), (0x83FF, 0x03FF), (0x5640, 0xC100)):
