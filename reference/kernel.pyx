@@ -50,8 +50,8 @@ cdef extern from "csrc/loops.h" nogil:
                                    int64_t *idx, uint16_t *want)
     void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uint16_t beta,
                      uint16_t *out, Py_ssize_t n)
-    void sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
-                      Py_ssize_t n)
+    int sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
+                     Py_ssize_t n)
     ctypedef struct sl1k_alone_tally:
         int64_t hist[4][10]
         int64_t zsign[4][10]

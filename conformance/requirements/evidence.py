@@ -19,17 +19,23 @@ from typing import Optional
 
 from sl1conf.conformance.requirements.records import ElementRecord
 
-__all__ = ["Evidence", "add_evidence", "evidence_of", "worst_order", "pick"]
+__all__ = ["Evidence", "add_evidence", "evidence_of", "worst_order", "worst_key", "pick"]
 
 
 def _position(at) -> tuple:
     return tuple(at) if isinstance(at, (list, tuple)) else (at,)
 
 
+def worst_key(distance: int, at) -> tuple:
+    """:func:`worst_order`'s key of an element not made a record yet (a sweep's C pass gives its
+    distance and pair number: the record is made only where it would replace)."""
+    return (-distance, _position(at))
+
+
 def worst_order(e: ElementRecord) -> tuple:
     """The order the worst element is chosen by: the larger distance (NaN against a number,
     ``formats.NAN_MISMATCH``, counts as the largest), then the lower position."""
-    return (-e.distance, _position(e.at))
+    return worst_key(e.distance, e.at)
 
 
 def pick(a, b, key):

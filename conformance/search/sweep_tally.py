@@ -15,7 +15,7 @@ from sl1conf.reference import formats
 
 from sl1conf.conformance.rules import distances
 from sl1conf.conformance.requirements.base import Seen, element_record
-from sl1conf.conformance.requirements.evidence import Evidence, add_evidence, evidence_of, pick, worst_order
+from sl1conf.conformance.requirements.evidence import Evidence, add_evidence, evidence_of, pick, worst_key, worst_order
 from sl1conf.conformance.requirements.records import ElementRecord
 from sl1conf.conformance.requirements.reasons import ReasonTally
 from sl1conf.conformance.rules.judge import Reason, expected_for, flush_match, judge, model_match, within_budget_alone
@@ -196,7 +196,7 @@ class PlaneTally:
             i, z = int(alone["worst"][r]), int(alone["first_zsign"][r])
             if i >= 0:
                 d, cur = int(alone["worst_dist"][r]), self.worst[r]
-                if cur is None or (-d, (lo + i,)) < worst_order(cur):
+                if cur is None or worst_key(d, lo + i) < worst_order(cur):
                     self.worst[r] = ex(i, alone["worst_want"][r], d)
             if z >= 0 and (self.first_zsign[r] is None or lo + z < _first(self.first_zsign[r])):
                 self.first_zsign[r] = ex(z, alone["zsign_want"][r])

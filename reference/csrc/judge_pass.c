@@ -31,7 +31,7 @@
  * differing elements are all that model's results a rounding away is counted with fewer steps
  * (visit_dense_z), and one whose differing elements are each one ULP away (bits that differ by
  * one: the common case) with fewer still, no distance computed and x1 read only where the
- * middle's subnormal x1 are (unit_model_z, count_unit_z).
+ * middle's subnormal x1 are (unit_model_z, counted by count_model_half).
  * tests/test_sweep_shortcut.py checks all of it, with and without rows, on every variant,
  * against the Python definitions.
  *
@@ -503,6 +503,16 @@ V4 static inline void count_buckets(sl1k_alone_tally *t, int row, __mmask32 in, 
                 _mm512_cmple_epu16_mask(d, _mm512_set1_epi16(64)));
 }
 
+/* The lanes of the half at `at` that are the boundary's candidates (a row's middle: its first
+ * and last element, c->bnd). */
+static inline uint32_t bnd_lanes(const pass *c, ptrdiff_t at) {
+    uint32_t lanes = 0;
+    for (int q = 0; q < 2; q++)
+        if (c->bnd[q] >= at && c->bnd[q] < at + 32)
+            lanes |= 1u << (c->bnd[q] - at);
+    return lanes;
+}
+
 /* Lanes holding a subnormal. */
 V4 static inline __mmask32 subnormal_z(__m512i v) {
     return _mm512_testn_epi16_mask(v, _mm512_set1_epi16(0x7c00)) & _mm512_test_epi16_mask(v, _mm512_set1_epi16(0x03ff));
@@ -569,9 +579,7 @@ V4 static void visit_z(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
             if (!c->b_open) {
                 __mmask32 maybe = 0;
                 if (c->bnd_known) { /* (a row's middle: its first and last element only) */
-                    for (int q = 0; q < 2; q++)
-                        if (c->bnd[q] >= at && c->bnd[q] < at + 32)
-                            maybe |= 1u << (c->bnd[q] - at);
+                    maybe = bnd_lanes(c, at);
                 } else {
                     const __m512 lo = _mm512_abs_ps(_mm512_sub_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(x1)),
                                                                   _mm512_cvtph_ps(_mm512_castsi512_si256(x2))));
@@ -635,10 +643,7 @@ V4 static inline __mmask32 unit_model_z(const pass *c, ptrdiff_t at, __m512i r, 
                      & (_mm512_cmpeq_epi16_mask(r, _mm512_add_epi16(ww, one)) | _mm512_cmpeq_epi16_mask(r, _mm512_sub_epi16(ww, one)))
                      & _mm512_cmpneq_epi16_mask(_mm512_min_epu16(mr, mw), _mm512_setzero_si512())
                      & _mm512_cmple_epu16_mask(_mm512_max_epu16(mr, mw), _mm512_set1_epi16(0x7bff));
-    for (int q = 0; q < 2; q++)
-        if (c->bnd[q] >= at && c->bnd[q] < at + 32)
-            unit &= ~(1u << (c->bnd[q] - at));
-    return unit;
+    return unit & ~bnd_lanes(c, at);
 }
 
 /* Where x1 is subnormal in the half at `at` (m: its lanes that differ) of a row's middle, the
@@ -667,18 +672,25 @@ V4 static inline __mmask32 ftz_half_z(pass *c, ptrdiff_t at, __mmask32 m, __m512
                                                                     _mm512_set1_epi16((short)c->fz[1])));
 }
 
-/* A half all of whose differing elements (m) unit_model_z accepts counted: rows "model" and
- * "model+ftz", bucket 1, each row's worst offered only while it has none (every distance is 1). */
-V4 static inline void count_unit_z(pass *c, ptrdiff_t at, __mmask32 m, __m512i r, const uint16_t *want) {
+/* A half of a row's middle whose differing elements (m) are all the first model's results, within
+ * the budget, finite, no zero, not boundary candidates, at distances d, counted: rows "model"
+ * and "model+ftz" (ftz_half_z), their buckets, and each row's worst in index order: only those
+ * farther than it are offered (usually none, at 1 ULP). visit_dense_z's halves, and with d all 1
+ * unit_model_z's (inlined with the constant: count_buckets' bucket 1 alone). */
+V4 static inline void count_model_half(pass *c, ptrdiff_t at, __mmask32 m, __m512i r, __m512i d, const uint16_t *want) {
     const __mmask32 ftz = ftz_half_z(c, at, m, r);
     c->t->alone += __builtin_popcount(m);
-    c->t->hist[2][1] += __builtin_popcount(m & ~ftz);
-    c->t->hist[3][1] += __builtin_popcount(ftz);
-    const __mmask32 far = (c->fast_dist[2] < 1 ? m & ~ftz : 0) | (c->fast_dist[3] < 1 ? ftz : 0);
-    if (far) {
-        uint16_t dist[32] __attribute__((aligned(64)));
-        _mm512_store_si512(dist, _mm512_set1_epi16(1));
-        sort_half(c, at, far, ftz, 0, 0, 0, dist, want);
+    count_buckets(c->t, 2, m & ~ftz, d);
+    if (ftz)
+        count_buckets(c->t, 3, ftz, d);
+    if (_mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16(1)) & m || c->fast_dist[2] < 1 || (ftz && c->fast_dist[3] < 1)) {
+        const __mmask32 far = (m & ~ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[2])))
+                              | (ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[3])));
+        if (far) {
+            uint16_t dist[32] __attribute__((aligned(64)));
+            _mm512_store_si512(dist, d);
+            sort_half(c, at, far, ftz, 0, 0, 0, dist, want); /* (rows 2 and 3: nothing gathered or back) */
+        }
     }
 }
 
@@ -695,7 +707,7 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
     if (c->budget < 0)
         return visit_z(c, base, mask, w, wc);
     const __m512i inf = _mm512_set1_epi16(0x7c00);
-    const __m512i zero = _mm512_setzero_si512(), one = _mm512_set1_epi16(1);
+    const __m512i zero = _mm512_setzero_si512();
     const __m512i budget = _mm512_set1_epi16((short)(uint16_t)(c->budget > 0xffff ? 0xffff : c->budget));
     for (int h = 0; h < 2; h++) {
         const __mmask32 m = (__mmask32)(mask >> (32 * h));
@@ -705,7 +717,7 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
         const __m512i r = _mm512_maskz_loadu_epi16(m, c->got + at), ww = _mm512_loadu_si512(w + 32 * h);
         const __m512i mb = _mm512_loadu_si512(c->mbuf + o);
         if (c->budget >= 1 && !(m & ~unit_model_z(c, at, r, ww, mb))) {
-            count_unit_z(c, at, m, r, w + 32 * h);
+            count_model_half(c, at, m, r, _mm512_set1_epi16(1), w + 32 * h);
             continue;
         }
         __m512i mr, mw;
@@ -714,28 +726,12 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
         __mmask32 fast = _mm512_cmplt_epu16_mask(mr, inf) & _mm512_cmplt_epu16_mask(mw, inf)
                          & _mm512_cmpneq_epi16_mask(mr, zero) & _mm512_cmpneq_epi16_mask(mw, zero)
                          & _mm512_cmple_epu16_mask(d, budget) & _mm512_cmpeq_epi16_mask(r, mb);
-        for (int q = 0; q < 2; q++)
-            if (c->bnd[q] >= at && c->bnd[q] < at + 32)
-                fast &= ~(1u << (c->bnd[q] - at));
+        fast &= ~bnd_lanes(c, at);
         if (m & ~fast) { /* (not all so: the whole half as visit_z sorts it) */
             visit_z(c, at, m, w + 32 * h, wc);
             continue;
         }
-        const __mmask32 ftz = ftz_half_z(c, at, m, r);
-        c->t->alone += __builtin_popcount(m);
-        count_buckets(c->t, 2, m & ~ftz, d);
-        if (ftz)
-            count_buckets(c->t, 3, ftz, d);
-        /* each row's worst, in index order: only those farther than it (usually none: at 1 ULP) */
-        if (_mm512_cmpgt_epu16_mask(d, one) & m || c->fast_dist[2] < 1 || (ftz && c->fast_dist[3] < 1)) {
-            const __mmask32 far = (m & ~ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[2])))
-                                  | (ftz & _mm512_cmpgt_epu16_mask(d, _mm512_set1_epi16((short)(uint16_t)c->fast_dist[3])));
-            if (far) {
-                uint16_t dist[32] __attribute__((aligned(64)));
-                _mm512_store_si512(dist, d);
-                sort_half(c, at, far, ftz, 0, 0, 0, dist, w + 32 * h); /* (rows 2 and 3: nothing gathered or back) */
-            }
-        }
+        count_model_half(c, at, m, r, d, w + 32 * h);
     }
 }
 

@@ -242,8 +242,10 @@ void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uin
         sl1k_f16(SL1_MULDIV * 3 + SL1_C64, dy + done, x1 + done, x2 + done, beta, out + done, n - done);
 }
 
-void sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
-                  ptrdiff_t n) {
+int sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
+                 ptrdiff_t n) {
+    if (model < -1 || model >= 9)
+        return -1;
     ptrdiff_t done = 0;
 #ifdef SL1_HAVE_V3
     const float b = (float)h_value(beta);
@@ -272,4 +274,5 @@ void sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint1
             sl1k_f16(model, cdy, x1 + done, cx2, beta, out + done, m);
         done += m;
     }
+    return 0;
 }

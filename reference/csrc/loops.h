@@ -46,8 +46,9 @@ void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uin
 /* sl1k_f16 (model 0 to 8), or sl1k_f16_cr (model -1), for a row's middle: dy and x2 one value
  * each, |x1 - x2| <= beta exactly for every element (the caller's binary search says so); the
  * same bits, with fewer steps (f16_simd.inc's f16_row and cr_row_f32) where dy and x2 are
- * finite (and beta, for the correctly rounded result). */
-void sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
+ * finite (and beta, for the correctly rounded result). -1 for a model out of range (nothing written),
+ * else 0. */
+int sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
                   ptrdiff_t n);
 
 /* The sweep's check with judge.within_budget_alone's shortcut (judge_pass.c says how): the
