@@ -284,9 +284,18 @@ def _other_neighbour(got, want, every):
     return out
 
 
-@pytest.mark.parametrize("order", ["rising", "falling"])
-@pytest.mark.parametrize("k, k2", [(62, 33), (33, 62)])
-def test_a_dense_middle_of_one_ulp_model_results_counts_as_the_python_definitions(order, k, k2):
+def _on_variant(forced, function: str) -> str:
+    """``function()`` of this module: here (``forced`` None), or in a process forced onto that
+    instruction-set variant (test_sweep_check_f32.digest_on), whose loops this machine's never runs."""
+    if forced is None:
+        return globals()[function]()
+    from test_sweep_check_f32 import digest_on
+
+    return digest_on(forced, "test_sweep_shortcut", function)[1]
+
+
+@pytest.mark.parametrize("forced", [None, "avx2", "baseline"])
+def test_a_dense_middle_of_one_ulp_model_results_counts_as_the_python_definitions(forced):
     """A row's middle where the first model's results are each one ULP from the correctly rounded
     one (the common case of a sweep, counted without distances by the pass) and x1 crosses the
     subnormals (row "model+ftz" only there): x2 = 0.75 and dy = 1 + 2^-10 or 1 + 3 * 2^-10 make
@@ -298,7 +307,18 @@ def test_a_dense_middle_of_one_ulp_model_results_counts_as_the_python_definition
     middle's first or last run (which hold the boundary's candidates) nor at a chunk's start: the
     pass looks for subnormal x1 only within the middle's stretch of them. In other rows, every fifth deviation is moved to the other side of
     the correctly rounded result (one ULP away, no model's result), and then the
-    tally is the Python definitions'."""
+    tally is the Python definitions', on every variant."""
+    assert _on_variant(forced, "_dense_unit_checks") == "ok"
+
+
+def _dense_unit_checks() -> str:
+    for order in ("rising", "falling"):
+        for k, k2 in ((62, 33), (33, 62)):
+            _dense_unit_case(order, k, k2)
+    return "ok"
+
+
+def _dense_unit_case(order, k, k2):
     table = np.concatenate([np.arange(0x8400 + k, 0x8000, -1), np.arange(0x0000, 0x0401 + k2)]).astype(np.uint16)
     table = table if order == "rising" else table[::-1].copy()
     rows = (table.size, kernel.f16_table_runs(table))
@@ -318,11 +338,16 @@ def test_a_dense_middle_of_one_ulp_model_results_counts_as_the_python_definition
         _check(dy, x1, x2, 0x3C00, got, _profile(strict, 2), rows=rows)
 
 
-def test_a_dense_middle_where_the_model_gives_zero_one_ulp_from_the_result_counts_as_the_python_definitions():
+@pytest.mark.parametrize("forced", [None, "avx2", "baseline"])
+def test_a_dense_middle_where_the_model_gives_zero_one_ulp_from_the_result_counts_as_the_python_definitions(forced):
     """The kernel's divmul-fp16 gives +-0 where the correctly rounded result is the least subnormal
     (x1 - x2 rounded to half before the product): a zero on one side, whose flush-to-zero row the
     Python definition decides (the flushed result is 0), in dense middles of normal inputs (every
-    third result elsewhere off by a rounding), each alone in its run of 32."""
+    third result elsewhere off by a rounding), each alone in its run of 32; on every variant."""
+    assert _on_variant(forced, "_dense_zero_checks") == "ok"
+
+
+def _dense_zero_checks() -> str:
     table = np.arange(0x0000, 0x7C00, dtype=np.uint16)
     rows = (table.size, kernel.f16_table_runs(table))
     dyv = np.array([0x0400, 0x0400, 0x0555, 0x0555, 0x0800], np.uint16)
@@ -339,15 +364,21 @@ def test_a_dense_middle_where_the_model_gives_zero_one_ulp_from_the_result_count
     got = np.where(off, want ^ 1, got).astype(np.uint16)
     for budget in (1, 2):
         _check(dy, x1, x2, 0x3C00, got, _profile(False, budget), rows=rows)
+    return "ok"
 
 
-def test_a_boundary_element_that_is_the_first_models_result_is_still_handed_back():
+@pytest.mark.parametrize("forced", [None, "avx2", "baseline"])
+def test_a_boundary_element_that_is_the_first_models_result_is_still_handed_back(forced):
     """No accepted model deviates on the boundary (the diff is +-beta exactly there, and each of
     them gives dy's bits), so the kernel's results cannot test it; recipmul-fp16 does for beta =
     0x3E01 (RN16(1 / beta) * beta is not 1). With it as the pass's only model and its bits as the
     results, the boundary elements of rows are, in the dense chunks of the middle, that model's
     results a rounding away: the pass must still hand them back (R02 decides them), as
-    within_budget_alone does, and count nothing else differently."""
+    within_budget_alone does, and count nothing else differently; on every variant."""
+    assert _on_variant(forced, "_boundary_model_checks") == "ok"
+
+
+def _boundary_model_checks() -> str:
     beta, b = 0x3E01, float(np.uint16(0x3E01).view(np.float16))
     table = np.concatenate([np.arange(0x0000, 0x7C00), np.arange(0x8000, 0xFC00)]).astype(np.uint16)
     x2s = np.array([0.0, b, -b, 2 * b], np.float16).view(np.uint16)
@@ -368,6 +399,8 @@ def test_a_boundary_element_that_is_the_first_models_result_is_still_handed_back
                                             rows=(table.size, kernel.f16_table_runs(table)))
     np.testing.assert_array_equal(idx, bad[~alone])
     assert np.isin(off, idx).all() and counted["count"] == int(alone.sum())
+    return "ok"
+
 
 ROW_BETAS = (0x3C00, 0x3800, 0x2E66, 0x0001, 0x03FF, 0x7BFF)
 
@@ -424,24 +457,14 @@ def test_a_rows_middle_gets_each_models_bits_on_every_variant(forced):
     """The models' bits along a row's middle (the dense chunks' first model, the rounding-bias
     pass's held model), which the pass computes with loops of its own, are the whole loops' bits
     for every model, on every variant."""
-    if forced is None:
-        assert _row_model_checks() == "ok"
-    else:
-        from test_sweep_check_f32 import digest_on
-
-        assert digest_on(forced, "test_sweep_shortcut", "_row_model_checks")[1] == "ok"
+    assert _on_variant(forced, "_row_model_checks") == "ok"
 
 
 @pytest.mark.parametrize("forced", [None, "avx2", "baseline"])
 def test_a_rows_middle_gets_the_correctly_rounded_result_on_every_variant(forced):
     """The correctly rounded result along a row's middle (one dy and x2, x1 the table), which the
     pass computes with its own loop, is the oracle's for every x1 and edge rows, on every variant."""
-    if forced is None:
-        assert _row_cr_checks() == "ok"
-    else:
-        from test_sweep_check_f32 import digest_on
-
-        assert digest_on(forced, "test_sweep_shortcut", "_row_cr_checks")[1] == "ok"
+    assert _on_variant(forced, "_row_cr_checks") == "ok"
 
 
 def _random_checks() -> str:
@@ -463,9 +486,7 @@ def _random_checks() -> str:
 def test_every_variant_counts_as_the_python_definitions(forced):
     """The portable and AVX2 passes (their element-by-element shortcut, their scans) against the
     Python definitions, not only against this machine's pass."""
-    from test_sweep_check_f32 import digest_on
-
-    assert digest_on(forced, "test_sweep_shortcut", "_random_checks")[1] == "ok"
+    assert _on_variant(forced, "_random_checks") == "ok"
 
 
 GUARDED = r"""

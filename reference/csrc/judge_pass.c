@@ -31,7 +31,7 @@
  * differing elements are all that model's results a rounding away is counted with fewer steps
  * (visit_dense_z), and one whose differing elements are each one ULP away (bits that differ by
  * one: the common case) with fewer still, no distance computed and x1 read only where the
- * middle's subnormal x1 are (unit_model_z, counted by count_model_half).
+ * middle's subnormal x1 are (unit_model_z and unit_model_x, counted by count_unit).
  * tests/test_sweep_shortcut.py checks all of it, with and without rows, on every variant,
  * against the Python definitions.
  *
@@ -220,7 +220,7 @@ struct pass {
     const_fn diffc, number;
     skip_fn skip;
     visit_fn visit;
-    visit_fn dense; /* a dense chunk of a row's middle: visit_dense_z on AVX-512, else NULL (visit) */
+    visit_fn dense; /* a dense chunk of a row's middle: visit_dense_z on AVX-512, visit_dense_x on AVX2, else NULL (visit) */
     hist_fn hist;
     /* Dense chunks (more than one element in 8 differs; mon): the first model's bits of the
      * whole chunk in mbuf (from mstart to mend), so that an element that is that model's
@@ -513,6 +513,33 @@ static inline uint32_t bnd_lanes(const pass *c, ptrdiff_t at) {
     return lanes;
 }
 
+/* The flush-to-zero oracle's bits of a row's middle for x1 = +0 and -0 (fz), made where first
+ * asked (the row's dy and x2, neither subnormal; flushed_oracle's arithmetic). */
+static inline void row_fz(pass *c, ptrdiff_t at) {
+    if (!c->fz_ok) {
+        const uint16_t fdy[2] = {c->dy[at], c->dy[at]}, fx1[2] = {0x0000, 0x8000}, fx2[2] = {c->x2[at], c->x2[at]};
+        sl1k_f16_cr(fdy, fx1, fx2, c->beta, c->fz, 2);
+        c->fz[0] = h_flush(c->fz[0]), c->fz[1] = h_flush(c->fz[1]), c->fz_ok = 1;
+    }
+}
+
+/* A half at `at` of a row's middle whose differing elements (m) are each the first model's result
+ * one ULP from the correctly rounded one (unit_model_z, unit_model_x) counted: rows "model" and
+ * "model+ftz" (ftz), bucket 1, each row's worst offered only while it has none (every distance
+ * is 1: a later one never replaces it). */
+static inline void count_unit(pass *c, ptrdiff_t at, uint32_t m, uint32_t ftz, const uint16_t *want) {
+    c->t->alone += __builtin_popcount(m);
+    c->t->hist[2][1] += __builtin_popcount(m & ~ftz);
+    c->t->hist[3][1] += __builtin_popcount(ftz);
+    const uint32_t far = (c->fast_dist[2] < 1 ? m & ~ftz : 0) | (c->fast_dist[3] < 1 ? ftz : 0);
+    if (far) {
+        uint16_t dist[32];
+        for (int j = 0; j < 32; j++)
+            dist[j] = 1;
+        sort_half(c, at, far, ftz, 0, 0, 0, dist, want);
+    }
+}
+
 /* Lanes holding a subnormal. */
 V4 static inline __mmask32 subnormal_z(__m512i v) {
     return _mm512_testn_epi16_mask(v, _mm512_set1_epi16(0x7c00)) & _mm512_test_epi16_mask(v, _mm512_set1_epi16(0x03ff));
@@ -662,11 +689,7 @@ V4 static inline __mmask32 ftz_half_z(pass *c, ptrdiff_t at, __mmask32 m, __m512
     const __mmask32 sub = m & subnormal_z(x1);
     if (!sub)
         return 0;
-    if (!c->fz_ok) { /* flushed_oracle's bits for x1 a zero of either sign, the row's dy and x2 (neither subnormal) */
-        const uint16_t fdy[2] = {c->dy[at], c->dy[at]}, fx1[2] = {0x0000, 0x8000}, fx2[2] = {c->x2[at], c->x2[at]};
-        sl1k_f16_cr(fdy, fx1, fx2, c->beta, c->fz, 2);
-        c->fz[0] = h_flush(c->fz[0]), c->fz[1] = h_flush(c->fz[1]), c->fz_ok = 1;
-    }
+    row_fz(c, at);
     return sub & _mm512_cmpeq_epi16_mask(r, _mm512_mask_blend_epi16(_mm512_test_epi16_mask(x1, _mm512_set1_epi16((short)0x8000)),
                                                                     _mm512_set1_epi16((short)c->fz[0]),
                                                                     _mm512_set1_epi16((short)c->fz[1])));
@@ -675,8 +698,7 @@ V4 static inline __mmask32 ftz_half_z(pass *c, ptrdiff_t at, __mmask32 m, __m512
 /* A half of a row's middle whose differing elements (m) are all the first model's results, within
  * the budget, finite, no zero, not boundary candidates, at distances d, counted: rows "model"
  * and "model+ftz" (ftz_half_z), their buckets, and each row's worst in index order: only those
- * farther than it are offered (usually none, at 1 ULP). visit_dense_z's halves, and with d all 1
- * unit_model_z's (inlined with the constant: count_buckets' bucket 1 alone). */
+ * farther than it are offered (usually none, at 1 ULP). */
 V4 static inline void count_model_half(pass *c, ptrdiff_t at, __mmask32 m, __m512i r, __m512i d, const uint16_t *want) {
     const __mmask32 ftz = ftz_half_z(c, at, m, r);
     c->t->alone += __builtin_popcount(m);
@@ -717,7 +739,7 @@ V4 static void visit_dense_z(pass *c, ptrdiff_t base, uint64_t mask, const uint1
         const __m512i r = _mm512_maskz_loadu_epi16(m, c->got + at), ww = _mm512_loadu_si512(w + 32 * h);
         const __m512i mb = _mm512_loadu_si512(c->mbuf + o);
         if (c->budget >= 1 && !(m & ~unit_model_z(c, at, r, ww, mb))) {
-            count_model_half(c, at, m, r, _mm512_set1_epi16(1), w + 32 * h);
+            count_unit(c, at, m, ftz_half_z(c, at, m, r), w + 32 * h);
             continue;
         }
         __m512i mr, mw;
@@ -900,6 +922,69 @@ V3 static void visit_x(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w
         _mm256_storeu_si256((__m256i *)dist, d0);
         _mm256_storeu_si256((__m256i *)(dist + 16), d1);
         sort_half(c, at, far, ftz, alone, m & ~alone & ~fast, sub, dist, want);
+    }
+}
+
+/* unit_model_z on AVX2: the lanes of the half at `at` (got r, correctly rounded w, the first
+ * model's bits mb) that are the first model's result one ULP away and not boundary candidates
+ * (magnitudes are below 2^15: signed comparisons of them are the unsigned ones). */
+V3 static inline uint32_t unit_model_x(const pass *c, ptrdiff_t at, __m256i r0, __m256i r1, __m256i w0, __m256i w1,
+                                       const uint16_t *mb) {
+    const __m256i mag = _mm256_set1_epi16(0x7fff), one = _mm256_set1_epi16(1), finite = _mm256_set1_epi16(0x7bff);
+    const __m256i zero = _mm256_setzero_si256();
+    const __m256i mr0 = _mm256_and_si256(r0, mag), mr1 = _mm256_and_si256(r1, mag);
+    const __m256i mw0 = _mm256_and_si256(w0, mag), mw1 = _mm256_and_si256(w1, mag);
+    const uint32_t model = ones32_x(_mm256_cmpeq_epi16(r0, LOAD_X(mb)), _mm256_cmpeq_epi16(r1, LOAD_X(mb + 16)));
+    const uint32_t unit = ones32_x(_mm256_or_si256(_mm256_cmpeq_epi16(r0, _mm256_add_epi16(w0, one)),
+                                                   _mm256_cmpeq_epi16(r0, _mm256_sub_epi16(w0, one))),
+                                   _mm256_or_si256(_mm256_cmpeq_epi16(r1, _mm256_add_epi16(w1, one)),
+                                                   _mm256_cmpeq_epi16(r1, _mm256_sub_epi16(w1, one))));
+    const uint32_t zeros = eq_x(_mm256_min_epu16(mr0, mw0), _mm256_min_epu16(mr1, mw1), zero);
+    const uint32_t big = ones32_x(_mm256_cmpgt_epi16(_mm256_max_epu16(mr0, mw0), finite),
+                                  _mm256_cmpgt_epi16(_mm256_max_epu16(mr1, mw1), finite));
+    return model & unit & ~zeros & ~big & ~bnd_lanes(c, at);
+}
+
+/* ftz_half_z on AVX2 (the whole half lies before c->lim). */
+V3 static inline uint32_t ftz_half_x(pass *c, ptrdiff_t at, uint32_t m, __m256i r0, __m256i r1) {
+    if (c->row_sub) {
+        if (!c->fon)
+            flushed_oracle(c, at);
+        const uint16_t *fb = c->fbuf + (at - c->fstart);
+        return m & ones32_x(_mm256_cmpeq_epi16(r0, LOAD_X(fb)), _mm256_cmpeq_epi16(r1, LOAD_X(fb + 16)));
+    }
+    if (at + 32 <= c->sub_lo || at >= c->sub_hi)
+        return 0;
+    const __m256i a0 = LOAD_X(c->x1 + at), a1 = LOAD_X(c->x1 + at + 16);
+    const uint32_t sub = m & subnormal_x(a0, a1);
+    if (!sub)
+        return 0;
+    row_fz(c, at);
+    const __m256i p = _mm256_set1_epi16((short)c->fz[0]), n = _mm256_set1_epi16((short)c->fz[1]);
+    return sub & ones32_x(_mm256_cmpeq_epi16(r0, _mm256_blendv_epi8(p, n, _mm256_srai_epi16(a0, 15))),
+                          _mm256_cmpeq_epi16(r1, _mm256_blendv_epi8(p, n, _mm256_srai_epi16(a1, 15))));
+}
+
+/* visit_dense_z's one-ULP halves on AVX2: a half of a dense chunk of a row's middle whose
+ * differing elements are each the first model's result one ULP away is counted by count_unit;
+ * any other half (and one that reaches the chunk's end) goes to visit_x whole. */
+V3 static void visit_dense_x(pass *c, ptrdiff_t base, uint64_t mask, const uint16_t *w, uint16_t wc) {
+    if (c->budget < 1)
+        return visit_x(c, base, mask, w, wc);
+    for (int h = 0; h < 2; h++) {
+        const uint32_t m = (uint32_t)(mask >> (32 * h));
+        if (!m)
+            continue;
+        const ptrdiff_t at = base + 32 * h;
+        if (at + 32 <= c->lim) {
+            const uint16_t *ww = w + 32 * h;
+            const __m256i r0 = LOAD_X(c->got + at), r1 = LOAD_X(c->got + at + 16);
+            if (!(m & ~unit_model_x(c, at, r0, r1, LOAD_X(ww), LOAD_X(ww + 16), c->mbuf + (at - c->mstart)))) {
+                count_unit(c, at, m, ftz_half_x(c, at, m, r0, r1), ww);
+                continue;
+            }
+        }
+        visit_x(c, at, m, w + 32 * h, wc);
     }
 }
 
@@ -1097,6 +1182,7 @@ static pass *new_pass(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2
         break;
     case 1:
         c->diff = diff64_x, c->diffc = diffc64_x, c->number = number64_x, c->skip = skip_x, c->visit = visit_x;
+        c->dense = visit_dense_x;
         break;
     }
 #endif
