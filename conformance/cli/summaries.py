@@ -244,8 +244,9 @@ def sweep_lines(state: dict, note: str = "") -> list:
     if not v["checked_elements"]:
         lines.append("nothing was checked: " + ("no call returned a result" if v["failed_elements"]
                                                 else "every call was refused") + " (not a pass)")
-    lines.append(f"verdict: {'PASS' if v['pass'] else 'FAIL'}" + ("" if state["complete"] else
-                                                                   " (so far: not every block is done)"))
+    # (an unfinished sweep is no pass: what it checked so far is said, not a verdict on the rest)
+    lines.append("verdict: " + ("FAIL" if not v["pass"] else "PASS" if state["complete"] else
+                                "INCOMPLETE: none rejected so far, not every block is done (not a pass)"))
     return lines
 
 
