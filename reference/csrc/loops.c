@@ -254,11 +254,10 @@ int sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16
         switch (pick()) {
         case 2:
             done = model < 0 ? cr_row_f32_z(x1, dy, x2, b, out, n) : f16_row_z(model, x1, dy, x2, beta, out, n);
+            __attribute__((fallthrough)); /* the AVX2 loop's vectors take what those left */
+        case 1:
             done += model < 0 ? cr_row_f32_x(x1 + done, dy, x2, b, out + done, n - done)
                               : f16_row_x(model, x1 + done, dy, x2, beta, out + done, n - done);
-            break;
-        case 1:
-            done = model < 0 ? cr_row_f32_x(x1, dy, x2, b, out, n) : f16_row_x(model, x1, dy, x2, beta, out, n);
             break;
         }
     }

@@ -49,7 +49,7 @@ void sl1k_f16_cr(const uint16_t *dy, const uint16_t *x1, const uint16_t *x2, uin
  * finite (and beta, for the correctly rounded result). -1 for a model out of range (nothing written),
  * else 0. */
 int sl1k_f16_row(int model, const uint16_t *x1, uint16_t dy, uint16_t x2, uint16_t beta, uint16_t *out,
-                  ptrdiff_t n);
+                 ptrdiff_t n);
 
 /* The sweep's check with judge.within_budget_alone's shortcut (judge_pass.c says how): the
  * elements of got that differ from the correctly rounded result and that the shortcut does
